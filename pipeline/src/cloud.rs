@@ -1,0 +1,475 @@
+//! The in-memory point cloud: a structure of arrays with an f64 origin.
+//!
+//! Invariants (kept by every constructor and stage, checked by [`Cloud::validate`]):
+//! - every present attribute array has exactly `positions.len()` entries;
+//! - the world position of point `i` is `origin + positions[i]` computed in f64, so georeferenced coordinates
+//!   (1e5..1e7 m) keep millimetres as long as the cloud's extent stays within a few kilometres of the origin;
+//! - positions are finite (readers reject NaN/inf coordinates).
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// A point cloud. Attributes are optional and, when present, parallel to `positions`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cloud {
+    /// Origin of `positions` in the cloud's frame (map or CRS coordinates), metres.
+    pub origin: [f64; 3],
+    /// Positions relative to `origin`, metres.
+    pub positions: Vec<[f32; 3]>,
+    /// Return strength as the source stored it (LAS: 0..65535; E57: usually 0..1; PCD/PLY: any float).
+    pub intensity: Option<Vec<f32>>,
+    /// Colour, 16 bits per channel. 8-bit sources are widened by 257 (so 255 -> 65535); 8-bit writers take
+    /// the high byte.
+    pub color: Option<Vec<[u16; 3]>>,
+    /// Unit surface normals.
+    pub normals: Option<Vec<[f32; 3]>>,
+    /// Plane thickness: RMS distance of the neighbours to the fitted plane, metres (+inf: no plane).
+    pub gamma: Option<Vec<f32>>,
+    /// Per-point time, seconds (LAS GPS time, E57 timeStamp, a simulated scan's offset inside its frame).
+    pub time: Option<Vec<f64>>,
+    /// Return number, 1-based (LAS).
+    pub return_number: Option<Vec<u8>>,
+    /// Number of returns of the pulse (LAS).
+    pub number_of_returns: Option<Vec<u8>>,
+    /// Classification (ASPRS codes for LAS).
+    pub classification: Option<Vec<u8>>,
+    /// Ring (spinning LiDAR laser index) or line (Livox laser number).
+    pub ring: Option<Vec<u16>>,
+    /// Any other per-point dimension, by name (LAS extra bytes, PLY/PCD fields we do not model, E57 row/column).
+    pub extra: Vec<ExtraDim>,
+    /// Where the cloud came from and what it describes.
+    pub meta: Metadata,
+}
+
+/// A named per-point dimension we do not model specially. Values are held as f64, which is exact for every
+/// integer type up to 32 bits and for f32/f64; `kind` says how the source stored it, so writers can keep it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExtraDim {
+    pub name: String,
+    pub kind: ScalarKind,
+    pub values: Vec<f64>,
+}
+
+/// Storage type of a scalar field in a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScalarKind {
+    U8,
+    I8,
+    U16,
+    I16,
+    U32,
+    I32,
+    U64,
+    I64,
+    F32,
+    F64,
+}
+
+impl ScalarKind {
+    /// Size in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            ScalarKind::U8 | ScalarKind::I8 => 1,
+            ScalarKind::U16 | ScalarKind::I16 => 2,
+            ScalarKind::U32 | ScalarKind::I32 | ScalarKind::F32 => 4,
+            ScalarKind::U64 | ScalarKind::I64 | ScalarKind::F64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, ScalarKind::F32 | ScalarKind::F64)
+    }
+}
+
+/// Description of the cloud beyond its points.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metadata {
+    /// File the cloud was read from.
+    pub source: Option<PathBuf>,
+    /// Format and version as read, e.g. "LAS 1.2, point format 3" or "PCD 0.7 binary_compressed".
+    pub format: Option<String>,
+    /// Coordinate reference system as OGC WKT, when the source declares one.
+    pub crs_wkt: Option<String>,
+    /// Scans the cloud was assembled from (E57 data3D entries, merged inputs), with their sensor poses.
+    pub scans: Vec<ScanInfo>,
+}
+
+/// One scan inside a cloud: its points are `points` (a range of indices) and it was taken from `world_from_scan`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScanInfo {
+    pub name: String,
+    pub points: Range<usize>,
+    /// Pose of the scanner in the cloud's frame (the cloud's frame, not relative to `Cloud::origin`).
+    pub world_from_scan: Option<Pose>,
+}
+
+/// A rigid transform: rotation as a unit quaternion `[w, x, y, z]` and a translation in metres.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pose {
+    pub rotation_wxyz: [f64; 4],
+    pub translation: [f64; 3],
+}
+
+impl Default for Pose {
+    fn default() -> Self {
+        Pose::IDENTITY
+    }
+}
+
+impl Pose {
+    pub const IDENTITY: Pose = Pose {
+        rotation_wxyz: [1.0, 0.0, 0.0, 0.0],
+        translation: [0.0; 3],
+    };
+
+    /// Rotation matrix (row-major) of the normalised quaternion.
+    pub fn rotation_matrix(&self) -> [[f64; 3]; 3] {
+        let [w, x, y, z] = self.rotation_wxyz;
+        let n = (w * w + x * x + y * y + z * z).sqrt();
+        let (w, x, y, z) = if n > 0.0 {
+            (w / n, x / n, y / n, z / n)
+        } else {
+            (1.0, 0.0, 0.0, 0.0)
+        };
+        [
+            [
+                1.0 - 2.0 * (y * y + z * z),
+                2.0 * (x * y - w * z),
+                2.0 * (x * z + w * y),
+            ],
+            [
+                2.0 * (x * y + w * z),
+                1.0 - 2.0 * (x * x + z * z),
+                2.0 * (y * z - w * x),
+            ],
+            [
+                2.0 * (x * z - w * y),
+                2.0 * (y * z + w * x),
+                1.0 - 2.0 * (x * x + y * y),
+            ],
+        ]
+    }
+
+    /// Apply to a point: `R p + t`.
+    pub fn transform_point(&self, p: [f64; 3]) -> [f64; 3] {
+        let r = self.rotation_matrix();
+        let mut out = self.translation;
+        for (i, o) in out.iter_mut().enumerate() {
+            *o += r[i][0] * p[0] + r[i][1] * p[1] + r[i][2] * p[2];
+        }
+        out
+    }
+
+    /// Apply the rotation only: `R v`.
+    pub fn transform_vector(&self, v: [f64; 3]) -> [f64; 3] {
+        let r = self.rotation_matrix();
+        [
+            r[0][0] * v[0] + r[0][1] * v[1] + r[0][2] * v[2],
+            r[1][0] * v[0] + r[1][1] * v[1] + r[1][2] * v[2],
+            r[2][0] * v[0] + r[2][1] * v[1] + r[2][2] * v[2],
+        ]
+    }
+}
+
+/// Names of the optional attributes, for reports and `aerie info`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attribute {
+    Intensity,
+    Color,
+    Normal,
+    Gamma,
+    Time,
+    ReturnNumber,
+    NumberOfReturns,
+    Classification,
+    Ring,
+}
+
+impl Cloud {
+    /// An empty cloud with the given origin.
+    pub fn with_origin(origin: [f64; 3]) -> Cloud {
+        Cloud {
+            origin,
+            ..Cloud::default()
+        }
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// World position of point `i` in f64.
+    pub fn world(&self, i: usize) -> [f64; 3] {
+        let p = self.positions[i];
+        [
+            self.origin[0] + p[0] as f64,
+            self.origin[1] + p[1] as f64,
+            self.origin[2] + p[2] as f64,
+        ]
+    }
+
+    /// Which modelled attributes are present.
+    pub fn attributes(&self) -> Vec<Attribute> {
+        let mut out = Vec::new();
+        let checks = [
+            (self.intensity.is_some(), Attribute::Intensity),
+            (self.color.is_some(), Attribute::Color),
+            (self.normals.is_some(), Attribute::Normal),
+            (self.gamma.is_some(), Attribute::Gamma),
+            (self.time.is_some(), Attribute::Time),
+            (self.return_number.is_some(), Attribute::ReturnNumber),
+            (self.number_of_returns.is_some(), Attribute::NumberOfReturns),
+            (self.classification.is_some(), Attribute::Classification),
+            (self.ring.is_some(), Attribute::Ring),
+        ];
+        for (present, a) in checks {
+            if present {
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    /// The extra dimension called `name`, if any.
+    pub fn extra(&self, name: &str) -> Option<&ExtraDim> {
+        self.extra.iter().find(|d| d.name == name)
+    }
+
+    /// Axis-aligned bounds in the cloud's frame (f64, origin applied); `None` for an empty cloud.
+    pub fn bounds(&self) -> Option<([f64; 3], [f64; 3])> {
+        let first = self.positions.first()?;
+        let mut lo = *first;
+        let mut hi = *first;
+        for p in &self.positions {
+            for k in 0..3 {
+                lo[k] = lo[k].min(p[k]);
+                hi[k] = hi[k].max(p[k]);
+            }
+        }
+        let o = self.origin;
+        Some((
+            [
+                o[0] + lo[0] as f64,
+                o[1] + lo[1] as f64,
+                o[2] + lo[2] as f64,
+            ],
+            [
+                o[0] + hi[0] as f64,
+                o[1] + hi[1] as f64,
+                o[2] + hi[2] as f64,
+            ],
+        ))
+    }
+
+    /// Check the length invariant; returns the name of the first attribute whose length is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.len();
+        let lens = [
+            ("intensity", self.intensity.as_ref().map(Vec::len)),
+            ("color", self.color.as_ref().map(Vec::len)),
+            ("normals", self.normals.as_ref().map(Vec::len)),
+            ("gamma", self.gamma.as_ref().map(Vec::len)),
+            ("time", self.time.as_ref().map(Vec::len)),
+            ("return_number", self.return_number.as_ref().map(Vec::len)),
+            (
+                "number_of_returns",
+                self.number_of_returns.as_ref().map(Vec::len),
+            ),
+            ("classification", self.classification.as_ref().map(Vec::len)),
+            ("ring", self.ring.as_ref().map(Vec::len)),
+        ];
+        for (name, len) in lens {
+            if let Some(len) = len
+                && len != n
+            {
+                return Err(format!("attribute {name} has {len} values for {n} points"));
+            }
+        }
+        for d in &self.extra {
+            if d.values.len() != n {
+                return Err(format!(
+                    "extra dimension {} has {} values for {n} points",
+                    d.name,
+                    d.values.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A new cloud holding the points at `indices`, in that order, with every attribute and the metadata
+    /// (scan ranges are dropped because they no longer describe contiguous runs).
+    pub fn select(&self, indices: &[usize]) -> Cloud {
+        fn pick<T: Copy>(v: &Option<Vec<T>>, idx: &[usize]) -> Option<Vec<T>> {
+            v.as_ref().map(|v| idx.iter().map(|&i| v[i]).collect())
+        }
+        let mut meta = self.meta.clone();
+        meta.scans.iter_mut().for_each(|s| s.points = 0..0);
+        meta.scans.retain(|s| s.world_from_scan.is_some());
+        Cloud {
+            origin: self.origin,
+            positions: indices.iter().map(|&i| self.positions[i]).collect(),
+            intensity: pick(&self.intensity, indices),
+            color: pick(&self.color, indices),
+            normals: pick(&self.normals, indices),
+            gamma: pick(&self.gamma, indices),
+            time: pick(&self.time, indices),
+            return_number: pick(&self.return_number, indices),
+            number_of_returns: pick(&self.number_of_returns, indices),
+            classification: pick(&self.classification, indices),
+            ring: pick(&self.ring, indices),
+            extra: self
+                .extra
+                .iter()
+                .map(|d| ExtraDim {
+                    name: d.name.clone(),
+                    kind: d.kind,
+                    values: indices.iter().map(|&i| d.values[i]).collect(),
+                })
+                .collect(),
+            meta,
+        }
+    }
+
+    /// Move the origin to `new_origin` without changing world positions (up to f32 rounding of the new offsets).
+    pub fn set_origin(&mut self, new_origin: [f64; 3]) {
+        let d = [
+            self.origin[0] - new_origin[0],
+            self.origin[1] - new_origin[1],
+            self.origin[2] - new_origin[2],
+        ];
+        for p in &mut self.positions {
+            for k in 0..3 {
+                p[k] = (p[k] as f64 + d[k]) as f32;
+            }
+        }
+        self.origin = new_origin;
+    }
+
+    /// Append `other`'s points, keeping only the attributes both clouds have (an attribute missing on either
+    /// side would leave holes). World positions are preserved; `other` is re-expressed around `self.origin`.
+    pub fn append(&mut self, other: &Cloud) {
+        let offset = self.len();
+        let d = [
+            other.origin[0] - self.origin[0],
+            other.origin[1] - self.origin[1],
+            other.origin[2] - self.origin[2],
+        ];
+        let self_was_empty =
+            self.is_empty() && self.attributes().is_empty() && self.extra.is_empty();
+        fn join<T: Copy>(a: &mut Option<Vec<T>>, b: &Option<Vec<T>>, first: bool) {
+            match (a.as_mut(), b) {
+                (Some(a), Some(b)) => a.extend_from_slice(b),
+                (None, Some(b)) if first => *a = Some(b.clone()),
+                _ => *a = None,
+            }
+        }
+        join(&mut self.intensity, &other.intensity, self_was_empty);
+        join(&mut self.color, &other.color, self_was_empty);
+        join(&mut self.normals, &other.normals, self_was_empty);
+        join(&mut self.gamma, &other.gamma, self_was_empty);
+        join(&mut self.time, &other.time, self_was_empty);
+        join(
+            &mut self.return_number,
+            &other.return_number,
+            self_was_empty,
+        );
+        join(
+            &mut self.number_of_returns,
+            &other.number_of_returns,
+            self_was_empty,
+        );
+        join(
+            &mut self.classification,
+            &other.classification,
+            self_was_empty,
+        );
+        join(&mut self.ring, &other.ring, self_was_empty);
+        if self_was_empty {
+            self.extra = other.extra.clone();
+        } else {
+            let mut kept = Vec::new();
+            for mut d in std::mem::take(&mut self.extra) {
+                if let Some(o) = other.extra(&d.name) {
+                    d.values.extend_from_slice(&o.values);
+                    kept.push(d);
+                }
+            }
+            self.extra = kept;
+        }
+        self.positions.extend(other.positions.iter().map(|p| {
+            [
+                (p[0] as f64 + d[0]) as f32,
+                (p[1] as f64 + d[1]) as f32,
+                (p[2] as f64 + d[2]) as f32,
+            ]
+        }));
+        for s in &other.meta.scans {
+            let mut s = s.clone();
+            s.points = s.points.start + offset..s.points.end + offset;
+            self.meta.scans.push(s);
+        }
+        if self.meta.crs_wkt.is_none() {
+            self.meta.crs_wkt = other.meta.crs_wkt.clone();
+        }
+    }
+}
+
+/// Choose an origin for world coordinates: the minimum corner rounded down to a whole metre, so relative
+/// positions stay small and the origin itself is a readable number.
+pub fn origin_for(min: [f64; 3]) -> [f64; 3] {
+    [min[0].floor(), min[1].floor(), min[2].floor()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pose_rotates_about_z() {
+        let h = std::f64::consts::FRAC_1_SQRT_2;
+        let pose = Pose {
+            rotation_wxyz: [h, 0.0, 0.0, h],
+            translation: [1.0, 0.0, 0.0],
+        };
+        let p = pose.transform_point([1.0, 0.0, 0.0]);
+        assert!((p[0] - 1.0).abs() < 1e-12 && (p[1] - 1.0).abs() < 1e-12 && p[2].abs() < 1e-12);
+    }
+
+    #[test]
+    fn large_coordinates_keep_millimetres() {
+        let mut c = Cloud::with_origin([637_000.0, 851_000.0, 400.0]);
+        c.positions.push([123.456, 789.012, 3.5]);
+        let w = c.world(0);
+        assert!((w[0] - 637_123.456).abs() < 1e-4, "{w:?}");
+        c.set_origin([600_000.0, 800_000.0, 0.0]);
+        let w2 = c.world(0);
+        assert!((w2[0] - 637_123.456).abs() < 1e-3 && (w2[1] - 851_789.012).abs() < 1e-3);
+    }
+
+    #[test]
+    fn append_drops_attributes_missing_on_one_side() {
+        let mut a = Cloud::default();
+        a.positions = vec![[0.0; 3]];
+        a.intensity = Some(vec![1.0]);
+        a.ring = Some(vec![3]);
+        let mut b = Cloud::with_origin([10.0, 0.0, 0.0]);
+        b.positions = vec![[1.0, 0.0, 0.0]];
+        b.intensity = Some(vec![2.0]);
+        a.append(&b);
+        assert_eq!(a.len(), 2);
+        assert_eq!(a.intensity, Some(vec![1.0, 2.0]));
+        assert_eq!(a.ring, None);
+        assert_eq!(a.positions[1], [11.0, 0.0, 0.0]);
+        a.validate().unwrap();
+    }
+}

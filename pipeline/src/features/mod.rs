@@ -1,0 +1,1 @@
+//! Per-point features from neighbourhoods: neighbour search, normals, plane thickness gamma.

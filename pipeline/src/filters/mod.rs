@@ -1,0 +1,1 @@
+//! Stages that remove or move points: crop, transform, merge, outlier removal, downsampling.

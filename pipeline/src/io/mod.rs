@@ -1,0 +1,248 @@
+//! Reading and writing scan files. One module per format; this module picks the format and dispatches.
+//!
+//! Every reader has the shape `read_bytes(data, path, opts) -> Result<Cloud>`: it parses a byte buffer (the
+//! whole file, or a fuzzer's input) and uses `path` only in error messages. Invariants kept by all readers:
+//! - never panic on file contents; every error names the file, the place and what was expected;
+//! - never allocate from a count in a header before checking it against the bytes actually present;
+//! - reject NaN/inf coordinates;
+//! - set `Cloud::meta.format` (format and version) and `meta.source`.
+//!
+//! Every writer goes through [`atomic::write_atomic`], so a failure never leaves a partial file.
+
+pub mod atomic;
+pub mod e57;
+pub mod kitti;
+pub mod las;
+pub mod pcd;
+pub mod ply;
+pub mod xyz;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Cloud, Error, Result};
+
+/// A scan file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Las,
+    Laz,
+    E57,
+    Ply,
+    Pcd,
+    /// Delimited text: .xyz, .txt, .csv, .pts, .asc
+    Xyz,
+    /// KITTI-style .bin: float32 x y z intensity, nothing else.
+    Kitti,
+}
+
+impl Format {
+    pub const ALL: [Format; 7] = [
+        Format::Las,
+        Format::Laz,
+        Format::E57,
+        Format::Ply,
+        Format::Pcd,
+        Format::Xyz,
+        Format::Kitti,
+    ];
+
+    /// The format a file name's extension names, if any.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Format::from_name(&ext)
+    }
+
+    /// Parse a format name as given to `--format` (also accepts extensions).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "las" => Format::Las,
+            "laz" => Format::Laz,
+            "e57" => Format::E57,
+            "ply" => Format::Ply,
+            "pcd" => Format::Pcd,
+            "xyz" | "txt" | "csv" | "pts" | "asc" => Format::Xyz,
+            "bin" | "kitti" => Format::Kitti,
+            _ => return None,
+        })
+    }
+
+    /// Recognise a format from the first bytes of a file.
+    pub fn sniff(head: &[u8]) -> Option<Format> {
+        if head.starts_with(b"LASF") {
+            // LAS and LAZ share the magic; the reader tells them apart by the point format's compression bit.
+            Some(Format::Las)
+        } else if head.starts_with(b"ASTM-E57") {
+            Some(Format::E57)
+        } else if head.starts_with(b"ply\n") || head.starts_with(b"ply\r\n") {
+            Some(Format::Ply)
+        } else if head.starts_with(b"# .PCD")
+            || head.starts_with(b"VERSION")
+            || head.starts_with(b"FIELDS")
+        {
+            Some(Format::Pcd)
+        } else {
+            None
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Las => "las",
+            Format::Laz => "laz",
+            Format::E57 => "e57",
+            Format::Ply => "ply",
+            Format::Pcd => "pcd",
+            Format::Xyz => "xyz",
+            Format::Kitti => "kitti",
+        }
+    }
+}
+
+/// How a format stores its payload, for formats that offer a choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// Text (PCD ascii, PLY ascii).
+    Ascii,
+    /// Binary little-endian (PCD binary, PLY binary_little_endian).
+    Binary,
+    /// Binary big-endian (PLY only).
+    BinaryBigEndian,
+    /// Compressed (PCD binary_compressed; LAS -> LAZ).
+    Compressed,
+}
+
+/// Options for reading. The default reads every point of every scan into one cloud.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// E57: return one cloud per scan instead of merging them (poses are applied either way).
+    pub separate_scans: bool,
+    /// Delimited text: column names in order (`x`, `y`, `z`, `intensity`, `r`, `g`, `b`, `nx`, `ny`, `nz`,
+    /// `time`, `ring`, `class`, or any other name for an extra dimension; `_` skips a column). By default
+    /// they are detected from a header line or from the number of columns.
+    pub columns: Option<Vec<String>>,
+}
+
+/// LAS minor version to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LasVersion {
+    V1_2,
+    V1_4,
+}
+
+/// Options for writing. The default picks each format's most common choice (binary; LAS 1.2 unless the
+/// attributes need 1.4).
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    pub encoding: Option<Encoding>,
+    pub las_version: Option<LasVersion>,
+    /// Write only these fields (besides x y z), e.g. MARSIM wants plain `x y z`: `Some(vec![])`.
+    pub fields: Option<Vec<String>>,
+}
+
+impl WriteOptions {
+    /// Whether an optional field called `name` should be written.
+    pub fn wants(&self, name: &str) -> bool {
+        self.fields
+            .as_ref()
+            .is_none_or(|f| f.iter().any(|n| n == name))
+    }
+}
+
+/// The format of `path`: from its extension, else from its first bytes.
+pub fn detect(path: &Path, head: &[u8]) -> Result<Format> {
+    if let Some(f) = Format::from_path(path) {
+        return Ok(f);
+    }
+    Format::sniff(head).ok_or_else(|| {
+        Error::unsupported(
+            path,
+            "cannot tell the format from the extension or the contents; expected .las .laz .e57 .ply .pcd \
+             .xyz/.txt/.csv or .bin (KITTI), or pass --format",
+        )
+    })
+}
+
+/// Read a whole file into memory, naming it in the error.
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// Read `path` in the given format (or the detected one) into one cloud.
+pub fn read(path: &Path, format: Option<Format>, opts: &ReadOptions) -> Result<Cloud> {
+    let data = read_file(path)?;
+    let format = match format {
+        Some(f) => f,
+        None => detect(path, &data)?,
+    };
+    read_bytes(&data, path, format, opts)
+}
+
+/// Parse a buffer holding a whole file of the given format. `path` names it in messages.
+pub fn read_bytes(data: &[u8], path: &Path, format: Format, opts: &ReadOptions) -> Result<Cloud> {
+    let mut cloud = match format {
+        Format::Las | Format::Laz => las::read_bytes(data, path, opts)?,
+        Format::E57 => e57::read_bytes(data, path, opts)?,
+        Format::Ply => ply::read_bytes(data, path, opts)?,
+        Format::Pcd => pcd::read_bytes(data, path, opts)?,
+        Format::Xyz => xyz::read_bytes(data, path, opts)?,
+        Format::Kitti => kitti::read_bytes(data, path, opts)?,
+    };
+    cloud.meta.source = Some(path.to_path_buf());
+    debug_assert!(cloud.validate().is_ok());
+    Ok(cloud)
+}
+
+/// Read `path` as separate scans where the format has them (E57 with `separate_scans`), else as one cloud.
+pub fn read_scans(path: &Path, format: Option<Format>, opts: &ReadOptions) -> Result<Vec<Cloud>> {
+    let data = read_file(path)?;
+    let format = match format {
+        Some(f) => f,
+        None => detect(path, &data)?,
+    };
+    if format == Format::E57 && opts.separate_scans {
+        let mut scans = e57::read_scans_bytes(&data, path, opts)?;
+        for s in &mut scans {
+            s.meta.source = Some(path.to_path_buf());
+        }
+        return Ok(scans);
+    }
+    Ok(vec![read_bytes(&data, path, format, opts)?])
+}
+
+/// Write `cloud` to `path` in `format` (or the one its extension names).
+pub fn write(
+    cloud: &Cloud,
+    path: &Path,
+    format: Option<Format>,
+    opts: &WriteOptions,
+) -> Result<()> {
+    let format = match format.or_else(|| Format::from_path(path)) {
+        Some(f) => f,
+        None => {
+            return Err(Error::parameter(
+                "output format",
+                format!(
+                    "cannot tell the format of {:?} from its extension; use .las .laz .e57 .ply .pcd .xyz .bin \
+                     or pass --format",
+                    path
+                ),
+            ));
+        }
+    };
+    if let Err(m) = cloud.validate() {
+        return Err(Error::parameter("cloud", m));
+    }
+    match format {
+        Format::Las => las::write(cloud, path, false, opts),
+        Format::Laz => las::write(cloud, path, true, opts),
+        Format::E57 => e57::write(cloud, path, opts),
+        Format::Ply => ply::write(cloud, path, opts),
+        Format::Pcd => pcd::write(cloud, path, opts),
+        Format::Xyz => xyz::write(cloud, path, opts),
+        Format::Kitti => kitti::write(cloud, path, opts),
+    }
+}

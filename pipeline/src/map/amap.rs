@@ -1,0 +1,1 @@
+//! The .amap packed map file: writer and memory-mapped reader (not yet written).

@@ -1,0 +1,1 @@
+//! Voxel bucketing with coarse-to-fine order inside each bucket (not yet written).

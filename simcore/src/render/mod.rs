@@ -1,0 +1,1 @@
+//! Scan rendering from a packed map (not yet written).

@@ -1,0 +1,1 @@
+//! LiDAR and depth-camera models, scan patterns and presets (not yet written).
