@@ -22,3 +22,6 @@ pub use cloud::{Attribute, Cloud, ExtraDim, Metadata, Pose, ScalarKind, ScanInfo
 pub use error::{Error, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;
+
+#[doc(hidden)]
+pub mod testing;
