@@ -1,1 +1,28 @@
-fn main() {}
+//! The `aerie` command line: parse, run, print the error chain, exit 2 on bad input.
+
+mod cli;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // A closed pipe (`aerie info x | head`) is not an error worth reporting.
+            if err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::from(cli::exit_code(&err))
+        }
+    }
+}

@@ -17,11 +17,13 @@ pub mod io;
 pub mod map;
 pub mod progress;
 pub mod report;
+pub mod summary;
 
 pub use cloud::{Attribute, Cloud, ExtraDim, Metadata, Pose, ScalarKind, ScanInfo};
 pub use error::{Error, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;
+pub use summary::CloudSummary;
 
 #[doc(hidden)]
 pub mod testing;

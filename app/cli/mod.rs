@@ -1,0 +1,61 @@
+//! Subcommands of `aerie`, one module each. Each parses its own arguments (clap derive) and calls the
+//! library crates; no algorithm lives here.
+
+mod convert;
+mod info;
+
+use clap::{Parser, Subcommand};
+
+/// Aerie: prepare LiDAR maps, simulate scans in them, convert between scan formats.
+#[derive(Parser, Debug)]
+#[command(name = "aerie", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show format, point count, bounds, attributes with their ranges, CRS and scan poses of scan files or maps.
+    Info(info::Args),
+    /// Convert a scan file to another format (taken from the output's extension or --format).
+    Convert(convert::Args),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Info(a) => info::run(a),
+        Command::Convert(a) => convert::run(a),
+    }
+}
+
+/// 2 for bad input (unreadable or malformed files, bad parameters), 1 for anything else.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<aerie_pipeline::Error>() {
+            return if e.is_bad_input() { 2 } else { 1 };
+        }
+        if cause.downcast_ref::<BadInput>().is_some() {
+            return 2;
+        }
+    }
+    1
+}
+
+/// An error in what the user asked for, detected by the CLI itself.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// Parse a `--format` value.
+pub fn parse_format(s: &str) -> Result<aerie_pipeline::io::Format, String> {
+    aerie_pipeline::io::Format::from_name(s)
+        .ok_or_else(|| format!("unknown format {s:?}; expected las, laz, e57, ply, pcd, xyz, kitti"))
+}

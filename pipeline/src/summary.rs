@@ -1,0 +1,159 @@
+//! A serialisable summary of a cloud: what `aerie info` prints and what reports embed.
+
+use serde::Serialize;
+
+use crate::{Cloud, ScanInfo};
+
+/// Range of one attribute (per component for vectors such as colour or normals).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AttributeRange {
+    pub name: String,
+    /// Storage type in the source, for extra dimensions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub min: Vec<f64>,
+    pub max: Vec<f64>,
+}
+
+/// What a cloud holds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CloudSummary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    pub points: usize,
+    pub origin: [f64; 3],
+    /// `[min, max]` in the cloud's frame; absent for an empty cloud.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<[[f64; 3]; 2]>,
+    pub attributes: Vec<AttributeRange>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crs_wkt: Option<String>,
+    pub scans: Vec<ScanInfo>,
+}
+
+fn range_of<const N: usize>(name: &str, values: impl Iterator<Item = [f64; N]>) -> Option<AttributeRange> {
+    let mut lo = [f64::INFINITY; N];
+    let mut hi = [f64::NEG_INFINITY; N];
+    let mut any = false;
+    for v in values {
+        any = true;
+        for k in 0..N {
+            // Gamma is +inf where no plane was found; keep ranges about finite values.
+            if v[k].is_finite() {
+                lo[k] = lo[k].min(v[k]);
+                hi[k] = hi[k].max(v[k]);
+            }
+        }
+    }
+    any.then(|| AttributeRange { name: name.to_string(), kind: None, min: lo.to_vec(), max: hi.to_vec() })
+}
+
+impl CloudSummary {
+    pub fn of(cloud: &Cloud) -> CloudSummary {
+        let mut attributes = Vec::new();
+        let mut push = |r: Option<AttributeRange>| attributes.extend(r);
+        if let Some(v) = &cloud.intensity {
+            push(range_of("intensity", v.iter().map(|&x| [x as f64])));
+        }
+        if let Some(v) = &cloud.color {
+            push(range_of("color", v.iter().map(|c| c.map(f64::from))));
+        }
+        if let Some(v) = &cloud.normals {
+            push(range_of("normal", v.iter().map(|c| c.map(f64::from))));
+        }
+        if let Some(v) = &cloud.gamma {
+            push(range_of("gamma", v.iter().map(|&x| [x as f64])));
+        }
+        if let Some(v) = &cloud.time {
+            push(range_of("time", v.iter().map(|&x| [x])));
+        }
+        if let Some(v) = &cloud.return_number {
+            push(range_of("return_number", v.iter().map(|&x| [x as f64])));
+        }
+        if let Some(v) = &cloud.number_of_returns {
+            push(range_of("number_of_returns", v.iter().map(|&x| [x as f64])));
+        }
+        if let Some(v) = &cloud.classification {
+            push(range_of("classification", v.iter().map(|&x| [x as f64])));
+        }
+        if let Some(v) = &cloud.ring {
+            push(range_of("ring", v.iter().map(|&x| [x as f64])));
+        }
+        for d in &cloud.extra {
+            if let Some(mut r) = range_of(&d.name, d.values.iter().map(|&x| [x])) {
+                r.kind = Some(format!("{:?}", d.kind).to_lowercase());
+                attributes.push(r);
+            }
+        }
+        CloudSummary {
+            source: cloud.meta.source.as_ref().map(|p| p.display().to_string()),
+            format: cloud.meta.format.clone(),
+            points: cloud.len(),
+            origin: cloud.origin,
+            bounds: cloud.bounds().map(|(lo, hi)| [lo, hi]),
+            attributes,
+            crs_wkt: cloud.meta.crs_wkt.clone(),
+            scans: cloud.meta.scans.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for CloudSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(s) = &self.source {
+            writeln!(f, "{s}")?;
+        }
+        if let Some(s) = &self.format {
+            writeln!(f, "  format      {s}")?;
+        }
+        writeln!(f, "  points      {}", self.points)?;
+        if let Some([lo, hi]) = self.bounds {
+            writeln!(f, "  bounds min  {:.3} {:.3} {:.3}", lo[0], lo[1], lo[2])?;
+            writeln!(f, "         max  {:.3} {:.3} {:.3}", hi[0], hi[1], hi[2])?;
+            writeln!(f, "  size        {:.3} x {:.3} x {:.3} m", hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])?;
+        }
+        if self.attributes.is_empty() {
+            writeln!(f, "  attributes  none (x y z only)")?;
+        } else {
+            writeln!(f, "  attributes")?;
+            for a in &self.attributes {
+                let fmt_v = |v: &[f64]| v.iter().map(|x| format!("{}", (x * 1e4).round() / 1e4)).collect::<Vec<_>>();
+                let kind = a.kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default();
+                writeln!(
+                    f,
+                    "    {:<20} {} .. {}",
+                    format!("{}{kind}", a.name),
+                    fmt_v(&a.min).join(" "),
+                    fmt_v(&a.max).join(" ")
+                )?;
+            }
+        }
+        match &self.crs_wkt {
+            Some(w) => {
+                let short: String = w.chars().take(100).collect();
+                let ell = if w.chars().count() > 100 { "..." } else { "" };
+                writeln!(f, "  crs         {short}{ell}")?;
+            }
+            None => writeln!(f, "  crs         none")?,
+        }
+        if !self.scans.is_empty() {
+            writeln!(f, "  scans       {}", self.scans.len())?;
+            for s in &self.scans {
+                write!(f, "    {:<24} points {}..{}", s.name, s.points.start, s.points.end)?;
+                if let Some(p) = &s.world_from_scan {
+                    let t = p.translation;
+                    let q = p.rotation_wxyz;
+                    write!(
+                        f,
+                        "  pose t=({:.3}, {:.3}, {:.3}) q_wxyz=({:.4}, {:.4}, {:.4}, {:.4})",
+                        t[0], t[1], t[2], q[0], q[1], q[2], q[3]
+                    )?;
+                }
+                writeln!(f)?;
+            }
+        }
+        Ok(())
+    }
+}

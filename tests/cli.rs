@@ -1,0 +1,94 @@
+//! End-to-end tests of the `aerie` command as a user runs it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn aerie(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_aerie")).args(args).output().expect("run aerie")
+}
+
+fn shared(rel: &str) -> Option<PathBuf> {
+    aerie_pipeline::testing::shared_file(rel)
+}
+
+/// Every shared scan with the point count SOURCES.md lists.
+const SHARED: &[(&str, usize)] = &[
+    ("las/autzen_trim.las", 110_000),
+    ("las/autzen_trim.laz", 110_000),
+    ("las/las14_fmt8_extra_bytes.laz", 697_721),
+    ("las/lone_star_tls.laz", 518_862),
+    ("las/las11_airborne_small.laz", 5_658),
+    ("e57/pumpA_tls.e57", 155_201),
+    ("e57/tinyCartesianFloatRgb.e57", 2_090),
+    ("e57/bunnyDouble.e57", 30_571),
+    ("ply/hdl32_scan_binary.ply", 69_792),
+    ("ply/stanford_bun000_ascii.ply", 40_256),
+    ("pcd/hdl32_scan_binary.pcd", 69_792),
+    ("pcd/car6_binary_compressed.pcd", 10_031),
+    ("pcd/os0_hall_scan_full40.pcd", 87_922),
+    ("maps/hall_map_20cm.pcd", 138_305),
+];
+
+fn info_points(path: &Path) -> usize {
+    let out = aerie(&["info", "--json", path.to_str().unwrap()]);
+    assert!(out.status.success(), "aerie info {}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("info --json prints JSON");
+    v[0]["points"].as_u64().expect("points key") as usize
+}
+
+#[test]
+fn info_reports_every_shared_file_with_its_point_count() {
+    for &(rel, n) in SHARED {
+        let Some(p) = shared(rel) else { return };
+        assert_eq!(info_points(&p), n, "{rel}");
+        let out = aerie(&["info", p.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("points      {n}")), "{rel}: {text}");
+    }
+}
+
+#[test]
+fn convert_every_shared_file_to_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for &(rel, n) in SHARED {
+        let Some(p) = shared(rel) else { return };
+        for ext in ["las", "laz", "e57", "ply", "pcd", "xyz", "bin"] {
+            let out_path = dir.path().join(format!("out.{ext}"));
+            let out = aerie(&["convert", "-q", p.to_str().unwrap(), out_path.to_str().unwrap()]);
+            assert!(out.status.success(), "convert {rel} -> {ext}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(info_points(&out_path), n, "{rel} -> {ext}");
+        }
+    }
+}
+
+#[test]
+fn convert_with_encodings() {
+    let Some(p) = shared("pcd/hdl32_scan_binary.pcd") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (ext, enc) in [("pcd", "ascii"), ("pcd", "binary"), ("pcd", "compressed"), ("ply", "ascii"), ("ply", "binary")]
+    {
+        let out_path = dir.path().join(format!("out_{enc}.{ext}"));
+        let out = aerie(&["convert", "-q", "--encoding", enc, p.to_str().unwrap(), out_path.to_str().unwrap()]);
+        assert!(out.status.success(), "{ext} {enc}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(info_points(&out_path), 69_792);
+    }
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.pcd");
+    std::fs::write(&bad, b"# .PCD v0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH 1000\nHEIGHT 1\nPOINTS 1000\nDATA binary\n\x00\x00").unwrap();
+    let out_path = dir.path().join("out.ply");
+    let out = aerie(&["convert", bad.to_str().unwrap(), out_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.pcd"), "error names the file: {err}");
+    assert!(!out_path.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
+
+    let missing = aerie(&["info", dir.path().join("nope.las").to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(2));
+    let unknown = aerie(&["convert", bad.to_str().unwrap(), dir.path().join("x.unknown").to_str().unwrap()]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
