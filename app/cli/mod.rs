@@ -1,6 +1,7 @@
 //! Subcommands of `aerie`, one module each. Each parses its own arguments (clap derive) and calls the
 //! library crates; no algorithm lives here.
 
+mod bench;
 mod convert;
 mod info;
 
@@ -20,12 +21,15 @@ enum Command {
     Info(info::Args),
     /// Convert a scan file to another format (taken from the output's extension or --format).
     Convert(convert::Args),
+    /// Measure the speed of reading, preparing and scanning (see docs/benchmarks.md).
+    Bench(bench::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Info(a) => info::run(a),
         Command::Convert(a) => convert::run(a),
+        Command::Bench(a) => bench::run(a),
     }
 }
 

@@ -1,0 +1,78 @@
+//! `aerie bench`: reproducible speed measurements of the library, printed as a table or JSON, for
+//! docs/benchmarks.md and the peer comparison scripts under bench/.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use aerie_pipeline::io::{self, ReadOptions};
+use anyhow::Context;
+use serde::Serialize;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum What {
+    /// Read each file N times and report the median time and points per second.
+    Read {
+        files: Vec<PathBuf>,
+        /// Number of timed reads per file (after one warm-up read).
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct ReadResult {
+    file: String,
+    points: usize,
+    median_s: f64,
+    points_per_s: f64,
+}
+
+/// Median of a non-empty list of seconds.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    match args.what {
+        What::Read { files, repeat, json } => {
+            if !json {
+                println!("{:<48} {:>10} {:>10} {:>14}", "file", "points", "median s", "points/s");
+            }
+            for f in files {
+                let opts = ReadOptions::default();
+                let cloud = io::read(&f, None, &opts).with_context(|| format!("cannot read {}", f.display()))?;
+                let points = cloud.len();
+                drop(cloud);
+                let mut times = Vec::with_capacity(repeat);
+                for _ in 0..repeat.max(1) {
+                    let t = Instant::now();
+                    let c = io::read(&f, None, &opts)?;
+                    times.push(t.elapsed().as_secs_f64());
+                    drop(c);
+                }
+                let m = median(times);
+                let r = ReadResult { file: f.display().to_string(), points, median_s: m, points_per_s: points as f64 / m };
+                if json {
+                    println!("{}", serde_json::to_string(&r)?);
+                } else {
+                    println!("{:<48} {:>10} {:>10.4} {:>14.0}", r.file, r.points, r.median_s, r.points_per_s);
+                }
+            }
+            Ok(())
+        }
+    }
+}
