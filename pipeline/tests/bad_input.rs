@@ -1,0 +1,89 @@
+//! The bad-input corpus, built from the real shared scans: cut and corrupted copies must give errors that name the
+//! file, never a panic. Format-specific cases (inflated counts, NaN coordinates, wrong versions) live in each
+//! format's test file; this one runs the same abuse through every reader.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+use aerie_pipeline::io::{self, Format, ReadOptions};
+use aerie_pipeline::testing::shared_file;
+
+const FILES: &[&str] = &[
+    "las/autzen_trim.las",
+    "las/las11_airborne_small.laz",
+    "e57/tinyCartesianFloatRgb.e57",
+    "e57/bunnyDouble.e57",
+    "ply/hdl32_scan_binary.ply",
+    "ply/stanford_bun000_ascii.ply",
+    "pcd/hdl32_scan_binary.pcd",
+    "pcd/car6_binary_compressed.pcd",
+];
+
+fn read(data: &[u8], name: &str, format: Format) -> Result<usize, String> {
+    let path = Path::new(name);
+    match catch_unwind(AssertUnwindSafe(|| io::read_bytes(data, path, format, &ReadOptions::default()))) {
+        Ok(Ok(c)) => Ok(c.len()),
+        Ok(Err(e)) => {
+            let msg = e.to_string();
+            assert!(msg.contains(name), "error does not name the file: {msg}");
+            assert!(e.is_bad_input(), "corrupt input reported as a machine failure: {msg}");
+            Err(msg)
+        }
+        Err(_) => panic!("reader of {name} panicked"),
+    }
+}
+
+/// Offsets spread over the whole file, denser at the start where headers live.
+fn cut_points(len: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..64).map(|i| i * 7).filter(|&o| o < len).collect();
+    v.extend((1..40).map(|i| len * i / 40));
+    v.extend([len.saturating_sub(1), len.saturating_sub(7)]);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[test]
+fn truncated_copies_are_errors() {
+    for rel in FILES {
+        let Some(path) = shared_file(rel) else { return };
+        let data = std::fs::read(&path).unwrap();
+        let format = Format::from_path(&path).unwrap();
+        let full = read(&data, rel, format).expect("the intact file reads");
+        for cut in cut_points(data.len()) {
+            // A cut inside trailing padding may leave every point intact; losing points silently is the failure.
+            if let Ok(n) = read(&data[..cut], rel, format) {
+                assert_eq!(n, full, "{rel} cut at {cut} of {} read {n} of {full} points without an error", data.len());
+            }
+        }
+    }
+}
+
+#[test]
+fn flipped_bytes_never_panic() {
+    for rel in FILES {
+        let Some(path) = shared_file(rel) else { return };
+        let data = std::fs::read(&path).unwrap();
+        let format = Format::from_path(&path).unwrap();
+        let mut positions: Vec<usize> = (0..data.len().min(1024)).step_by(3).collect();
+        positions.extend((0..64).map(|i| data.len() * i / 64));
+        for pos in positions {
+            for mask in [0xffu8, 0x80, 0x01] {
+                let mut bad = data.clone();
+                bad[pos] ^= mask;
+                let _ = read(&bad, rel, format);
+            }
+        }
+    }
+}
+
+#[test]
+fn wrong_magic_is_an_error() {
+    for rel in FILES {
+        let Some(path) = shared_file(rel) else { return };
+        let mut data = std::fs::read(&path).unwrap();
+        let format = Format::from_path(&path).unwrap();
+        data[..4].copy_from_slice(b"JUNK");
+        assert!(read(&data, rel, format).is_err(), "{rel} with a wrong magic was accepted");
+    }
+}
