@@ -55,7 +55,9 @@ def main():
     inputs["lone_star"] = os.path.join(tmp, "lone_star.pcd"); write_pcd(inputs["lone_star"], xyz)
     copies = max(1, round(a.big / len(xyz)))
     big = np.vstack([xyz + np.array([50.0 * i, 0, 0]) for i in range(copies)])
-    inputs[f"tiled_{len(big) / 1e6:.1f}M"] = os.path.join(tmp, "big.pcd"); write_pcd(list(inputs.values())[1] if False else os.path.join(tmp, "big.pcd"), big)
+    big_path = os.path.join(tmp, "big.pcd")
+    write_pcd(big_path, big)
+    inputs[f"tiled_{len(big) / 1e6:.1f}M"] = big_path
     r, k, m = a.resolution, a.k, a.std
     results = []  # (input, stage, tool, seconds, note)
     for name, path in inputs.items():
