@@ -268,16 +268,16 @@ fn empty_cloud_and_field_selection() {
     assert!(b.intensity.is_none() && b.time.is_none());
 }
 
-fn synthetic(
-    n: usize,
-    origin: [f64; 3],
-    seed: u64,
+/// Which attributes a synthetic cloud gets (`color`: None, Some(true) 8-bit values, Some(false) 16-bit).
+struct Attrs {
     intensity: bool,
     color: Option<bool>,
     time: bool,
     grid: bool,
     returns: bool,
-) -> Cloud {
+}
+
+fn synthetic(n: usize, origin: [f64; 3], seed: u64, at: &Attrs) -> Cloud {
     let mut s = seed | 1;
     let mut next = move || {
         s ^= s << 13;
@@ -289,10 +289,10 @@ fn synthetic(
     c.positions = (0..n)
         .map(|_| [0, 1, 2].map(|_| (next() % 2_000_000) as f32 * 1e-4 - 100.0))
         .collect();
-    if intensity {
+    if at.intensity {
         c.intensity = Some((0..n).map(|_| (next() % 4096) as f32 * 0.25).collect());
     }
-    if let Some(eight) = color {
+    if let Some(eight) = at.color {
         c.color = Some(
             (0..n)
                 .map(|_| {
@@ -307,10 +307,10 @@ fn synthetic(
                 .collect(),
         );
     }
-    if time {
+    if at.time {
         c.time = Some((0..n).map(|i| 1.7e9 + i as f64 * 1e-5).collect());
     }
-    if grid {
+    if at.grid {
         c.extra.push(ExtraDim {
             name: "row".into(),
             kind: ScalarKind::I32,
@@ -322,7 +322,7 @@ fn synthetic(
             values: (0..n).map(|i| (i % 7) as f64 - 3.0).collect(),
         });
     }
-    if returns {
+    if at.returns {
         c.number_of_returns = Some((0..n).map(|i| (i % 3 + 1) as u8).collect());
         c.return_number = Some((0..n).map(|i| (i % 3) as u8 / 2 + 1).collect());
     }
@@ -344,7 +344,8 @@ proptest! {
         returns in any::<bool>(),
     ) {
         let origin = if big { [637_000.0, 851_000.0, 400.0] } else { [0.0; 3] };
-        let a = synthetic(n, origin, seed, intensity, color, time, grid, returns);
+        let at = Attrs { intensity, color, time, grid, returns };
+        let a = synthetic(n, origin, seed, &at);
         let b = roundtrip(&a);
         assert_same(&a, &b);
         prop_assert_eq!(b.meta.scans.len(), 1);
@@ -356,8 +357,10 @@ proptest! {
 
 #[test]
 fn huge_extent_falls_back_to_doubles() {
-    let mut c = Cloud::default();
-    c.positions = vec![[0.0, 0.0, 0.0], [1.0e6, -2.0e6, 3.5], [123.456, 7.0, -1.0]];
+    let c = Cloud {
+        positions: vec![[0.0, 0.0, 0.0], [1.0e6, -2.0e6, 3.5], [123.456, 7.0, -1.0]],
+        ..Cloud::default()
+    };
     let b = roundtrip(&c);
     assert_same(&c, &b);
 }
@@ -441,7 +444,7 @@ fn with_xml(data: &[u8], edit: impl Fn(&str) -> String) -> Vec<u8> {
     let new = edit(&xml);
     logical.truncate(lx);
     logical.extend_from_slice(new.as_bytes());
-    while logical.len() % 1020 != 0 {
+    while !logical.len().is_multiple_of(1020) {
         logical.push(0);
     }
     let mut out = Vec::new();
@@ -527,4 +530,49 @@ fn crafted_xml_is_rejected_without_huge_allocations() {
         )
     });
     assert_err_no_panic(&nan_pose, "nan pose");
+}
+
+/// Recompute every page checksum, so corruption reaches the section decoder instead of the CRC check.
+fn fix_crcs(data: &mut [u8]) {
+    for page in data.chunks_mut(1024) {
+        let crc = crc32c::crc32c(&page[..1020]);
+        page[1020..].copy_from_slice(&crc.to_be_bytes());
+    }
+}
+
+#[test]
+fn corrupt_sections_with_valid_checksums_do_not_panic() {
+    let Some((_, data)) = small_file() else {
+        return;
+    };
+    let mut fixed = data.clone();
+    fix_crcs(&mut fixed);
+    assert_eq!(fixed, data, "checksums are crc-32c, stored big-endian");
+    let xml_offset = u64::from_le_bytes(data[24..32].try_into().unwrap()) as usize;
+    let mut errors = 0;
+    // Section header (48..80), packet headers and bytestream lengths (80..), then values further on.
+    let offsets = (48..200).chain((200..xml_offset).step_by(173));
+    for off in offsets {
+        if off % 1024 >= 1020 {
+            continue;
+        }
+        for mask in [0x01u8, 0x40, 0xff] {
+            let mut bad = data.clone();
+            bad[off] ^= mask;
+            fix_crcs(&mut bad);
+            match catch_unwind(AssertUnwindSafe(|| read_mem(&bad))) {
+                Err(_) => panic!("flip {mask:#x} at {off}: reader panicked"),
+                // A flipped value is still a valid file: same points, other values.
+                Ok(Ok(c)) => assert!(c.len() <= 2_090, "flip {mask:#x} at {off}"),
+                Ok(Err(e)) => {
+                    assert!(e.is_bad_input(), "flip at {off}: {e}");
+                    errors += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        errors > 0,
+        "no corruption of the section structure was detected"
+    );
 }

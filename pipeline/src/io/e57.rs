@@ -1,7 +1,9 @@
 //! E57 (ASTM E2807) reading and writing through the `e57` crate.
 //!
-//! Reading decodes every scan (`data3D` entry) with the crate's raw point reader and converts the values
-//! ourselves, because the crate's "simple" reader drops time stamps and always normalises intensity:
+//! Reading uses the crate for the header and the XML, and decodes each scan's (`data3D` entry's) compressed
+//! vector section itself: the crate's iterators allocate per point and per value (several times slower, see
+//! `decode_scan`), and its "simple" reader drops time stamps and always normalises intensity. A unit test checks
+//! our decoder against the crate's raw reader value for value on the shared real files. Then:
 //! - the scan's pose is applied in f64 (`world = R p + t`; a missing pose is the identity, as the standard
 //!   says), then the cloud origin is chosen with [`crate::cloud::origin_for`] before positions become f32;
 //! - spherical coordinates are converted to cartesian when a point has no valid cartesian coordinate;
@@ -97,8 +99,8 @@ fn decode(data: &[u8], path: &Path) -> Result<(Vec<ScanData>, FileInfo)> {
             "expected the signature \"ASTM-E57\"",
         ));
     }
-    // The e57 crate is written without panics in mind, but it decodes untrusted bytes and a panic there must
-    // not take the caller down: any panic becomes a format error naming the file.
+    // The e57 crate is written to avoid panics, and so is our section decoder, but both handle untrusted bytes
+    // and a panic there must not take the caller down: any panic becomes a format error naming the file.
     match catch_unwind(AssertUnwindSafe(|| decode_unchecked(data, path))) {
         Ok(r) => r,
         Err(_) => Err(Error::format(
@@ -110,7 +112,7 @@ fn decode(data: &[u8], path: &Path) -> Result<(Vec<ScanData>, FileInfo)> {
 }
 
 fn decode_unchecked(data: &[u8], path: &Path) -> Result<(Vec<ScanData>, FileInfo)> {
-    let mut reader =
+    let reader =
         E57Reader::new(Cursor::new(data)).map_err(|e| crate_err(path, "header and xml", e))?;
     let header = reader.header();
     let clouds = reader.pointclouds();
@@ -120,9 +122,10 @@ fn decode_unchecked(data: &[u8], path: &Path) -> Result<(Vec<ScanData>, FileInfo
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
+    let mut pages = Pages::new(data, path);
     let mut scans = Vec::with_capacity(clouds.len());
     for (si, pc) in clouds.iter().enumerate() {
-        scans.push(decode_scan(&mut reader, pc, si, path)?);
+        scans.push(decode_scan(&mut pages, pc, si, path)?);
     }
     let n = scans.len();
     let info = FileInfo {
@@ -254,8 +257,8 @@ impl Layout {
     }
 }
 
-/// The value of a raw record as f64 (scale and offset applied for scaled integers).
-#[inline]
+/// The value of a raw record of the crate as f64 (scale and offset applied for scaled integers).
+#[cfg(test)]
 fn raw_value(v: &RecordValue, dt: &RecordDataType) -> f64 {
     match (v, dt) {
         (RecordValue::ScaledInteger(i), RecordDataType::ScaledInteger { scale, offset, .. }) => {
@@ -323,76 +326,83 @@ fn color_ranges(pc: &PointCloud, idx: [usize; 3]) -> [(f64, f64); 3] {
     out
 }
 
-fn decode_scan(
-    reader: &mut E57Reader<Cursor<&[u8]>>,
-    pc: &PointCloud,
-    si: usize,
-    path: &Path,
-) -> Result<ScanData> {
-    let place = scan_place(si, pc);
-    let name = pc
-        .name
-        .clone()
-        .or_else(|| pc.guid.clone())
-        .unwrap_or_else(|| format!("scan {si}"));
-    let pose = match &pc.transform {
-        Some(t) => Pose {
-            rotation_wxyz: [t.rotation.w, t.rotation.x, t.rotation.y, t.rotation.z],
-            translation: [t.translation.x, t.translation.y, t.translation.z],
-        },
-        None => Pose::IDENTITY,
-    };
-    if pose
-        .rotation_wxyz
-        .iter()
-        .chain(&pose.translation)
-        .any(|v| !v.is_finite())
-    {
-        return Err(Error::format(
-            path,
-            format!("{place} pose"),
-            "pose has a non-finite rotation or translation",
-        ));
-    }
-    let lay = Layout::new(&pc.prototype);
-    if lay.cartesian.is_none() && lay.spherical.is_none() {
-        return Err(Error::format(
-            path,
-            format!("{place} prototype"),
-            "expected cartesianX/Y/Z or sphericalRange/Azimuth/Elevation fields",
-        ));
-    }
-    let rot = pose.rotation_matrix();
-    let t = pose.translation;
-    let colors = lay.color.map(|c| color_ranges(pc, c));
+/// Collects one scan's points from per-point field values (by prototype index), applying the pose.
+struct Sink<'a> {
+    lay: Layout,
+    place: String,
+    path: &'a Path,
+    rot: [[f64; 3]; 3],
+    colors: Option<[(f64, f64); 3]>,
+    out: ScanData,
+}
 
-    // The counts were checked against the file size, so reserving them is bounded by the data present.
-    let cap = usize::try_from(pc.records).unwrap_or(0);
-    fn with<T>(present: bool, cap: usize) -> Option<Vec<T>> {
-        present.then(|| Vec::with_capacity(cap))
-    }
-    let mut world: Vec<[f64; 3]> = Vec::with_capacity(cap);
-    let mut intensity: Option<Vec<f32>> = with(lay.intensity.is_some(), cap);
-    let mut color: Option<Vec<[u16; 3]>> = with(lay.color.is_some(), cap);
-    let mut time: Option<Vec<f64>> = with(lay.time.is_some(), cap);
-    let has_returns = lay.return_index.is_some() && lay.return_count.is_some();
-    let mut return_number: Option<Vec<u8>> = with(has_returns, cap);
-    let mut number_of_returns: Option<Vec<u8>> = with(has_returns, cap);
-    let mut row: Option<Vec<f64>> = with(lay.row.is_some(), cap);
-    let mut column: Option<Vec<f64>> = with(lay.column.is_some(), cap);
-
-    let proto = &pc.prototype;
-    let points = reader
-        .pointcloud_raw(pc)
-        .map_err(|e| crate_err(path, &place, e))?;
-    for (j, values) in points.enumerate() {
-        let values = values.map_err(|e| crate_err(path, &format!("{place} point {j}"), e))?;
-        let v = |i: usize| {
-            values
-                .get(i)
-                .zip(proto.get(i))
-                .map_or(f64::NAN, |(v, r)| raw_value(v, &r.data_type))
+impl<'a> Sink<'a> {
+    fn new(pc: &PointCloud, si: usize, path: &'a Path) -> Result<Sink<'a>> {
+        let place = scan_place(si, pc);
+        let name = pc
+            .name
+            .clone()
+            .or_else(|| pc.guid.clone())
+            .unwrap_or_else(|| format!("scan {si}"));
+        let pose = match &pc.transform {
+            Some(t) => Pose {
+                rotation_wxyz: [t.rotation.w, t.rotation.x, t.rotation.y, t.rotation.z],
+                translation: [t.translation.x, t.translation.y, t.translation.z],
+            },
+            None => Pose::IDENTITY,
         };
+        if pose
+            .rotation_wxyz
+            .iter()
+            .chain(&pose.translation)
+            .any(|v| !v.is_finite())
+        {
+            return Err(Error::format(
+                path,
+                format!("{place} pose"),
+                "pose has a non-finite rotation or translation",
+            ));
+        }
+        let lay = Layout::new(&pc.prototype);
+        if lay.cartesian.is_none() && lay.spherical.is_none() {
+            return Err(Error::format(
+                path,
+                format!("{place} prototype"),
+                "expected cartesianX/Y/Z or sphericalRange/Azimuth/Elevation fields",
+            ));
+        }
+        fn with<T>(present: bool, cap: usize) -> Option<Vec<T>> {
+            present.then(|| Vec::with_capacity(cap))
+        }
+        // The counts were checked against the file size, so reserving them is bounded by the data present.
+        let cap = usize::try_from(pc.records).unwrap_or(0);
+        let has_returns = lay.return_index.is_some() && lay.return_count.is_some();
+        let out = ScanData {
+            name,
+            pose,
+            world: Vec::with_capacity(cap),
+            intensity: with(lay.intensity.is_some(), cap),
+            color: with(lay.color.is_some(), cap),
+            time: with(lay.time.is_some(), cap),
+            return_number: with(has_returns, cap),
+            number_of_returns: with(has_returns, cap),
+            row: with(lay.row.is_some(), cap),
+            column: with(lay.column.is_some(), cap),
+        };
+        Ok(Sink {
+            rot: pose.rotation_matrix(),
+            colors: lay.color.map(|c| color_ranges(pc, c)),
+            lay,
+            place,
+            path,
+            out,
+        })
+    }
+
+    /// Add point `j` whose field `i` has the value `v(i)`; points without a known position are skipped.
+    #[inline]
+    fn push(&mut self, v: impl Fn(usize) -> f64, j: u64) -> Result<()> {
+        let lay = &self.lay;
         // A missing state field means "valid"; any non-zero state means the position is not fully known.
         let valid = |state: Option<usize>| state.is_none_or(|i| v(i) == 0.0);
         let local = if let Some(c) = lay.cartesian.filter(|_| valid(lay.cartesian_state)) {
@@ -403,71 +413,376 @@ fn decode_scan(
             let (sa, ca) = az.sin_cos();
             [r * ce * ca, r * ce * sa, r * se]
         } else {
-            continue;
+            return Ok(());
         };
-        let mut p = t;
+        let rot = &self.rot;
+        let mut p = self.out.pose.translation;
         for (k, o) in p.iter_mut().enumerate() {
             *o += rot[k][0] * local[0] + rot[k][1] * local[1] + rot[k][2] * local[2];
         }
         if !p.iter().all(|x| x.is_finite()) {
             return Err(Error::format(
-                path,
-                format!("{place} point {j}"),
+                self.path,
+                format!("{} point {j}", self.place),
                 format!("coordinates are not finite: {local:?}"),
             ));
         }
-        world.push(p);
+        let out = &mut self.out;
+        out.world.push(p);
         let flag = |i: Option<usize>| i.is_some_and(|i| v(i) != 0.0);
-        if let (Some(out), Some(i)) = (intensity.as_mut(), lay.intensity) {
-            out.push(if flag(lay.intensity_invalid) {
+        if let (Some(o), Some(i)) = (out.intensity.as_mut(), lay.intensity) {
+            o.push(if flag(lay.intensity_invalid) {
                 0.0
             } else {
                 v(i) as f32
             });
         }
-        if let (Some(out), Some(c), Some(ranges)) = (color.as_mut(), lay.color, colors.as_ref()) {
+        if let (Some(o), Some(c), Some(ranges)) = (out.color.as_mut(), lay.color, &self.colors) {
             let mut rgb = [0u16; 3];
             if !flag(lay.color_invalid) {
                 for k in 0..3 {
                     let (lo, hi) = ranges[k];
                     let n = ((v(c[k]) - lo) / (hi - lo)).clamp(0.0, 1.0);
-                    // NaN clamps to NaN and `as` turns it into 0.
+                    // NaN stays NaN through clamp and `as` turns it into 0.
                     rgb[k] = (n * 65535.0).round() as u16;
                 }
             }
-            out.push(rgb);
+            o.push(rgb);
         }
-        if let (Some(out), Some(i)) = (time.as_mut(), lay.time) {
-            out.push(if flag(lay.time_invalid) { 0.0 } else { v(i) });
+        if let (Some(o), Some(i)) = (out.time.as_mut(), lay.time) {
+            o.push(if flag(lay.time_invalid) { 0.0 } else { v(i) });
         }
         if let (Some(rn), Some(nr), Some(ri), Some(rc)) = (
-            return_number.as_mut(),
-            number_of_returns.as_mut(),
+            out.return_number.as_mut(),
+            out.number_of_returns.as_mut(),
             lay.return_index,
             lay.return_count,
         ) {
             rn.push((v(ri) + 1.0).clamp(0.0, 255.0) as u8);
             nr.push(v(rc).clamp(0.0, 255.0) as u8);
         }
-        if let (Some(out), Some(i)) = (row.as_mut(), lay.row) {
-            out.push(v(i));
+        if let (Some(o), Some(i)) = (out.row.as_mut(), lay.row) {
+            o.push(v(i));
         }
-        if let (Some(out), Some(i)) = (column.as_mut(), lay.column) {
-            out.push(v(i));
+        if let (Some(o), Some(i)) = (out.column.as_mut(), lay.column) {
+            o.push(v(i));
+        }
+        Ok(())
+    }
+}
+
+const PAGE_SIZE: u64 = 1024;
+/// Payload bytes of a page (the last four hold its CRC-32C).
+const PAGE_DATA: u64 = 1020;
+
+/// The file without its page checksums ("logical" offsets), checking each page's CRC the first time it is read.
+struct Pages<'a> {
+    data: &'a [u8],
+    checked: Vec<bool>,
+    path: &'a Path,
+}
+
+impl<'a> Pages<'a> {
+    fn new(data: &'a [u8], path: &'a Path) -> Pages<'a> {
+        Pages {
+            data,
+            checked: vec![false; data.len() / PAGE_SIZE as usize],
+            path,
         }
     }
-    Ok(ScanData {
-        name,
-        pose,
-        world,
-        intensity,
-        color,
-        time,
-        return_number,
-        number_of_returns,
-        row,
-        column,
-    })
+
+    fn logical(physical: u64) -> u64 {
+        physical - physical / PAGE_SIZE * (PAGE_SIZE - PAGE_DATA)
+    }
+
+    /// Append `len` logical bytes starting at logical offset `off` to `out`.
+    fn read(&mut self, off: u64, len: u64, out: &mut Vec<u8>, place: &str) -> Result<()> {
+        let (mut off, mut left) = (off, len);
+        while left > 0 {
+            let page = off / PAGE_DATA;
+            let in_page = (off % PAGE_DATA) as usize;
+            let bytes = usize::try_from(page)
+                .ok()
+                .and_then(|p| p.checked_mul(PAGE_SIZE as usize))
+                .and_then(|s| self.data.get(s..s + PAGE_SIZE as usize))
+                .ok_or_else(|| {
+                    Error::format(
+                        self.path,
+                        place,
+                        format!(
+                            "needs logical bytes up to {} but the file ends at page {}",
+                            off + left,
+                            self.checked.len()
+                        ),
+                    )
+                })?;
+            let checked = self.checked.get_mut(page as usize);
+            if checked.as_deref() != Some(&true) {
+                let (payload, crc) = bytes.split_at(PAGE_DATA as usize);
+                if crc32c::crc32c(payload).to_be_bytes() != crc {
+                    return Err(Error::format(
+                        self.path,
+                        format!("{place}, page {page}"),
+                        "page checksum (crc-32c) does not match its contents",
+                    ));
+                }
+                if let Some(c) = checked {
+                    *c = true;
+                }
+            }
+            let n = left.min(PAGE_DATA - in_page as u64) as usize;
+            out.extend_from_slice(bytes.get(in_page..in_page + n).unwrap_or_default());
+            off += n as u64;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+}
+
+/// How a field's packed values become numbers.
+#[derive(Clone, Copy)]
+enum Codec {
+    F32,
+    F64,
+    /// `(raw + min) * scale + offset` from `bits`-bit unsigned raw values.
+    Int {
+        bits: u32,
+        min: i64,
+        scale: f64,
+        offset: f64,
+    },
+    /// Zero-bit field: every value is this one and the stream holds nothing.
+    Const(f64),
+}
+
+/// One field's bytestream (its values run on across packets) and the values unpacked from it so far.
+struct Column {
+    codec: Codec,
+    buf: Vec<u8>,
+    /// Bits of `buf` already consumed.
+    bit: usize,
+    values: Vec<f64>,
+}
+
+impl Column {
+    fn new(dt: &RecordDataType) -> Column {
+        let codec = match *dt {
+            RecordDataType::Single { .. } => Codec::F32,
+            RecordDataType::Double { .. } => Codec::F64,
+            RecordDataType::ScaledInteger {
+                min,
+                max,
+                scale,
+                offset,
+            } => int_codec(min, max, scale, offset),
+            RecordDataType::Integer { min, max } => int_codec(min, max, 1.0, 0.0),
+        };
+        Column {
+            codec,
+            buf: Vec::new(),
+            bit: 0,
+            values: Vec::new(),
+        }
+    }
+
+    /// Add the next piece of the stream and unpack every whole value it completes.
+    fn append(&mut self, bytes: &[u8]) {
+        let done = self.bit / 8;
+        self.buf.drain(..done.min(self.buf.len()));
+        self.bit -= done * 8;
+        self.buf.extend_from_slice(bytes);
+        let bits = match self.codec {
+            Codec::F32 => 32,
+            Codec::F64 => 64,
+            Codec::Int { bits, .. } => bits as usize,
+            Codec::Const(_) => return,
+        };
+        let mask = if bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let total = self.buf.len() * 8;
+        self.values.reserve((total - self.bit) / bits);
+        while self.bit + bits <= total {
+            let start = self.bit / 8;
+            let w = match self.buf.get(start..start + 16) {
+                Some(s) => {
+                    let mut w = [0u8; 16];
+                    w.copy_from_slice(s);
+                    w
+                }
+                // Near the end of the buffer: pad with zeros (the mask drops them).
+                None => {
+                    let mut w = [0u8; 16];
+                    let tail = self.buf.get(start..).unwrap_or_default();
+                    if let Some(dst) = w.get_mut(..tail.len()) {
+                        dst.copy_from_slice(tail);
+                    }
+                    w
+                }
+            };
+            let raw = (u128::from_le_bytes(w) >> (self.bit % 8)) as u64 & mask;
+            self.bit += bits;
+            self.values.push(match self.codec {
+                Codec::F32 => f64::from(f32::from_bits(raw as u32)),
+                Codec::F64 => f64::from_bits(raw),
+                Codec::Int {
+                    min, scale, offset, ..
+                // Valid raw values lie in 0..=max-min, so the sum fits; wrapping only touches corrupt data,
+                // and avoids the slow i128 -> f64 conversion.
+                } => min.wrapping_add(raw as i64) as f64 * scale + offset,
+                Codec::Const(c) => c,
+            });
+        }
+    }
+
+    /// Values ready to be consumed (unbounded for a constant field).
+    fn ready(&self) -> usize {
+        match self.codec {
+            Codec::Const(_) => usize::MAX,
+            _ => self.values.len(),
+        }
+    }
+
+    #[inline]
+    fn at(&self, j: usize) -> f64 {
+        match self.codec {
+            Codec::Const(c) => c,
+            _ => self.values.get(j).copied().unwrap_or(f64::NAN),
+        }
+    }
+}
+
+fn int_codec(min: i64, max: i64, scale: f64, offset: f64) -> Codec {
+    let range = max as i128 - min as i128;
+    if range > 0 {
+        Codec::Int {
+            bits: range.ilog2() + 1,
+            min,
+            scale,
+            offset,
+        }
+    } else {
+        Codec::Const(min as f64 * scale + offset)
+    }
+}
+
+fn u16_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 2)
+        .map_or(0, |s| u64::from(u16::from_le_bytes([s[0], s[1]])))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    if let Some(s) = b.get(at..at + 8) {
+        w.copy_from_slice(s);
+    }
+    u64::from_le_bytes(w)
+}
+
+/// Decode one scan's compressed vector section (E57 section 9: a section header, then data packets whose
+/// bytestreams, one per prototype field, continue from packet to packet). Done here rather than with the
+/// crate's iterator because that one allocates per point and per value and runs several times slower.
+fn decode_scan(pages: &mut Pages, pc: &PointCloud, si: usize, path: &Path) -> Result<ScanData> {
+    let mut sink = Sink::new(pc, si, path)?;
+    let place = sink.place.clone();
+    let mut buf = Vec::new();
+    let section = Pages::logical(pc.file_offset);
+    pages.read(section, 32, &mut buf, &place)?;
+    if buf.first() != Some(&1) {
+        return Err(Error::format(
+            path,
+            format!("{place}, section at byte {}", pc.file_offset),
+            "expected a compressed vector section (id 1)",
+        ));
+    }
+    let section_end = section.saturating_add(u64_at(&buf, 8));
+    let data_offset = u64_at(&buf, 16);
+    if data_offset < pc.file_offset || data_offset >= pages.data.len() as u64 {
+        return Err(Error::format(
+            path,
+            format!("{place}, section at byte {}", pc.file_offset),
+            format!("data offset {data_offset} lies outside the section and the file"),
+        ));
+    }
+    let mut pos = Pages::logical(data_offset);
+    let mut columns: Vec<Column> = pc
+        .prototype
+        .iter()
+        .map(|r| Column::new(&r.data_type))
+        .collect();
+    let fields = columns.len() as u64;
+    let mut done: u64 = 0;
+    while done < pc.records {
+        let here = || format!("{place}, packet at logical byte {pos}, point {done}");
+        if pos >= section_end {
+            return Err(Error::format(
+                path,
+                here(),
+                format!(
+                    "section ends after {done} of {} points (recordCount)",
+                    pc.records
+                ),
+            ));
+        }
+        buf.clear();
+        pages.read(pos, 4, &mut buf, &place)?;
+        let kind = buf.first().copied().unwrap_or(u8::MAX);
+        let len = u16_at(&buf, 2) + 1;
+        match kind {
+            1 => {
+                buf.clear();
+                pages.read(pos, len, &mut buf, &place)?;
+                if u16_at(&buf, 4) != fields {
+                    return Err(Error::format(
+                        path,
+                        here(),
+                        format!(
+                            "data packet has {} bytestreams, the prototype {fields} fields",
+                            u16_at(&buf, 4)
+                        ),
+                    ));
+                }
+                let mut at = 6 + 2 * fields as usize;
+                for (i, col) in columns.iter_mut().enumerate() {
+                    let n = u16_at(&buf, 6 + 2 * i) as usize;
+                    let bytes = buf.get(at..at + n).ok_or_else(|| {
+                        Error::format(
+                            path,
+                            here(),
+                            format!("bytestream {i} runs past the packet's {len} bytes"),
+                        )
+                    })?;
+                    col.append(bytes);
+                    at += n;
+                }
+            }
+            // Index and empty packets carry no points.
+            0 | 2 => {}
+            k => {
+                return Err(Error::format(
+                    path,
+                    here(),
+                    format!("unknown packet type {k}, expected 0, 1 or 2"),
+                ));
+            }
+        }
+        pos += len;
+        let ready = columns.iter().map(Column::ready).min().unwrap_or(0);
+        let take = (ready as u64).min(pc.records - done) as usize;
+        for j in 0..take {
+            sink.push(
+                |i| columns.get(i).map_or(f64::NAN, |c| c.at(j)),
+                done + j as u64,
+            )?;
+        }
+        for c in &mut columns {
+            c.values.drain(..take.min(c.values.len()));
+        }
+        done += take as u64;
+    }
+    Ok(sink.out)
 }
 
 /// Concatenate an attribute over scans when every scan has it.
@@ -988,6 +1303,50 @@ fn write_err(path: &Path, place: &str, e: e57::Error) -> Error {
 mod tests {
     use super::*;
 
+    /// The crate's own (slower) raw iterator feeding the same sink: the reference for our section decoder.
+    fn decode_with_crate(data: &[u8], path: &Path) -> Vec<ScanData> {
+        let mut reader = E57Reader::new(Cursor::new(data)).unwrap();
+        let mut out = Vec::new();
+        for (si, pc) in reader.pointclouds().iter().enumerate() {
+            let mut sink = Sink::new(pc, si, path).unwrap();
+            let proto = pc.prototype.clone();
+            for (j, values) in reader.pointcloud_raw(pc).unwrap().enumerate() {
+                let values = values.unwrap();
+                sink.push(|i| raw_value(&values[i], &proto[i].data_type), j as u64)
+                    .unwrap();
+            }
+            out.push(sink.out);
+        }
+        out
+    }
+
+    #[test]
+    fn section_decoder_matches_the_crate() {
+        for f in [
+            "e57/pumpA_tls.e57",
+            "e57/tinyCartesianFloatRgb.e57",
+            "e57/bunnyDouble.e57",
+        ] {
+            let Some(path) = crate::testing::shared_file(f) else {
+                return;
+            };
+            let data = std::fs::read(&path).unwrap();
+            let want = decode_with_crate(&data, &path);
+            let (got, _) = decode(&data, &path).unwrap();
+            assert_eq!(want.len(), got.len());
+            for (w, g) in want.iter().zip(&got) {
+                assert!(!w.world.is_empty());
+                assert_eq!(w.world, g.world, "{f}");
+                assert_eq!(w.intensity, g.intensity, "{f}");
+                assert_eq!(w.color, g.color, "{f}");
+                assert_eq!(w.time, g.time, "{f}");
+                assert_eq!(w.row, g.row, "{f}");
+                assert_eq!(w.column, g.column, "{f}");
+                assert_eq!(w.return_number, g.return_number, "{f}");
+            }
+        }
+    }
+
     #[test]
     fn record_bits_match_the_standard() {
         let int = |min, max| RecordDataType::Integer { min, max };
@@ -1015,8 +1374,10 @@ mod tests {
 
     #[test]
     fn guid_is_deterministic_and_salted() {
-        let mut c = Cloud::default();
-        c.positions = vec![[1.0, 2.0, 3.0]];
+        let c = Cloud {
+            positions: vec![[1.0, 2.0, 3.0]],
+            ..Cloud::default()
+        };
         assert_eq!(guid(&c, 0), guid(&c, 0));
         assert_ne!(guid(&c, 0), guid(&c, 1));
         assert_eq!(guid(&c, 0).len(), 38);
