@@ -14,7 +14,8 @@ fn main() -> ExitCode {
         Err(err) => {
             // A closed pipe (`aerie info x | head`) is not an error worth reporting.
             if err.chain().any(|e| {
-                e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
             }) {
                 return ExitCode::SUCCESS;
             }

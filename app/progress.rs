@@ -13,7 +13,10 @@ pub struct TerminalProgress {
 
 impl TerminalProgress {
     pub fn new(quiet: bool) -> TerminalProgress {
-        TerminalProgress { bar: Mutex::new(None), quiet }
+        TerminalProgress {
+            bar: Mutex::new(None),
+            quiet,
+        }
     }
 
     /// Close the current bar, leaving its final line on screen.
@@ -29,7 +32,11 @@ impl TerminalProgress {
 impl Progress for TerminalProgress {
     fn stage(&self, name: &str, total: u64) {
         self.finish();
-        let bar = if self.quiet { ProgressBar::hidden() } else { ProgressBar::new(total) };
+        let bar = if self.quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(total)
+        };
         if !self.quiet {
             bar.set_draw_target(ProgressDrawTarget::stderr());
         }

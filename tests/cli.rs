@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn aerie(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aerie")).args(args).output().expect("run aerie")
+    Command::new(env!("CARGO_BIN_EXE_aerie"))
+        .args(args)
+        .output()
+        .expect("run aerie")
 }
 
 fn shared(rel: &str) -> Option<PathBuf> {
@@ -31,8 +34,14 @@ const SHARED: &[(&str, usize)] = &[
 
 fn info_points(path: &Path) -> usize {
     let out = aerie(&["info", "--json", path.to_str().unwrap()]);
-    assert!(out.status.success(), "aerie info {}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("info --json prints JSON");
+    assert!(
+        out.status.success(),
+        "aerie info {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("info --json prints JSON");
     v[0]["points"].as_u64().expect("points key") as usize
 }
 
@@ -54,8 +63,17 @@ fn convert_every_shared_file_to_every_format() {
         let Some(p) = shared(rel) else { return };
         for ext in ["las", "laz", "e57", "ply", "pcd", "xyz", "bin"] {
             let out_path = dir.path().join(format!("out.{ext}"));
-            let out = aerie(&["convert", "-q", p.to_str().unwrap(), out_path.to_str().unwrap()]);
-            assert!(out.status.success(), "convert {rel} -> {ext}: {}", String::from_utf8_lossy(&out.stderr));
+            let out = aerie(&[
+                "convert",
+                "-q",
+                p.to_str().unwrap(),
+                out_path.to_str().unwrap(),
+            ]);
+            assert!(
+                out.status.success(),
+                "convert {rel} -> {ext}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             assert_eq!(info_points(&out_path), n, "{rel} -> {ext}");
         }
     }
@@ -63,13 +81,31 @@ fn convert_every_shared_file_to_every_format() {
 
 #[test]
 fn convert_with_encodings() {
-    let Some(p) = shared("pcd/hdl32_scan_binary.pcd") else { return };
+    let Some(p) = shared("pcd/hdl32_scan_binary.pcd") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
-    for (ext, enc) in [("pcd", "ascii"), ("pcd", "binary"), ("pcd", "compressed"), ("ply", "ascii"), ("ply", "binary")]
-    {
+    for (ext, enc) in [
+        ("pcd", "ascii"),
+        ("pcd", "binary"),
+        ("pcd", "compressed"),
+        ("ply", "ascii"),
+        ("ply", "binary"),
+    ] {
         let out_path = dir.path().join(format!("out_{enc}.{ext}"));
-        let out = aerie(&["convert", "-q", "--encoding", enc, p.to_str().unwrap(), out_path.to_str().unwrap()]);
-        assert!(out.status.success(), "{ext} {enc}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = aerie(&[
+            "convert",
+            "-q",
+            "--encoding",
+            enc,
+            p.to_str().unwrap(),
+            out_path.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{ext} {enc}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(info_points(&out_path), 69_792);
     }
 }
@@ -81,14 +117,27 @@ fn bad_input_exits_2_and_writes_nothing() {
     std::fs::write(&bad, b"# .PCD v0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH 1000\nHEIGHT 1\nPOINTS 1000\nDATA binary\n\x00\x00").unwrap();
     let out_path = dir.path().join("out.ply");
     let out = aerie(&["convert", bad.to_str().unwrap(), out_path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.pcd"), "error names the file: {err}");
     assert!(!out_path.exists());
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
 
     let missing = aerie(&["info", dir.path().join("nope.las").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(2));
-    let unknown = aerie(&["convert", bad.to_str().unwrap(), dir.path().join("x.unknown").to_str().unwrap()]);
+    let unknown = aerie(&[
+        "convert",
+        bad.to_str().unwrap(),
+        dir.path().join("x.unknown").to_str().unwrap(),
+    ]);
     assert_eq!(unknown.status.code(), Some(2));
 }

@@ -43,18 +43,30 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
-    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.what {
-        What::Read { files, repeat, json } => {
+        What::Read {
+            files,
+            repeat,
+            json,
+        } => {
             if !json {
-                println!("{:<48} {:>10} {:>10} {:>14}", "file", "points", "median s", "points/s");
+                println!(
+                    "{:<48} {:>10} {:>10} {:>14}",
+                    "file", "points", "median s", "points/s"
+                );
             }
             for f in files {
                 let opts = ReadOptions::default();
-                let cloud = io::read(&f, None, &opts).with_context(|| format!("cannot read {}", f.display()))?;
+                let cloud = io::read(&f, None, &opts)
+                    .with_context(|| format!("cannot read {}", f.display()))?;
                 let points = cloud.len();
                 drop(cloud);
                 let mut times = Vec::with_capacity(repeat);
@@ -65,11 +77,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     drop(c);
                 }
                 let m = median(times);
-                let r = ReadResult { file: f.display().to_string(), points, median_s: m, points_per_s: points as f64 / m };
+                let r = ReadResult {
+                    file: f.display().to_string(),
+                    points,
+                    median_s: m,
+                    points_per_s: points as f64 / m,
+                };
                 if json {
                     println!("{}", serde_json::to_string(&r)?);
                 } else {
-                    println!("{:<48} {:>10} {:>10.4} {:>14.0}", r.file, r.points, r.median_s, r.points_per_s);
+                    println!(
+                        "{:<48} {:>10} {:>10.4} {:>14.0}",
+                        r.file, r.points, r.median_s, r.points_per_s
+                    );
                 }
             }
             Ok(())

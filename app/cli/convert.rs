@@ -42,7 +42,11 @@ fn parse_encoding(s: &str) -> Result<Encoding, String> {
         "binary" | "binary-little-endian" | "binary_little_endian" => Encoding::Binary,
         "binary-big-endian" | "binary_big_endian" | "big-endian" => Encoding::BinaryBigEndian,
         "compressed" | "binary_compressed" | "binary-compressed" => Encoding::Compressed,
-        _ => return Err(format!("unknown encoding {s:?}; expected ascii, binary, binary-big-endian or compressed")),
+        _ => {
+            return Err(format!(
+                "unknown encoding {s:?}; expected ascii, binary, binary-big-endian or compressed"
+            ));
+        }
     })
 }
 
@@ -50,17 +54,28 @@ fn parse_las_version(s: &str) -> Result<LasVersion, String> {
     match s {
         "1.2" => Ok(LasVersion::V1_2),
         "1.4" => Ok(LasVersion::V1_4),
-        _ => Err(format!("unsupported LAS version {s:?}; expected 1.2 or 1.4")),
+        _ => Err(format!(
+            "unsupported LAS version {s:?}; expected 1.2 or 1.4"
+        )),
     }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    let read_opts = ReadOptions { separate_scans: false, columns: args.columns.clone() };
+    let read_opts = ReadOptions {
+        separate_scans: false,
+        columns: args.columns.clone(),
+    };
     let cloud = io::read(&args.input, args.input_format, &read_opts)
         .with_context(|| format!("cannot read {}", args.input.display()))?;
-    let fields = args.fields.map(|f| f.into_iter().filter(|s| !s.is_empty()).collect());
-    let write_opts = WriteOptions { encoding: args.encoding, las_version: args.las_version, fields };
+    let fields = args
+        .fields
+        .map(|f| f.into_iter().filter(|s| !s.is_empty()).collect());
+    let write_opts = WriteOptions {
+        encoding: args.encoding,
+        las_version: args.las_version,
+        fields,
+    };
     io::write(&cloud, &args.output, args.format, &write_opts)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     if !args.quiet {

@@ -23,10 +23,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let opts = ReadOptions { separate_scans: false, columns: args.columns.clone() };
+    let opts = ReadOptions {
+        separate_scans: false,
+        columns: args.columns.clone(),
+    };
     let mut json = Vec::new();
     for path in &args.files {
-        let cloud = io::read(path, args.format, &opts).with_context(|| format!("cannot read {}", path.display()))?;
+        let cloud = io::read(path, args.format, &opts)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let summary = CloudSummary::of(&cloud);
         if args.json {
             json.push(serde_json::to_value(&summary)?);

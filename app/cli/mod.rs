@@ -60,6 +60,7 @@ impl std::error::Error for BadInput {}
 
 /// Parse a `--format` value.
 pub fn parse_format(s: &str) -> Result<aerie_pipeline::io::Format, String> {
-    aerie_pipeline::io::Format::from_name(s)
-        .ok_or_else(|| format!("unknown format {s:?}; expected las, laz, e57, ply, pcd, xyz, kitti"))
+    aerie_pipeline::io::Format::from_name(s).ok_or_else(|| {
+        format!("unknown format {s:?}; expected las, laz, e57, ply, pcd, xyz, kitti")
+    })
 }

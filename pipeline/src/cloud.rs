@@ -458,10 +458,12 @@ mod tests {
 
     #[test]
     fn append_drops_attributes_missing_on_one_side() {
-        let mut a = Cloud::default();
-        a.positions = vec![[0.0; 3]];
-        a.intensity = Some(vec![1.0]);
-        a.ring = Some(vec![3]);
+        let mut a = Cloud {
+            positions: vec![[0.0; 3]],
+            intensity: Some(vec![1.0]),
+            ring: Some(vec![3]),
+            ..Cloud::default()
+        };
         let mut b = Cloud::with_origin([10.0, 0.0, 0.0]);
         b.positions = vec![[1.0, 0.0, 0.0]];
         b.intensity = Some(vec![2.0]);

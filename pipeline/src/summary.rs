@@ -33,7 +33,10 @@ pub struct CloudSummary {
     pub scans: Vec<ScanInfo>,
 }
 
-fn range_of<const N: usize>(name: &str, values: impl Iterator<Item = [f64; N]>) -> Option<AttributeRange> {
+fn range_of<const N: usize>(
+    name: &str,
+    values: impl Iterator<Item = [f64; N]>,
+) -> Option<AttributeRange> {
     let mut lo = [f64::INFINITY; N];
     let mut hi = [f64::NEG_INFINITY; N];
     let mut any = false;
@@ -47,7 +50,12 @@ fn range_of<const N: usize>(name: &str, values: impl Iterator<Item = [f64; N]>) 
             }
         }
     }
-    any.then(|| AttributeRange { name: name.to_string(), kind: None, min: lo.to_vec(), max: hi.to_vec() })
+    any.then(|| AttributeRange {
+        name: name.to_string(),
+        kind: None,
+        min: lo.to_vec(),
+        max: hi.to_vec(),
+    })
 }
 
 impl CloudSummary {
@@ -112,15 +120,29 @@ impl std::fmt::Display for CloudSummary {
         if let Some([lo, hi]) = self.bounds {
             writeln!(f, "  bounds min  {:.3} {:.3} {:.3}", lo[0], lo[1], lo[2])?;
             writeln!(f, "         max  {:.3} {:.3} {:.3}", hi[0], hi[1], hi[2])?;
-            writeln!(f, "  size        {:.3} x {:.3} x {:.3} m", hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])?;
+            writeln!(
+                f,
+                "  size        {:.3} x {:.3} x {:.3} m",
+                hi[0] - lo[0],
+                hi[1] - lo[1],
+                hi[2] - lo[2]
+            )?;
         }
         if self.attributes.is_empty() {
             writeln!(f, "  attributes  none (x y z only)")?;
         } else {
             writeln!(f, "  attributes")?;
             for a in &self.attributes {
-                let fmt_v = |v: &[f64]| v.iter().map(|x| format!("{}", (x * 1e4).round() / 1e4)).collect::<Vec<_>>();
-                let kind = a.kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default();
+                let fmt_v = |v: &[f64]| {
+                    v.iter()
+                        .map(|x| format!("{}", (x * 1e4).round() / 1e4))
+                        .collect::<Vec<_>>()
+                };
+                let kind = a
+                    .kind
+                    .as_deref()
+                    .map(|k| format!(" ({k})"))
+                    .unwrap_or_default();
                 writeln!(
                     f,
                     "    {:<20} {} .. {}",
@@ -141,7 +163,11 @@ impl std::fmt::Display for CloudSummary {
         if !self.scans.is_empty() {
             writeln!(f, "  scans       {}", self.scans.len())?;
             for s in &self.scans {
-                write!(f, "    {:<24} points {}..{}", s.name, s.points.start, s.points.end)?;
+                write!(
+                    f,
+                    "    {:<24} points {}..{}",
+                    s.name, s.points.start, s.points.end
+                )?;
                 if let Some(p) = &s.world_from_scan {
                     let t = p.translation;
                     let q = p.rotation_wxyz;

@@ -21,12 +21,17 @@ const FILES: &[&str] = &[
 
 fn read(data: &[u8], name: &str, format: Format) -> Result<usize, String> {
     let path = Path::new(name);
-    match catch_unwind(AssertUnwindSafe(|| io::read_bytes(data, path, format, &ReadOptions::default()))) {
+    match catch_unwind(AssertUnwindSafe(|| {
+        io::read_bytes(data, path, format, &ReadOptions::default())
+    })) {
         Ok(Ok(c)) => Ok(c.len()),
         Ok(Err(e)) => {
             let msg = e.to_string();
             assert!(msg.contains(name), "error does not name the file: {msg}");
-            assert!(e.is_bad_input(), "corrupt input reported as a machine failure: {msg}");
+            assert!(
+                e.is_bad_input(),
+                "corrupt input reported as a machine failure: {msg}"
+            );
             Err(msg)
         }
         Err(_) => panic!("reader of {name} panicked"),
@@ -53,7 +58,12 @@ fn truncated_copies_are_errors() {
         for cut in cut_points(data.len()) {
             // A cut inside trailing padding may leave every point intact; losing points silently is the failure.
             if let Ok(n) = read(&data[..cut], rel, format) {
-                assert_eq!(n, full, "{rel} cut at {cut} of {} read {n} of {full} points without an error", data.len());
+                assert_eq!(
+                    n,
+                    full,
+                    "{rel} cut at {cut} of {} read {n} of {full} points without an error",
+                    data.len()
+                );
             }
         }
     }
@@ -84,6 +94,9 @@ fn wrong_magic_is_an_error() {
         let mut data = std::fs::read(&path).unwrap();
         let format = Format::from_path(&path).unwrap();
         data[..4].copy_from_slice(b"JUNK");
-        assert!(read(&data, rel, format).is_err(), "{rel} with a wrong magic was accepted");
+        assert!(
+            read(&data, rel, format).is_err(),
+            "{rel} with a wrong magic was accepted"
+        );
     }
 }
