@@ -1066,6 +1066,12 @@ mod tests {
     }
 
     #[test]
+    fn crc_is_castagnoli() {
+        // The check value the specification quotes.
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+    }
+
+    #[test]
     fn entry_round_trips() {
         let e = SectionEntry {
             kind: 7,

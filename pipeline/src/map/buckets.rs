@@ -183,7 +183,8 @@ pub fn auto_bucket_size(cloud: &Cloud, resolution: f32) -> Result<f32> {
         mid.exp()
     };
     let k_min = (lo / r).round();
-    let k_max = (hi / r).floor().max(k_min);
+    // r is an f32 widened to f64 (0.1 -> 0.10000000149), so 20 / r falls just short of 200: allow for it.
+    let k_max = (hi / r + 1e-3).floor().max(k_min);
     let k = (chosen / r).round().clamp(k_min, k_max);
     Ok((k * r) as f32)
 }
@@ -715,6 +716,7 @@ mod tests {
         // Sparse: clamp at 20 m. Dense: clamp at 8 r.
         let sparse = grid_cloud(100.0, 2.0);
         assert_eq!(auto_bucket_size(&sparse, 0.5).unwrap(), 20.0);
+        assert_eq!(auto_bucket_size(&sparse, 0.1).unwrap(), 20.0);
         let mut dense = Cloud::default();
         let mut rng = Rng(1);
         dense.positions = (0..20_000)
