@@ -479,3 +479,90 @@ fn open_maps_can_be_shared_across_threads() {
     });
     assert_eq!(n, 2 * f.view().positions.len());
 }
+
+/// The hall map (real scans, 0.2 m voxels, x y z intensity as binary PCD), read with a minimal parser because
+/// this test is about maps, not PCD.
+fn hall_map() -> Option<Cloud> {
+    let path = aerie_pipeline::testing::shared_file("maps/hall_map_20cm.pcd")?;
+    let bytes = std::fs::read(&path).unwrap();
+    let marker = b"DATA binary\n";
+    let start = bytes
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .unwrap()
+        + marker.len();
+    let mut c = Cloud::default();
+    let mut intensity = Vec::new();
+    for rec in bytes[start..].chunks_exact(16) {
+        let f = |i: usize| f32::from_le_bytes(rec[i..i + 4].try_into().unwrap());
+        c.positions.push([f(0), f(4), f(8)]);
+        intensity.push(f(12));
+    }
+    assert_eq!(c.len(), 138_305);
+    c.intensity = Some(intensity);
+    Some(c)
+}
+
+fn covering_radius(all: &[[f32; 3]], prefix: &[[f32; 3]]) -> f32 {
+    all.iter()
+        .map(|p| {
+            prefix
+                .iter()
+                .map(|q| (p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2))
+                .fold(f32::INFINITY, f32::min)
+                .sqrt()
+        })
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn real_hall_map_round_trips_and_prefixes_beat_random_subsets() {
+    let Some(cloud) = hall_map() else { return };
+    let map = PackedMap::from_cloud(&cloud, 0.2, None).unwrap();
+    let mean = map.len() as f64 / map.buckets.len() as f64;
+    eprintln!(
+        "hall map: l = {} m, {} buckets, mean {mean:.0} points",
+        map.bucket_size,
+        map.buckets.len()
+    );
+    assert!(
+        (1.6..=20.0).contains(&map.bucket_size),
+        "l {}",
+        map.bucket_size
+    );
+    assert!((1500.0..=4500.0).contains(&mean), "mean {mean}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = write_map(&map, dir.path());
+    let f = AmapFile::open(&path).unwrap();
+    assert_views_identical(&f.view(), &map.view());
+    assert_eq!(f.to_packed_map(), map);
+
+    // Evenness on real surfaces: in every bucket of at least 1000 points, the first n points cover the bucket
+    // better than n points drawn at random (seeded).
+    let mut rng = Rng(11);
+    let (mut ours_total, mut random_total, mut compared) = (0.0f64, 0.0f64, 0);
+    for b in map.buckets.iter().filter(|b| b.count >= 1000) {
+        let pts = &map.positions[b.first as usize..(b.first + b.count) as usize];
+        let n = 64;
+        let ours = covering_radius(pts, &pts[..n]);
+        let mut shuffled = pts.to_vec();
+        for i in (1..shuffled.len()).rev() {
+            shuffled.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let random = covering_radius(pts, &shuffled[..n]);
+        ours_total += f64::from(ours);
+        random_total += f64::from(random);
+        compared += 1;
+    }
+    eprintln!(
+        "mean covering radius of 64-point prefixes: ours {:.3} m, random {:.3} m over {compared} buckets",
+        ours_total / compared as f64,
+        random_total / compared as f64
+    );
+    assert!(compared >= 5, "only {compared} large buckets");
+    assert!(
+        ours_total < 0.8 * random_total,
+        "ours {ours_total} vs random {random_total}"
+    );
+}
