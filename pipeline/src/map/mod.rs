@@ -41,3 +41,273 @@ pub struct MapView<'a> {
     /// Reflectance R0 in 0..1 per point, for the simulated intensity.
     pub reflectance: Option<&'a [f32]>,
 }
+
+use serde::{Deserialize, Serialize};
+
+pub use amap::AmapFile;
+pub use buckets::{morton_decode, morton_encode};
+
+use crate::cloud::{Pose, ScanInfo};
+use crate::{Cloud, Result, StageReport};
+
+/// What the metadata section of a map says (UTF-8 TOML, see docs/amap-format.md). Every field has a default
+/// and unknown keys are ignored, so maps written by newer minor versions still read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MapMetadata {
+    /// Version of the aerie that wrote the map.
+    pub aerie_version: String,
+    /// Coordinate reference system of the map frame as OGC WKT, when the sources declared one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crs_wkt: Option<String>,
+    /// Files the map was prepared from.
+    pub sources: Vec<MapSource>,
+    /// Scanner poses known for the sources (map frame), kept for export and for placing a simulated sensor.
+    pub scans: Vec<ScanPose>,
+    /// How the bucket size was chosen.
+    pub bucketing: BucketingInfo,
+    /// How reflectance was derived from intensity; absent when the map has no reflectance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reflectance: Option<ReflectanceInfo>,
+    /// The rule used to orient normals (set by the normals stage), e.g. "toward-scanner".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normal_orientation: Option<String>,
+    /// Attributes of the prepared cloud that the map format does not store (e.g. "time", "ring").
+    pub dropped_attributes: Vec<String>,
+    /// The preparation recipe, as given (a TOML table of stages and their parameters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<toml::Table>,
+    /// The preparation report, one entry per stage.
+    pub report: Vec<StageReport>,
+}
+
+/// One source file of a map.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MapSource {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+}
+
+/// A scan with a known scanner pose.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScanPose {
+    pub name: String,
+    pub world_from_scan: Pose,
+}
+
+/// How the bucket size was chosen.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketingInfo {
+    /// "auto" or "fixed".
+    pub rule: String,
+    /// Mean number of points per occupied bucket in the written map.
+    pub mean_points_per_bucket: f64,
+    /// Largest bucket, in points.
+    pub max_points_per_bucket: u64,
+}
+
+/// How reflectance was derived: `reflectance = clamp(intensity / scale, 0, 1)`, non-finite intensity -> 0.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReflectanceInfo {
+    /// The percentile of the finite intensities used as the scale (99).
+    pub percentile: f64,
+    /// The intensity that maps to reflectance 1.
+    pub scale: f64,
+}
+
+/// A packed map held in memory: points in bucket order (buckets sorted by Morton key, coarse-to-fine inside
+/// each bucket), with the attributes the map format stores. Built by [`PackedMap::from_cloud`], written by
+/// [`amap::write`], read back by [`AmapFile`].
+///
+/// Invariants (checked by [`PackedMap::check`] and by the writer): every present attribute has one entry per
+/// point; buckets have increasing keys, non-zero counts, and partition `0..positions.len()` in order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PackedMap {
+    /// Origin of positions in the map frame, metres (the prepared cloud's origin, unchanged).
+    pub origin: [f64; 3],
+    /// Map resolution r_map, metres.
+    pub resolution: f32,
+    /// Bucket edge length l, metres.
+    pub bucket_size: f32,
+    /// Offset added to the key's bucket coordinates to get the bucket grid coordinates (see
+    /// [`buckets::bucket_coords`]).
+    pub morton_offset: [i64; 3],
+    pub buckets: Vec<Bucket>,
+    /// Positions relative to `origin`.
+    pub positions: Vec<[f32; 3]>,
+    pub normals: Option<Vec<[f32; 3]>>,
+    /// Plane thickness, metres (+inf: no plane).
+    pub gamma: Option<Vec<f32>>,
+    /// Intensity as the source stored it, kept for export.
+    pub intensity: Option<Vec<f32>>,
+    /// Reflectance in 0..1 for the simulator: intensity divided by its 99th percentile, clamped (see
+    /// [`ReflectanceInfo`]).
+    pub reflectance: Option<Vec<f32>>,
+    /// Colour, 16 bits per channel.
+    pub color: Option<Vec<[u16; 3]>>,
+    /// Classification (ASPRS codes for LAS sources).
+    pub classification: Option<Vec<u8>>,
+    /// The metadata section, UTF-8 TOML (a serialised [`MapMetadata`]); written byte for byte.
+    pub metadata_toml: String,
+}
+
+impl PackedMap {
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// Borrow the map as a [`MapView`], the form the renderer reads.
+    pub fn view(&self) -> MapView<'_> {
+        MapView {
+            origin: self.origin,
+            resolution: self.resolution,
+            bucket_size: self.bucket_size,
+            buckets: &self.buckets,
+            positions: &self.positions,
+            normals: self.normals.as_deref(),
+            gamma: self.gamma.as_deref(),
+            reflectance: self.reflectance.as_deref(),
+        }
+    }
+
+    /// The metadata, parsed.
+    pub fn metadata(&self) -> Result<MapMetadata> {
+        toml::from_str(&self.metadata_toml)
+            .map_err(|e| crate::Error::parameter("map metadata", e.to_string()))
+    }
+
+    /// Replace the metadata (e.g. to add the recipe and report after building the map).
+    pub fn set_metadata(&mut self, meta: &MapMetadata) -> Result<()> {
+        self.metadata_toml = toml::to_string(meta)
+            .map_err(|e| crate::Error::parameter("map metadata", e.to_string()))?;
+        Ok(())
+    }
+
+    /// The map as a cloud, for export: points in map order, with normals, gamma, intensity, colour and
+    /// classification as attributes; CRS and scanner poses from the metadata. Reflectance is not exported (it is
+    /// derived from intensity).
+    pub fn to_cloud(&self) -> Cloud {
+        let meta = self.metadata().unwrap_or_default();
+        cloud_from_parts(
+            CloudParts {
+                origin: self.origin,
+                positions: &self.positions,
+                normals: self.normals.as_deref(),
+                gamma: self.gamma.as_deref(),
+                intensity: self.intensity.as_deref(),
+                color: self.color.as_deref(),
+                classification: self.classification.as_deref(),
+            },
+            &meta,
+        )
+    }
+
+    /// Check the invariants; the message names the first broken one.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let n = self.positions.len();
+        if u32::try_from(n).is_err() {
+            return Err(format!("{n} points; at most {} fit a map", u32::MAX));
+        }
+        let lens = [
+            ("normals", self.normals.as_ref().map(Vec::len)),
+            ("gamma", self.gamma.as_ref().map(Vec::len)),
+            ("intensity", self.intensity.as_ref().map(Vec::len)),
+            ("reflectance", self.reflectance.as_ref().map(Vec::len)),
+            ("color", self.color.as_ref().map(Vec::len)),
+            ("classification", self.classification.as_ref().map(Vec::len)),
+        ];
+        for (name, len) in lens {
+            if let Some(len) = len
+                && len != n
+            {
+                return Err(format!("{name} has {len} values for {n} points"));
+            }
+        }
+        check_buckets(&self.buckets, n)
+    }
+}
+
+/// Check that `buckets` have strictly increasing keys that fit 63 bits, non-zero counts, and partition
+/// `0..n` in order.
+pub(crate) fn check_buckets(buckets: &[Bucket], n: usize) -> std::result::Result<(), String> {
+    let mut next: u64 = 0;
+    let mut prev_key: Option<u64> = None;
+    for (i, b) in buckets.iter().enumerate() {
+        if b.key >> 63 != 0 {
+            return Err(format!(
+                "bucket {i}: key {:#x} has bits above the 63 of a 3x21-bit morton key",
+                b.key
+            ));
+        }
+        if let Some(p) = prev_key
+            && b.key <= p
+        {
+            return Err(format!(
+                "bucket {i}: key {:#x} does not follow {p:#x} (keys must increase)",
+                b.key
+            ));
+        }
+        prev_key = Some(b.key);
+        if b.count == 0 {
+            return Err(format!("bucket {i}: empty (count 0)"));
+        }
+        if u64::from(b.first) != next {
+            return Err(format!(
+                "bucket {i}: first point {} where {next} was expected (buckets must partition the points)",
+                b.first
+            ));
+        }
+        next += u64::from(b.count);
+    }
+    if next != n as u64 {
+        return Err(format!("buckets cover {next} points but the map has {n}"));
+    }
+    Ok(())
+}
+
+/// Borrowed per-point arrays from which a cloud is rebuilt.
+pub(crate) struct CloudParts<'a> {
+    pub origin: [f64; 3],
+    pub positions: &'a [[f32; 3]],
+    pub normals: Option<&'a [[f32; 3]]>,
+    pub gamma: Option<&'a [f32]>,
+    pub intensity: Option<&'a [f32]>,
+    pub color: Option<&'a [[u16; 3]]>,
+    pub classification: Option<&'a [u8]>,
+}
+
+pub(crate) fn cloud_from_parts(p: CloudParts<'_>, meta: &MapMetadata) -> Cloud {
+    let mut cloud = Cloud::with_origin(p.origin);
+    cloud.positions = p.positions.to_vec();
+    cloud.normals = p.normals.map(<[_]>::to_vec);
+    cloud.gamma = p.gamma.map(<[_]>::to_vec);
+    cloud.intensity = p.intensity.map(<[_]>::to_vec);
+    cloud.color = p.color.map(<[_]>::to_vec);
+    cloud.classification = p.classification.map(<[_]>::to_vec);
+    cloud.meta.format = Some(format!(
+        "aerie map {}.{}",
+        amap::VERSION_MAJOR,
+        amap::VERSION_MINOR
+    ));
+    cloud.meta.crs_wkt = meta.crs_wkt.clone();
+    cloud.meta.scans = meta
+        .scans
+        .iter()
+        .map(|s| ScanInfo {
+            name: s.name.clone(),
+            points: 0..0,
+            world_from_scan: Some(s.world_from_scan),
+        })
+        .collect();
+    cloud
+}
