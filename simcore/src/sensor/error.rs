@@ -72,16 +72,15 @@ pub(crate) fn from_toml_error(text: &str, error: &toml::de::Error) -> SensorErro
         .split_once('=')
         .map(|(key, _)| key.trim().trim_matches('"').to_string())
         .filter(|key| !key.is_empty() && !key.starts_with('['));
-    if key.is_none() {
-        if let Some((field, below)) =
+    if key.is_none()
+        && let Some((field, below)) =
             key_holding_value(text.get(line_start..).unwrap_or(""), &table, &message)
-        {
-            return SensorError::Parse {
-                field,
-                line: line + below,
-                message,
-            };
-        }
+    {
+        return SensorError::Parse {
+            field,
+            line: line + below,
+            message,
+        };
     }
     // A span on a `key = value` line names the key; a message naming a field (missing, unknown) names it inside
     // the table the span points into.
@@ -114,11 +113,7 @@ fn enclosing_table(before: &str, line_text: &str) -> String {
     if let Some(own) = header(line_text) {
         return own;
     }
-    before
-        .lines()
-        .rev()
-        .find_map(|line| header(line))
-        .unwrap_or_default()
+    before.lines().rev().find_map(header).unwrap_or_default()
 }
 
 fn backticked_name(message: &str) -> Option<String> {
@@ -164,5 +159,48 @@ fn key_holding_value(from_table: &str, table: &str, message: &str) -> Option<(St
     match found.as_slice() {
         [only] => Some(only.clone()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers() {
+        assert_eq!(
+            backticked_name("missing field `rate_hz`"),
+            Some("rate_hz".into())
+        );
+        assert_eq!(backticked_name("no name"), None);
+        assert_eq!(enclosing_table("[a]\nx = 1\n[a.b]\n", "y = 2"), "a.b");
+        assert_eq!(enclosing_table("", "[[c]]"), "c");
+        let table = "[p]\nx = 1\ny = 1\n";
+        // Two keys hold the value: no guess.
+        assert_eq!(
+            key_holding_value(table, "p", "invalid type: integer `1`, expected a string"),
+            None
+        );
+        assert_eq!(
+            key_holding_value(
+                "[p]\nx = 1\ny = 2 # note\n",
+                "p",
+                "invalid value: integer `2`, expected u8"
+            ),
+            Some(("p.y".into(), 2))
+        );
+    }
+
+    #[test]
+    fn message_reads_well() {
+        let e = SensorError::Parse {
+            field: "pattern.columns".into(),
+            line: 3,
+            message: "invalid type".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "sensor toml, line 3, field `pattern.columns`: invalid type"
+        );
     }
 }

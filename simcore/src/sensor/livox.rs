@@ -279,3 +279,66 @@ impl Sweep {
         (area / points_per_frame(self.points_per_second, rate_hz).max(1) as f64).sqrt() as f32
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triangle_wave_turns_at_half_phase() {
+        for (phase, value) in [
+            (0.0, 0.0),
+            (0.25, 0.5),
+            (0.5, 1.0),
+            (0.75, 0.5),
+            (1.0, 0.0),
+            (-0.25, 0.5),
+        ] {
+            assert!((triangle(phase) - value).abs() < 1e-12, "{phase}");
+        }
+    }
+
+    #[test]
+    fn points_per_frame_counts_whole_points() {
+        assert_eq!(points_per_frame(240_000.0, 10.0), 24_000);
+        assert_eq!(points_per_frame(240_000.0, 7.0), 34_285);
+        assert_eq!(points_per_frame(100_000.0, 0.5), 200_000);
+    }
+
+    #[test]
+    fn phase_drops_whole_turns() {
+        assert!((phase_at_frame(12.25, 3) - 0.75).abs() < 1e-12);
+        assert_eq!(phase_at_frame(5.0, 1_000_000), 0.0);
+    }
+
+    #[test]
+    fn polar_mapping_keeps_axis_angles() {
+        let d = polar_about_x(0.3, 0.0);
+        assert!((d[1].atan2(d[0]) - 0.3).abs() < 1e-6 && d[2] == 0.0);
+        let d = polar_about_x(0.0, -0.4);
+        assert!((d[2].asin() + 0.4).abs() < 1e-6 && d[1] == 0.0);
+        assert_eq!(polar_about_x(0.0, 0.0), [1.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn line_spread_must_leave_a_field_of_view() {
+        let rosette = Rosette {
+            fov_deg: [10.0, 10.0],
+            lines: 6,
+            line_offset_deg: 2.0,
+            points_per_second: 1000.0,
+            w1_rpm: 100.0,
+            w2_rpm: -50.0,
+        };
+        assert!(matches!(
+            rosette.validate(10.0),
+            Err(SensorError::Invalid { field, .. }) if field == "pattern.line_offset_deg"
+        ));
+        let fewer = Rosette {
+            lines: 5,
+            ..rosette
+        };
+        assert!(fewer.validate(10.0).is_ok());
+        assert_eq!(fewer.line_half_extent_rad()[1], 1f64.to_radians());
+    }
+}

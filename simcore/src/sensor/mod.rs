@@ -314,3 +314,39 @@ pub(crate) fn check_finite(field: &str, value: f32) -> Result<(), SensorError> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fov_contains_checks_both_axes() {
+        let fov = Fov {
+            azimuth_min_rad: -0.5,
+            azimuth_max_rad: 0.5,
+            elevation_min_rad: -0.1,
+            elevation_max_rad: 0.2,
+        };
+        assert!(!fov.is_full_circle());
+        assert!(fov.contains([1.0, 0.0, 0.0], 0.0));
+        assert!(!fov.contains([-1.0, 0.0, 0.0], 0.0));
+        assert!(!fov.contains([1.0, 0.0, 0.5], 0.0));
+        assert!(fov.contains([1.0, 0.0, -0.1], 0.01));
+        let round = Fov {
+            azimuth_min_rad: -std::f32::consts::PI,
+            azimuth_max_rad: std::f32::consts::PI,
+            ..fov
+        };
+        assert!(round.is_full_circle() && round.contains([-1.0, 0.0, 0.0], 0.0));
+    }
+
+    #[test]
+    fn check_range_rejects_nan_and_outside() {
+        assert!(check_range("f", 0.5, 0.0, 1.0).is_ok());
+        assert!(check_range("f", f32::NAN, 0.0, 1.0).is_err());
+        assert_eq!(
+            check_range("f", 2.0, 0.0, 1.0),
+            Err(SensorError::invalid("f", "must be between 0 and 1, got 2"))
+        );
+    }
+}

@@ -105,3 +105,35 @@ impl Pinhole {
         (1.0 / fx.max(fy)).atan() as f32
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn focal_length_from_the_field_of_view() {
+        let p = Pinhole {
+            width: 200,
+            height: 100,
+            hfov_deg: 90.0,
+            vfov_deg: 90.0,
+        };
+        let (fx, fy) = p.focal_px();
+        assert!((fx - 100.0).abs() < 1e-9 && (fy - 50.0).abs() < 1e-9);
+        // s / (f B): 0.1 px / (100 px * 0.05 m) = 0.02 per metre.
+        assert!((p.depth_sigma_quadratic(0.1, 0.05) - 0.02).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rows_must_fit_a_ring() {
+        let tall = Pinhole {
+            width: 1,
+            height: 70_000,
+            hfov_deg: 10.0,
+            vfov_deg: 10.0,
+        };
+        assert!(
+            matches!(tall.validate(), Err(SensorError::Invalid { field, .. }) if field == "pattern.height")
+        );
+    }
+}

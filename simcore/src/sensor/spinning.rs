@@ -366,3 +366,107 @@ pub(crate) fn unit(v: [f64; 3]) -> [f32; 3] {
         [1.0, 0.0, 0.0]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spinning(elevations: &[f32], firing: FiringTiming) -> Spinning {
+        Spinning {
+            columns: 4,
+            start_azimuth_deg: 0.0,
+            clockwise: false,
+            beam_origin_offset_mm: 0.0,
+            lidar_origin_z_mm: 0.0,
+            elevations_deg: elevations.to_vec(),
+            azimuth_offsets_deg: Vec::new(),
+            firing,
+        }
+    }
+
+    fn sequential(group_size: u32, slots: Vec<u32>) -> FiringTiming {
+        FiringTiming::Sequential {
+            cycle_us: 10.0,
+            step_us: 1.0,
+            group_size,
+            slots,
+        }
+    }
+
+    #[test]
+    fn rings_rank_by_elevation_with_ties_in_id_order() {
+        let s = spinning(&[3.0, -1.0, 3.0, -5.0], FiringTiming::Column);
+        assert_eq!(s.rings(), vec![2, 1, 3, 0]);
+    }
+
+    #[test]
+    fn slots_follow_group_size_unless_listed() {
+        let s = spinning(&[0.0; 4], sequential(2, Vec::new()));
+        assert_eq!(
+            (0..4).map(|id| s.slot(id)).collect::<Vec<_>>(),
+            [0, 0, 1, 1]
+        );
+        let s = spinning(&[0.0; 4], sequential(1, vec![0, 1, 0, 1]));
+        assert_eq!(
+            (0..4).map(|id| s.slot(id)).collect::<Vec<_>>(),
+            [0, 1, 0, 1]
+        );
+        assert_eq!(spinning(&[0.0; 4], FiringTiming::Column).slot(3), 0);
+    }
+
+    #[test]
+    fn validation_table() {
+        let ok = spinning(&[0.0, 1.0], sequential(1, Vec::new()));
+        assert!(ok.validate(10.0).is_ok());
+        let cases: [(Spinning, &str); 5] = [
+            (
+                spinning(&[], FiringTiming::Column),
+                "pattern.elevations_deg",
+            ),
+            (
+                Spinning {
+                    azimuth_offsets_deg: vec![1.0],
+                    ..ok.clone()
+                },
+                "pattern.azimuth_offsets_deg",
+            ),
+            (
+                spinning(&[0.0, 1.0], sequential(1, vec![0])),
+                "pattern.firing.slots",
+            ),
+            (
+                spinning(&[0.0, 1.0], sequential(0, Vec::new())),
+                "pattern.firing.group_size",
+            ),
+            (
+                Spinning {
+                    columns: 10_001,
+                    ..ok.clone()
+                },
+                "pattern.columns",
+            ),
+        ];
+        for (model, field) in cases {
+            match model.validate(10.0) {
+                Err(SensorError::Invalid { field: got, .. }) => assert_eq!(got, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn counter_clockwise_columns_step_forward() {
+        let s = spinning(&[0.0], FiringTiming::Column);
+        let mut beams = Vec::new();
+        s.generate(10.0, &mut beams);
+        let expected = [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]];
+        assert_eq!(beams.len(), 4);
+        for (beam, [x, y]) in beams.iter().zip(expected) {
+            assert!(
+                (beam.dir[0] - x).abs() < 1e-6 && (beam.dir[1] - y).abs() < 1e-6,
+                "{beam:?}"
+            );
+        }
+        assert!((s.angular_resolution_rad() - std::f32::consts::FRAC_PI_2).abs() < 1e-6);
+    }
+}
