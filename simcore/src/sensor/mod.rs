@@ -1,7 +1,22 @@
 //! LiDAR and depth-camera models: scan patterns (beam directions with per-beam time offsets and ring/line),
 //! range limits, noise, and the reflectance/dropout model. Presets ship as TOML under `maps/sensors/`.
+//!
+//! A [`SensorModel`] is a name, a frame rate, [`Physics`] and a [`Pattern`]; [`SensorModel::beams`] lists one
+//! frame's [`Beam`]s in firing order. Frames: x forward, y left, z up; azimuth counter-clockwise from +x towards
+//! +y; elevation up from the xy plane.
+
+mod error;
+mod livox;
+mod pinhole;
+mod presets;
+mod spinning;
 
 use serde::{Deserialize, Serialize};
+
+pub use error::SensorError;
+pub use livox::{Rosette, Sweep};
+pub use pinhole::Pinhole;
+pub use spinning::{FiringTiming, Spinning};
 
 /// One firing of one beam within a frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -44,4 +59,294 @@ pub struct Physics {
 
 fn default_reflectance() -> f32 {
     0.5
+}
+
+/// A sensor: its frame rate, what happens to each beam ([`Physics`]) and where the beams go ([`Pattern`]).
+/// Loaded from TOML ([`SensorModel::from_toml`]); the shipped presets live in `maps/sensors/*.toml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SensorModel {
+    /// Short identifier (the preset's file name for shipped presets).
+    pub name: String,
+    /// What the sensor is, for people.
+    #[serde(default)]
+    pub description: String,
+    /// Where the values came from (SENSORS.md tags: C confirmed, D derived, S secondary, U unconfirmed).
+    #[serde(default)]
+    pub source: String,
+    /// Frames per second. A frame is one revolution (spinning), one driver integration window (Livox) or one
+    /// image (depth camera).
+    pub rate_hz: f64,
+    /// Range limits, noise and detection.
+    pub physics: Physics,
+    /// Beam directions and timing.
+    pub pattern: Pattern,
+}
+
+/// How a sensor's beams are laid out and timed. In TOML, the `[pattern]` table's `kind` picks the variant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Pattern {
+    /// Spinning LiDAR (Velodyne, Ouster).
+    Spinning(Spinning),
+    /// Livox prism rosette (Mid-40, Horizon, Avia).
+    Rosette(Rosette),
+    /// Approximate Livox Mid-360 pattern.
+    Sweep(Sweep),
+    /// Depth camera.
+    Pinhole(Pinhole),
+}
+
+/// Angular extent of a sensor's beams in the sensor frame, radians, for culling. Azimuth runs from -pi to pi
+/// (full circle for spinning sensors). Bounds hold the beam directions; a renderer should pad them by the beam
+/// origin offsets ([`SensorModel::beam_origins_m`]) when culling very close geometry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fov {
+    pub azimuth_min_rad: f32,
+    pub azimuth_max_rad: f32,
+    pub elevation_min_rad: f32,
+    pub elevation_max_rad: f32,
+}
+
+impl Fov {
+    /// Whether the azimuth range is the full circle.
+    pub fn is_full_circle(&self) -> bool {
+        self.azimuth_max_rad - self.azimuth_min_rad >= std::f32::consts::TAU - 1e-6
+    }
+
+    /// Whether a direction (need not be unit length) lies within the bounds, with `margin_rad` of slack.
+    pub fn contains(&self, dir: [f32; 3], margin_rad: f32) -> bool {
+        let [x, y, z] = dir;
+        let elevation = z.atan2(x.hypot(y));
+        if elevation < self.elevation_min_rad - margin_rad
+            || elevation > self.elevation_max_rad + margin_rad
+        {
+            return false;
+        }
+        if self.is_full_circle() {
+            return true;
+        }
+        let azimuth = y.atan2(x);
+        azimuth >= self.azimuth_min_rad - margin_rad && azimuth <= self.azimuth_max_rad + margin_rad
+    }
+}
+
+impl SensorModel {
+    /// Appends frame `frame_index`'s beams to `out` (cleared first), in firing order: times never decrease.
+    /// Spinning sensors and depth cameras repeat every frame; Livox patterns run on, so each frame differs. An
+    /// invalid model (see [`SensorModel::validate`]) yields no beams.
+    pub fn beams(&self, frame_index: u64, out: &mut Vec<Beam>) {
+        out.clear();
+        if self.validate().is_err() {
+            return;
+        }
+        out.reserve(self.beams_per_frame());
+        match &self.pattern {
+            Pattern::Spinning(p) => p.generate(self.rate_hz, out),
+            Pattern::Rosette(p) => p.generate(frame_index, self.rate_hz, out),
+            Pattern::Sweep(p) => p.generate(frame_index, self.rate_hz, out),
+            Pattern::Pinhole(p) => p.generate(out),
+        }
+    }
+
+    /// Beams in every frame: lasers x columns (spinning), whole points within the frame period (Livox), width x
+    /// height (depth camera).
+    pub fn beams_per_frame(&self) -> usize {
+        match &self.pattern {
+            Pattern::Spinning(p) => p.beams_per_frame(),
+            Pattern::Rosette(p) => livox::points_per_frame(p.points_per_second, self.rate_hz),
+            Pattern::Sweep(p) => livox::points_per_frame(p.points_per_second, self.rate_hz),
+            Pattern::Pinhole(p) => p.beams_per_frame(),
+        }
+    }
+
+    /// Seconds per frame, `1 / rate_hz`.
+    pub fn frame_period_s(&self) -> f64 {
+        1.0 / self.rate_hz
+    }
+
+    /// Where the beams can point, for culling.
+    pub fn fov(&self) -> Fov {
+        match &self.pattern {
+            Pattern::Spinning(p) => p.fov(),
+            Pattern::Rosette(p) => p.fov(),
+            Pattern::Sweep(p) => p.fov(),
+            Pattern::Pinhole(p) => p.fov(),
+        }
+    }
+
+    /// Typical angle between neighbouring beams of a frame, radians, for sizing a renderer's angular image:
+    /// the finer of the azimuth step and the median ring gap (spinning), the square root of the solid angle per
+    /// point (Livox), the central pixel's angle (depth camera).
+    pub fn angular_resolution_rad(&self) -> f32 {
+        match &self.pattern {
+            Pattern::Spinning(p) => p.angular_resolution_rad(),
+            Pattern::Rosette(p) => p.angular_resolution_rad(self.rate_hz),
+            Pattern::Sweep(p) => p.angular_resolution_rad(self.rate_hz),
+            Pattern::Pinhole(p) => p.angular_resolution_rad(),
+        }
+    }
+
+    /// Appends to `out` (cleared first) where each beam of `beams` starts in the sensor frame, metres: the
+    /// origin for Livox and depth cameras; for spinning sensors the lidar origin (`lidar_origin_z_mm` up) plus
+    /// Ouster's beam-origin offset along the beam's column azimuth. A return at range `r` along a beam lies at
+    /// `origin + r * dir`.
+    pub fn beam_origins_m(&self, beams: &[Beam], out: &mut Vec<[f32; 3]>) {
+        out.clear();
+        match &self.pattern {
+            Pattern::Spinning(p) => p.beam_origins_m(beams, out),
+            _ => out.extend(beams.iter().map(|_| [0.0; 3])),
+        }
+    }
+
+    /// A shipped preset by name (see [`SensorModel::preset_names`]).
+    pub fn preset(name: &str) -> Result<SensorModel, SensorError> {
+        presets::load(name)
+    }
+
+    /// Names of the shipped presets.
+    pub fn preset_names() -> &'static [&'static str] {
+        presets::NAMES
+    }
+
+    /// Parses and validates a model. Errors name the field (`pattern.columns`) and the line.
+    pub fn from_toml(text: &str) -> Result<SensorModel, SensorError> {
+        let model: SensorModel =
+            toml::from_str(text).map_err(|e| error::from_toml_error(text, &e))?;
+        model.validate()?;
+        Ok(model)
+    }
+
+    /// The model as TOML that [`SensorModel::from_toml`] reads back to an equal model (without the comments of
+    /// the preset files).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self)
+            .unwrap_or_else(|e| format!("# sensor model could not be written: {e}\n"))
+    }
+
+    /// Checks every value's range and consistency; the error names the field.
+    pub fn validate(&self) -> Result<(), SensorError> {
+        if self.name.trim().is_empty() {
+            return Err(SensorError::invalid("name", "must not be empty"));
+        }
+        if !(self.rate_hz.is_finite() && self.rate_hz > 0.0 && self.rate_hz <= 10_000.0) {
+            return Err(SensorError::invalid(
+                "rate_hz",
+                format!(
+                    "must be above 0 and at most 10000 frames per second, got {}",
+                    self.rate_hz
+                ),
+            ));
+        }
+        self.validate_physics()?;
+        match &self.pattern {
+            Pattern::Spinning(p) => p.validate(self.rate_hz),
+            Pattern::Rosette(p) => p.validate(self.rate_hz),
+            Pattern::Sweep(p) => p.validate(self.rate_hz),
+            Pattern::Pinhole(p) => p.validate(),
+        }
+    }
+
+    fn validate_physics(&self) -> Result<(), SensorError> {
+        let p = &self.physics;
+        check_range("physics.min_range_m", p.min_range_m, 0.0, f32::MAX)?;
+        check_range("physics.max_range_m", p.max_range_m, 0.0, f32::MAX)?;
+        if p.max_range_m <= p.min_range_m {
+            return Err(SensorError::invalid(
+                "physics.max_range_m",
+                format!(
+                    "must be greater than min_range_m ({}), got {}",
+                    p.min_range_m, p.max_range_m
+                ),
+            ));
+        }
+        check_range("physics.range_sigma_m", p.range_sigma_m, 0.0, f32::MAX)?;
+        check_range(
+            "physics.range_sigma_quadratic",
+            p.range_sigma_quadratic,
+            0.0,
+            f32::MAX,
+        )?;
+        check_range("physics.angular_sigma_rad", p.angular_sigma_rad, 0.0, 1.0)?;
+        check_range(
+            "physics.default_reflectance",
+            p.default_reflectance,
+            0.0,
+            1.0,
+        )?;
+        check_range("physics.reflectance_limit", p.reflectance_limit, 0.0, 1.0)?;
+        check_range(
+            "physics.reflectance_range_m",
+            p.reflectance_range_m,
+            0.0,
+            f32::MAX,
+        )?;
+        if p.reflectance_range_m > 0.0 && p.reflectance_limit == 0.0 {
+            return Err(SensorError::invalid(
+                "physics.reflectance_limit",
+                "must be above 0 when reflectance_range_m is set (or set reflectance_range_m = 0 to disable)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A finite value within `[lo, hi]`, else an error naming `field`.
+pub(crate) fn check_range(field: &str, value: f32, lo: f32, hi: f32) -> Result<(), SensorError> {
+    if value.is_finite() && value >= lo && value <= hi {
+        Ok(())
+    } else {
+        Err(SensorError::invalid(
+            field,
+            format!("must be between {lo} and {hi}, got {value}"),
+        ))
+    }
+}
+
+/// A finite value, else an error naming `field`.
+pub(crate) fn check_finite(field: &str, value: f32) -> Result<(), SensorError> {
+    if value.is_finite() {
+        Ok(())
+    } else {
+        Err(SensorError::invalid(
+            field,
+            format!("must be a finite number, got {value}"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fov_contains_checks_both_axes() {
+        let fov = Fov {
+            azimuth_min_rad: -0.5,
+            azimuth_max_rad: 0.5,
+            elevation_min_rad: -0.1,
+            elevation_max_rad: 0.2,
+        };
+        assert!(!fov.is_full_circle());
+        assert!(fov.contains([1.0, 0.0, 0.0], 0.0));
+        assert!(!fov.contains([-1.0, 0.0, 0.0], 0.0));
+        assert!(!fov.contains([1.0, 0.0, 0.5], 0.0));
+        assert!(fov.contains([1.0, 0.0, -0.1], 0.01));
+        let round = Fov {
+            azimuth_min_rad: -std::f32::consts::PI,
+            azimuth_max_rad: std::f32::consts::PI,
+            ..fov
+        };
+        assert!(round.is_full_circle() && round.contains([-1.0, 0.0, 0.0], 0.0));
+    }
+
+    #[test]
+    fn check_range_rejects_nan_and_outside() {
+        assert!(check_range("f", 0.5, 0.0, 1.0).is_ok());
+        assert!(check_range("f", f32::NAN, 0.0, 1.0).is_err());
+        assert_eq!(
+            check_range("f", 2.0, 0.0, 1.0),
+            Err(SensorError::invalid("f", "must be between 0 and 1, got 2"))
+        );
+    }
 }

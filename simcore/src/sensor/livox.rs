@@ -1,0 +1,344 @@
+//! Livox non-repetitive patterns: the rosette of the prism scanners (Mid-40, Horizon, Avia; MARSIM's closed form
+//! with continuous angles) and an approximate sweep for the Mid-360. Every point has its own time, and the
+//! pattern's phase runs on across frames, so each frame fills gaps the previous ones left.
+
+use serde::{Deserialize, Serialize};
+
+use super::spinning::unit;
+use super::{Beam, Fov, SensorError, check_range};
+
+/// A Risley-prism rosette (MARSIM's closed form, ALGORITHMS.md section 6): at time `t` the pattern point is
+/// `((cos w1 t + cos w2 t) / 2, (sin w1 t + sin w2 t) / 2)`, a point of the unit disc, scaled to the field of
+/// view. Point `k` of a frame fires at `k / points_per_second` and belongs to line `k % lines`; lines are shifted
+/// vertically by `line_offset_deg` from one to the next, centred on the optical axis. Unlike MARSIM, angles are not
+/// quantised and `t` is global (frame start + point time), so the pattern never restarts at a frame boundary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rosette {
+    /// Field of view `[horizontal, vertical]`, degrees, of all lines together. Equal values give a circular field
+    /// of view (Mid-40: `[38.4, 38.4]`).
+    pub fov_deg: [f32; 2],
+    /// Laser lines (1 to 65536).
+    pub lines: u32,
+    /// Vertical shift between neighbouring lines, degrees. Each line's own pattern spans
+    /// `fov_deg[1] - (lines - 1) * line_offset_deg` vertically. By default 0.
+    #[serde(default)]
+    pub line_offset_deg: f32,
+    /// Points per second over all lines (single return).
+    pub points_per_second: f64,
+    /// Speed of the first prism, revolutions per minute (Avia in MARSIM: 7294).
+    pub w1_rpm: f64,
+    /// Speed of the second prism, revolutions per minute, negative when it turns the other way (-4664).
+    pub w2_rpm: f64,
+}
+
+/// An approximation of the Livox Mid-360's pattern, whose prism parameters are not published: each line sweeps
+/// the azimuth at a steady `azimuth_rev_per_s` while its elevation runs a triangle wave between the limits at
+/// `elevation_cycles_per_s`. Lines are spread evenly in azimuth and in elevation phase. With the two rates
+/// incommensurate (and the phase continuing across frames) the pattern does not repeat frame to frame and covers
+/// the whole vertical range, which MARSIM's quantised version did not. Point density is uniform in elevation,
+/// not the real unit's distribution.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// Lowest and highest elevation, degrees (Mid-360: `[-7, 52]`).
+    pub elevation_range_deg: [f32; 2],
+    /// Laser lines (1 to 65536).
+    pub lines: u32,
+    /// Points per second over all lines.
+    pub points_per_second: f64,
+    /// Azimuth turns per second of each line, counter-clockwise seen from above.
+    pub azimuth_rev_per_s: f64,
+    /// Full elevation cycles (bottom, top, bottom) per second of each line.
+    pub elevation_cycles_per_s: f64,
+}
+
+/// Upper bound on points per frame, so a typo cannot make `beams` allocate gigabytes.
+const MAX_POINTS_PER_FRAME: f64 = 64.0 * 1024.0 * 1024.0;
+
+fn check_point_rate(points_per_second: f64, rate_hz: f64) -> Result<(), SensorError> {
+    if !(points_per_second.is_finite() && points_per_second > 0.0) {
+        return Err(SensorError::invalid(
+            "pattern.points_per_second",
+            format!("must be positive, got {points_per_second}"),
+        ));
+    }
+    let per_frame = points_per_second / rate_hz;
+    if !(1.0..=MAX_POINTS_PER_FRAME).contains(&per_frame) {
+        return Err(SensorError::invalid(
+            "pattern.points_per_second",
+            format!(
+                "gives {per_frame:.1} points per frame at rate_hz {rate_hz}; must be between 1 and {MAX_POINTS_PER_FRAME}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_lines(lines: u32) -> Result<(), SensorError> {
+    if lines == 0 || lines > u32::from(u16::MAX) + 1 {
+        return Err(SensorError::invalid(
+            "pattern.lines",
+            format!("must be 1 to 65536, got {lines}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_speed(field: &str, value: f64) -> Result<(), SensorError> {
+    if !value.is_finite() || value == 0.0 {
+        return Err(SensorError::invalid(
+            field,
+            format!("must be a finite, non-zero speed, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Points in one frame: whole points that fire within the frame period.
+pub(crate) fn points_per_frame(points_per_second: f64, rate_hz: f64) -> usize {
+    // The epsilon keeps 240000 / 10 at 24000 despite rounding in the division.
+    let n = (points_per_second / rate_hz + 1e-6).floor();
+    if n.is_finite() && n >= 0.0 {
+        (n.min(MAX_POINTS_PER_FRAME)) as usize
+    } else {
+        0
+    }
+}
+
+/// Fractional turns done by a rotation of `turns_per_frame` over `frame_index` whole frames, keeping precision
+/// for large frame indices by dropping whole turns first.
+fn phase_at_frame(turns_per_frame: f64, frame_index: u64) -> f64 {
+    (turns_per_frame.fract() * frame_index as f64).fract()
+}
+
+impl Rosette {
+    /// Half-extent of one line's own pattern, `[horizontal, vertical]`, radians.
+    fn line_half_extent_rad(&self) -> [f64; 2] {
+        let spread = f64::from(self.lines.saturating_sub(1)) * f64::from(self.line_offset_deg);
+        [
+            (f64::from(self.fov_deg[0]) / 2.0).to_radians(),
+            ((f64::from(self.fov_deg[1]) - spread) / 2.0).to_radians(),
+        ]
+    }
+
+    /// Vertical shift of the outermost line, radians.
+    fn max_line_shift_rad(&self) -> f64 {
+        (f64::from(self.lines.saturating_sub(1)) * f64::from(self.line_offset_deg) / 2.0)
+            .to_radians()
+    }
+
+    pub(crate) fn validate(&self, rate_hz: f64) -> Result<(), SensorError> {
+        check_range("pattern.fov_deg[0]", self.fov_deg[0], 0.1, 179.0)?;
+        check_range("pattern.fov_deg[1]", self.fov_deg[1], 0.1, 179.0)?;
+        check_lines(self.lines)?;
+        check_range("pattern.line_offset_deg", self.line_offset_deg, 0.0, 90.0)?;
+        let spread = self.lines.saturating_sub(1) as f32 * self.line_offset_deg;
+        if spread >= self.fov_deg[1] {
+            return Err(SensorError::invalid(
+                "pattern.line_offset_deg",
+                format!(
+                    "(lines - 1) x line_offset_deg = {spread} deg leaves no vertical field of view for each line \
+                     (fov_deg[1] = {})",
+                    self.fov_deg[1]
+                ),
+            ));
+        }
+        check_point_rate(self.points_per_second, rate_hz)?;
+        check_speed("pattern.w1_rpm", self.w1_rpm)?;
+        check_speed("pattern.w2_rpm", self.w2_rpm)
+    }
+
+    pub(crate) fn generate(&self, frame_index: u64, rate_hz: f64, out: &mut Vec<Beam>) {
+        let n = points_per_frame(self.points_per_second, rate_hz);
+        let period = 1.0 / rate_hz;
+        let (f1, f2) = (self.w1_rpm / 60.0, self.w2_rpm / 60.0);
+        let base1 = phase_at_frame(f1 * period, frame_index);
+        let base2 = phase_at_frame(f2 * period, frame_index);
+        let [half_h, half_v] = self.line_half_extent_rad();
+        let shift = f64::from(self.line_offset_deg).to_radians();
+        let centre = f64::from(self.lines.saturating_sub(1)) / 2.0;
+        let lines = u64::from(self.lines.max(1));
+        let tau = std::f64::consts::TAU;
+        for k in 0..n as u64 {
+            let time = k as f64 / self.points_per_second;
+            let p1 = tau * (base1 + (f1 * time).fract());
+            let p2 = tau * (base2 + (f2 * time).fract());
+            let rx = 0.5 * (p1.cos() + p2.cos());
+            let ry = 0.5 * (p1.sin() + p2.sin());
+            let line = k % lines;
+            let u = rx * half_h;
+            let v = ry * half_v + (line as f64 - centre) * shift;
+            out.push(Beam {
+                dir: polar_about_x(u, v),
+                time_s: time as f32,
+                ring: line as u16,
+            });
+        }
+    }
+
+    pub(crate) fn fov(&self) -> Fov {
+        let [half_h, _] = self.line_half_extent_rad();
+        let half_v = (f64::from(self.fov_deg[1]) / 2.0).to_radians();
+        // A point's azimuth never exceeds its angle off the axis, so this bounds lines shifted off centre too.
+        let azimuth = half_h.hypot(self.max_line_shift_rad());
+        Fov {
+            azimuth_min_rad: -azimuth as f32,
+            azimuth_max_rad: azimuth as f32,
+            elevation_min_rad: -half_v as f32,
+            elevation_max_rad: half_v as f32,
+        }
+    }
+
+    /// Square root of the solid angle per point of a frame (the field of view taken as an ellipse).
+    pub(crate) fn angular_resolution_rad(&self, rate_hz: f64) -> f32 {
+        let h = f64::from(self.fov_deg[0]).to_radians();
+        let v = f64::from(self.fov_deg[1]).to_radians();
+        let area = std::f64::consts::FRAC_PI_4 * h * v;
+        (area / points_per_frame(self.points_per_second, rate_hz).max(1) as f64).sqrt() as f32
+    }
+}
+
+/// The direction at angle `hypot(u, v)` off the +x axis, tilted towards +y by `u` and towards +z by `v`: a
+/// beam at `(u, 0)` has azimuth `u`, one at `(0, v)` elevation `v`.
+fn polar_about_x(u: f64, v: f64) -> [f32; 3] {
+    let theta = u.hypot(v);
+    if theta < 1e-12 {
+        return [1.0, 0.0, 0.0];
+    }
+    let s = theta.sin() / theta;
+    unit([theta.cos(), s * u, s * v])
+}
+
+/// Triangle wave over one cycle: 0 at phase 0, 1 at phase 0.5, back to 0 at phase 1.
+fn triangle(phase: f64) -> f64 {
+    let p = phase.rem_euclid(1.0);
+    1.0 - (2.0 * p - 1.0).abs()
+}
+
+impl Sweep {
+    pub(crate) fn validate(&self, rate_hz: f64) -> Result<(), SensorError> {
+        let [lo, hi] = self.elevation_range_deg;
+        check_range("pattern.elevation_range_deg[0]", lo, -90.0, 90.0)?;
+        check_range("pattern.elevation_range_deg[1]", hi, -90.0, 90.0)?;
+        if lo >= hi {
+            return Err(SensorError::invalid(
+                "pattern.elevation_range_deg",
+                format!("the lowest elevation ({lo}) must be below the highest ({hi})"),
+            ));
+        }
+        check_lines(self.lines)?;
+        check_point_rate(self.points_per_second, rate_hz)?;
+        check_speed("pattern.azimuth_rev_per_s", self.azimuth_rev_per_s)?;
+        check_speed(
+            "pattern.elevation_cycles_per_s",
+            self.elevation_cycles_per_s,
+        )
+    }
+
+    pub(crate) fn generate(&self, frame_index: u64, rate_hz: f64, out: &mut Vec<Beam>) {
+        let n = points_per_frame(self.points_per_second, rate_hz);
+        let period = 1.0 / rate_hz;
+        let base_az = phase_at_frame(self.azimuth_rev_per_s * period, frame_index);
+        let base_el = phase_at_frame(self.elevation_cycles_per_s * period, frame_index);
+        let lo = f64::from(self.elevation_range_deg[0]).to_radians();
+        let span = f64::from(self.elevation_range_deg[1]).to_radians() - lo;
+        let lines = u64::from(self.lines.max(1));
+        for k in 0..n as u64 {
+            let time = k as f64 / self.points_per_second;
+            let line = k % lines;
+            let share = line as f64 / lines as f64;
+            let turns = base_az + (self.azimuth_rev_per_s * time).fract() + share;
+            let azimuth = std::f64::consts::TAU * (turns.rem_euclid(1.0) - 0.5);
+            let elevation = lo
+                + span * triangle(base_el + (self.elevation_cycles_per_s * time).fract() + share);
+            let (sin_az, cos_az) = azimuth.sin_cos();
+            let (sin_el, cos_el) = elevation.sin_cos();
+            out.push(Beam {
+                dir: unit([cos_el * cos_az, cos_el * sin_az, sin_el]),
+                time_s: time as f32,
+                ring: line as u16,
+            });
+        }
+    }
+
+    pub(crate) fn fov(&self) -> Fov {
+        Fov {
+            azimuth_min_rad: -std::f32::consts::PI,
+            azimuth_max_rad: std::f32::consts::PI,
+            elevation_min_rad: self.elevation_range_deg[0].to_radians(),
+            elevation_max_rad: self.elevation_range_deg[1].to_radians(),
+        }
+    }
+
+    /// Square root of the solid angle per point of a frame.
+    pub(crate) fn angular_resolution_rad(&self, rate_hz: f64) -> f32 {
+        let lo = f64::from(self.elevation_range_deg[0]).to_radians();
+        let hi = f64::from(self.elevation_range_deg[1]).to_radians();
+        let area = std::f64::consts::TAU * (hi.sin() - lo.sin());
+        (area / points_per_frame(self.points_per_second, rate_hz).max(1) as f64).sqrt() as f32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triangle_wave_turns_at_half_phase() {
+        for (phase, value) in [
+            (0.0, 0.0),
+            (0.25, 0.5),
+            (0.5, 1.0),
+            (0.75, 0.5),
+            (1.0, 0.0),
+            (-0.25, 0.5),
+        ] {
+            assert!((triangle(phase) - value).abs() < 1e-12, "{phase}");
+        }
+    }
+
+    #[test]
+    fn points_per_frame_counts_whole_points() {
+        assert_eq!(points_per_frame(240_000.0, 10.0), 24_000);
+        assert_eq!(points_per_frame(240_000.0, 7.0), 34_285);
+        assert_eq!(points_per_frame(100_000.0, 0.5), 200_000);
+    }
+
+    #[test]
+    fn phase_drops_whole_turns() {
+        assert!((phase_at_frame(12.25, 3) - 0.75).abs() < 1e-12);
+        assert_eq!(phase_at_frame(5.0, 1_000_000), 0.0);
+    }
+
+    #[test]
+    fn polar_mapping_keeps_axis_angles() {
+        let d = polar_about_x(0.3, 0.0);
+        assert!((d[1].atan2(d[0]) - 0.3).abs() < 1e-6 && d[2] == 0.0);
+        let d = polar_about_x(0.0, -0.4);
+        assert!((d[2].asin() + 0.4).abs() < 1e-6 && d[1] == 0.0);
+        assert_eq!(polar_about_x(0.0, 0.0), [1.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn line_spread_must_leave_a_field_of_view() {
+        let rosette = Rosette {
+            fov_deg: [10.0, 10.0],
+            lines: 6,
+            line_offset_deg: 2.0,
+            points_per_second: 1000.0,
+            w1_rpm: 100.0,
+            w2_rpm: -50.0,
+        };
+        assert!(matches!(
+            rosette.validate(10.0),
+            Err(SensorError::Invalid { field, .. }) if field == "pattern.line_offset_deg"
+        ));
+        let fewer = Rosette {
+            lines: 5,
+            ..rosette
+        };
+        assert!(fewer.validate(10.0).is_ok());
+        assert_eq!(fewer.line_half_extent_rad()[1], 1f64.to_radians());
+    }
+}
