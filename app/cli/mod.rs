@@ -4,6 +4,7 @@
 mod bench;
 mod convert;
 mod info;
+mod sensors;
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +22,8 @@ enum Command {
     Info(info::Args),
     /// Convert a scan file to another format (taken from the output's extension or --format).
     Convert(convert::Args),
+    /// List the sensor presets (`--show NAME` prints one as TOML to copy and edit).
+    Sensors(sensors::Args),
     /// Measure the speed of reading, preparing and scanning (see docs/benchmarks.md).
     Bench(bench::Args),
 }
@@ -30,6 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Info(a) => info::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Sensors(a) => sensors::run(a),
     }
 }
 
