@@ -36,7 +36,7 @@ pub struct Args {
     quiet: bool,
 }
 
-fn parse_encoding(s: &str) -> Result<Encoding, String> {
+pub fn parse_encoding(s: &str) -> Result<Encoding, String> {
     Ok(match s.to_ascii_lowercase().as_str() {
         "ascii" | "text" => Encoding::Ascii,
         "binary" | "binary-little-endian" | "binary_little_endian" => Encoding::Binary,
@@ -50,7 +50,7 @@ fn parse_encoding(s: &str) -> Result<Encoding, String> {
     })
 }
 
-fn parse_las_version(s: &str) -> Result<LasVersion, String> {
+pub fn parse_las_version(s: &str) -> Result<LasVersion, String> {
     match s {
         "1.2" => Ok(LasVersion::V1_2),
         "1.4" => Ok(LasVersion::V1_4),

@@ -29,6 +29,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let mut json = Vec::new();
     for path in &args.files {
+        if is_map(path) {
+            let (text, value) = map_info(path)?;
+            if args.json {
+                json.push(value);
+            } else {
+                print!("{text}");
+            }
+            continue;
+        }
         let cloud = io::read(path, args.format, &opts)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let summary = CloudSummary::of(&cloud);
@@ -42,4 +51,66 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&json)?);
     }
     Ok(())
+}
+
+/// Whether `path` is a packed map (by extension, else by its magic).
+fn is_map(path: &std::path::Path) -> bool {
+    if path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("amap")) {
+        return true;
+    }
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|_| head == aerie_pipeline::map::amap::MAGIC)
+}
+
+/// The summary of a packed map: its cloud summary plus map figures, sources, recipe and report.
+fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value)> {
+    use std::fmt::Write;
+    let map = aerie_pipeline::map::amap::AmapFile::open(path)
+        .with_context(|| format!("cannot open map {}", path.display()))?;
+    let h = map.header();
+    let meta = map.map_metadata();
+    let mut cloud = map.to_cloud();
+    cloud.meta.source = Some(path.to_path_buf());
+    cloud.meta.format = Some(format!("Aerie map (.amap) {}.{}", h.version_major, h.version_minor));
+    let summary = CloudSummary::of(&cloud);
+    let mut t = summary.to_string();
+    writeln!(t, "  resolution  {} m", h.resolution)?;
+    writeln!(
+        t,
+        "  buckets     {} of {} m ({} rule, mean {:.0} points, max {})",
+        h.bucket_count, h.bucket_size, meta.bucketing.rule, meta.bucketing.mean_points_per_bucket, meta.bucketing.max_points_per_bucket
+    )?;
+    for s in &meta.sources {
+        writeln!(t, "  source      {} ({})", s.path, s.format.as_deref().unwrap_or("?"))?;
+    }
+    if let Some(o) = &meta.normal_orientation {
+        writeln!(t, "  normals     oriented {o}")?;
+    }
+    if !meta.dropped_attributes.is_empty() {
+        writeln!(t, "  not stored  {}", meta.dropped_attributes.join(", "))?;
+    }
+    if let Some(r) = &meta.recipe {
+        writeln!(t, "  recipe")?;
+        for line in toml::to_string(r).unwrap_or_default().lines() {
+            writeln!(t, "    {line}")?;
+        }
+    }
+    writeln!(t, "  report")?;
+    for r in &meta.report {
+        writeln!(t, "    {:<20} {:>10} -> {:>10}  {:.2} s", r.stage, r.points_in, r.points_out, r.seconds)?;
+        for w in &r.warnings {
+            writeln!(t, "      warning: {w}")?;
+        }
+    }
+    let mut value = serde_json::to_value(&summary)?;
+    value["map"] = serde_json::json!({
+        "version": format!("{}.{}", h.version_major, h.version_minor),
+        "resolution_m": h.resolution,
+        "bucket_size_m": h.bucket_size,
+        "buckets": h.bucket_count,
+        "metadata": serde_json::to_value(meta)?,
+    });
+    Ok((t, value))
 }

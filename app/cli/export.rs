@@ -1,0 +1,54 @@
+//! `aerie export map.amap OUT`: write a prepared map in another tool's format.
+
+use std::path::PathBuf;
+
+use aerie_pipeline::io::{self, Encoding, Format, LasVersion, WriteOptions};
+use aerie_pipeline::map::amap::AmapFile;
+use anyhow::Context;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A prepared map (.amap).
+    map: PathBuf,
+    /// Output file; its extension names the format (.pcd .ply .las .laz .e57 .xyz) unless --format is given.
+    output: PathBuf,
+    /// Output format.
+    #[arg(long, value_parser = super::parse_format)]
+    format: Option<Format>,
+    /// Shape the output for a tool: `marsim` writes binary PCD with x y z only (what MARSIM loads).
+    #[arg(long = "for", value_parser = ["marsim"])]
+    target: Option<String>,
+    /// Encoding: ascii, binary, binary-big-endian (PLY), compressed (PCD).
+    #[arg(long, value_parser = super::convert::parse_encoding)]
+    encoding: Option<Encoding>,
+    /// LAS version: 1.2 or 1.4.
+    #[arg(long, value_parser = super::convert::parse_las_version)]
+    las_version: Option<LasVersion>,
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let map = AmapFile::open(&args.map).with_context(|| format!("cannot open map {}", args.map.display()))?;
+    let cloud = map.to_cloud();
+    let mut opts = WriteOptions { encoding: args.encoding, las_version: args.las_version, fields: None };
+    let mut format = args.format;
+    if args.target.as_deref() == Some("marsim") {
+        let ext_is_pcd = Format::from_path(&args.output) == Some(Format::Pcd);
+        if !(ext_is_pcd || format == Some(Format::Pcd)) {
+            return Err(super::BadInput(format!(
+                "--for marsim writes PCD: name the output .pcd, not {}",
+                args.output.display()
+            ))
+            .into());
+        }
+        format = Some(Format::Pcd);
+        opts.encoding = Some(Encoding::Binary);
+        opts.fields = Some(Vec::new());
+    }
+    io::write(&cloud, &args.output, format, &opts).with_context(|| format!("cannot write {}", args.output.display()))?;
+    if !args.quiet {
+        eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! `aerie prepare IN... -o map.amap`: clean scans and pack them into a map.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use aerie_pipeline::filters::{DownsampleMethod, SorCompat};
+use aerie_pipeline::io::{self, Format, ReadOptions};
+use aerie_pipeline::map::amap;
+use aerie_pipeline::prepare::{Recipe, Stage, prepare};
+use aerie_pipeline::{Error, Progress};
+use anyhow::Context;
+
+use crate::progress::TerminalProgress;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Scan files to prepare (merged into one map; E57 scan poses are applied).
+    inputs: Vec<PathBuf>,
+    /// The map to write (.amap). The report is written beside it as <name>.report.json.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// A TOML recipe describing the whole preparation; the flags below override it.
+    #[arg(long)]
+    recipe: Option<PathBuf>,
+    /// Map resolution r_map in metres (downsampling cell). Default 0.1.
+    #[arg(long)]
+    resolution: Option<f64>,
+    /// Statistical outlier removal: number of neighbours.
+    #[arg(long)]
+    sor_k: Option<usize>,
+    /// Statistical outlier removal: multiple of the standard deviation.
+    #[arg(long)]
+    sor_std: Option<f64>,
+    /// Statistical outlier removal convention: pcl (default), cloudcompare, open3d.
+    #[arg(long, value_parser = parse_compat)]
+    sor_compat: Option<SorCompat>,
+    /// Skip statistical outlier removal.
+    #[arg(long)]
+    no_sor: bool,
+    /// Downsampling method: voxel-nearest (default), voxel-centroid, min-distance.
+    #[arg(long, value_parser = parse_method)]
+    downsample: Option<DownsampleMethod>,
+    /// Skip downsampling (the map keeps every point; r_map still sizes footprints).
+    #[arg(long)]
+    no_downsample: bool,
+    /// Neighbours for normals and plane thickness.
+    #[arg(long)]
+    normals_k: Option<usize>,
+    /// Bucket edge length in metres (default: chosen from density).
+    #[arg(long)]
+    bucket_size: Option<f32>,
+    /// Keep only the points inside this box: xmin,ymin,zmin,xmax,ymax,zmax (map frame, metres).
+    #[arg(long, value_delimiter = ',', num_args = 6)]
+    crop: Option<Vec<f64>>,
+    /// Read the inputs as this format instead of guessing from their extension.
+    #[arg(long, value_parser = super::parse_format)]
+    format: Option<Format>,
+    /// Print nothing but errors and warnings.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn parse_compat(s: &str) -> Result<SorCompat, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "pcl" => Ok(SorCompat::Pcl),
+        "cloudcompare" | "cc" => Ok(SorCompat::CloudCompare),
+        "open3d" => Ok(SorCompat::Open3d),
+        _ => Err(format!("unknown convention {s:?}; expected pcl, cloudcompare or open3d")),
+    }
+}
+
+fn parse_method(s: &str) -> Result<DownsampleMethod, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "voxel-nearest" => Ok(DownsampleMethod::VoxelNearest),
+        "voxel-centroid" => Ok(DownsampleMethod::VoxelCentroid),
+        "min-distance" => Ok(DownsampleMethod::MinDistance),
+        _ => Err(format!("unknown method {s:?}; expected voxel-nearest, voxel-centroid or min-distance")),
+    }
+}
+
+/// The recipe from the file (or the default) with the flags applied.
+pub fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
+    let mut recipe = match &args.recipe {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
+            Recipe::from_toml(&text, p)?
+        }
+        None => Recipe::default(),
+    };
+    if let Some(r) = args.resolution {
+        recipe.resolution_m = r;
+    }
+    if let Some(k) = args.sor_k {
+        recipe.filters.sor.k = k;
+    }
+    if let Some(m) = args.sor_std {
+        recipe.filters.sor.std_ratio = m;
+    }
+    if let Some(c) = args.sor_compat {
+        recipe.filters.sor.compat = c;
+    }
+    if let Some(m) = args.downsample {
+        recipe.filters.downsample.method = m;
+    }
+    if let Some(k) = args.normals_k {
+        recipe.features.normals.k = k;
+    }
+    if let Some(l) = args.bucket_size {
+        recipe.bucket_size_m = Some(l);
+    }
+    if args.no_sor {
+        recipe.stages.retain(|s| *s != Stage::Sor);
+    }
+    if args.no_downsample {
+        recipe.stages.retain(|s| *s != Stage::Downsample);
+    }
+    if let Some(c) = &args.crop {
+        recipe.filters.crop.min = [c[0], c[1], c[2]];
+        recipe.filters.crop.max = [c[3], c[4], c[5]];
+        if !recipe.stages.contains(&Stage::Crop) {
+            recipe.stages.insert(0, Stage::Crop);
+        }
+    }
+    recipe.validate()?;
+    Ok(recipe)
+}
+
+/// `map.amap` -> `map.report.json`.
+pub fn report_path(map: &Path) -> PathBuf {
+    map.with_extension("report.json")
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let recipe = recipe_from(&args)?;
+    let mut files: Vec<(PathBuf, Option<_>)> = args.inputs.iter().map(|p| (p.clone(), None)).collect();
+    files.extend(recipe.inputs.iter().map(|i| (i.path.clone(), i.transform.clone())));
+    if files.is_empty() {
+        return Err(super::BadInput("no input files: name them on the command line or in the recipe's inputs".into()).into());
+    }
+    if args.output.extension().and_then(|e| e.to_str()) != Some("amap") {
+        return Err(super::BadInput(format!("the map must be written to a .amap file, not {}", args.output.display())).into());
+    }
+    let progress = TerminalProgress::new(args.quiet);
+    let mut inputs = Vec::with_capacity(files.len());
+    for (path, t) in files {
+        progress.stage(&format!("read {}", path.file_name().and_then(|n| n.to_str()).unwrap_or("")), 0);
+        let cloud = io::read(&path, args.format, &ReadOptions::default())
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        inputs.push((cloud, t));
+    }
+    let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();
+    let prepared = prepare(inputs, &recipe, &progress)?;
+    progress.stage("write map", 0);
+    amap::write(&prepared.map, &args.output)?;
+    let report_file = report_path(&args.output);
+    let json = serde_json::json!({
+        "map": args.output.display().to_string(),
+        "points_in": points_in,
+        "points_out": prepared.map.len(),
+        "seconds": started.elapsed().as_secs_f64(),
+        "recipe": recipe,
+        "stages": prepared.reports,
+        "warnings": prepared.warnings,
+    });
+    let text = serde_json::to_string_pretty(&json)?;
+    aerie_pipeline::io::atomic::write_atomic(&report_file, |f| {
+        use std::io::Write;
+        f.write_all(text.as_bytes()).map_err(|e| Error::io(&report_file, e))
+    })?;
+    progress.finish();
+    drop(progress);
+    if !args.quiet {
+        super::report::print(&prepared.reports);
+        println!(
+            "wrote {} ({} points from {} input points, r_map {} m) and {} in {:.1} s",
+            args.output.display(),
+            prepared.map.len(),
+            points_in,
+            recipe.resolution_m,
+            report_file.display(),
+            started.elapsed().as_secs_f64()
+        );
+    } else {
+        for w in &prepared.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! A whole map preparation from one recipe: merge -> the listed stages in order -> voxel buckets -> packed map.
+//!
+//! A [`Recipe`] is what a TOML file (`aerie prepare --recipe prep.toml`) holds; the command line's flags
+//! override its fields. The recipe used is stored inside the map and the per-stage reports are returned for
+//! the report file beside it.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::features::{NormalsParams, estimate_normals};
+use crate::filters::{
+    CropParams, DownsampleParams, RadiusParams, SorParams, TransformParams, crop, downsample, merge,
+    radius_outliers, sor, transform,
+};
+use crate::map::{MapSource, PackedMap};
+use crate::{Cloud, Error, Progress, Result, StageReport};
+
+/// A stage a recipe can list, by its recipe name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Stage {
+    #[serde(rename = "filters.crop")]
+    Crop,
+    #[serde(rename = "filters.transform")]
+    Transform,
+    #[serde(rename = "filters.sor")]
+    Sor,
+    #[serde(rename = "filters.radius")]
+    Radius,
+    #[serde(rename = "filters.downsample")]
+    Downsample,
+    #[serde(rename = "features.normals")]
+    Normals,
+}
+
+/// One input file with its own placement in the map frame (applied before merging).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Input {
+    pub path: PathBuf,
+    /// Transform of this input into the map frame. Default: none (E57 scan poses are applied on reading).
+    pub transform: Option<TransformParams>,
+}
+
+/// Parameters of the `filters.*` stages.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FilterParams {
+    pub crop: CropParams,
+    pub transform: TransformParams,
+    pub sor: SorParams,
+    pub radius: RadiusParams,
+    /// Its `resolution_m` is always the recipe's `resolution_m` (the map resolution r_map).
+    pub downsample: DownsampleParams,
+}
+
+/// Parameters of the `features.*` stages.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FeatureParams {
+    /// Its `resolution_m` defaults to the recipe's `resolution_m` (so the radius is 3 r_map).
+    pub normals: NormalsParams,
+}
+
+/// A whole preparation. Every field has a default, so an empty file is a valid recipe:
+/// statistical outlier removal (PCL semantics, k 16, m 1.0), voxel-nearest downsampling at 0.1 m, normals and
+/// gamma from 16 neighbours within 0.3 m, automatic bucket size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Recipe {
+    /// Map resolution r_map, metres: the downsampling cell, and the size of a point's footprint in the simulator.
+    /// Default: 0.1 (MARSIM's grid).
+    pub resolution_m: f64,
+    /// Bucket edge length, metres. Default: none (chosen from density, a few thousand points per bucket).
+    pub bucket_size_m: Option<f32>,
+    /// Stages in the order they run. Default: ["filters.sor", "filters.downsample", "features.normals"].
+    pub stages: Vec<Stage>,
+    /// Files to prepare besides those named on the command line, each with an optional transform.
+    pub inputs: Vec<Input>,
+    pub filters: FilterParams,
+    pub features: FeatureParams,
+}
+
+impl Default for Recipe {
+    fn default() -> Self {
+        Recipe {
+            resolution_m: 0.1,
+            bucket_size_m: None,
+            stages: vec![Stage::Sor, Stage::Downsample, Stage::Normals],
+            inputs: Vec::new(),
+            filters: FilterParams::default(),
+            features: FeatureParams::default(),
+        }
+    }
+}
+
+impl Recipe {
+    /// Parse a recipe from TOML; `name` (a file name) goes into the error.
+    pub fn from_toml(text: &str, name: &std::path::Path) -> Result<Recipe> {
+        let recipe: Recipe = toml::from_str(text).map_err(|e| {
+            let place = match e.span() {
+                Some(span) => format!("line {}", text[..span.start.min(text.len())].lines().count().max(1)),
+                None => "recipe".to_string(),
+            };
+            Error::format(name, place, e.message().to_string())
+        })?;
+        recipe.validate()?;
+        Ok(recipe)
+    }
+
+    /// The recipe as TOML (what is stored in the map).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// Check parameters that do not depend on the data.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.resolution_m.is_finite() && self.resolution_m > 0.0) {
+            return Err(Error::parameter(
+                "resolution_m",
+                format!("{} is not a positive length in metres (try 0.1)", self.resolution_m),
+            ));
+        }
+        if let Some(l) = self.bucket_size_m
+            && !(l.is_finite() && l >= self.resolution_m as f32)
+        {
+            return Err(Error::parameter(
+                "bucket_size_m",
+                format!("{l} must be a length of at least the resolution {} m", self.resolution_m),
+            ));
+        }
+        let normals_at = self.stages.iter().position(|s| *s == Stage::Normals);
+        let down_at = self.stages.iter().rposition(|s| *s == Stage::Downsample);
+        if let (Some(n), Some(d)) = (normals_at, down_at)
+            && n < d
+        {
+            return Err(Error::parameter(
+                "stages",
+                "features.normals must come after filters.downsample (downsampling would discard the normals' \
+                 neighbourhoods)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The result of a preparation: the packed map (recipe and report stored in its metadata) and the reports.
+pub struct Prepared {
+    pub map: PackedMap,
+    pub reports: Vec<StageReport>,
+    /// Warnings of all stages, in order, for the user.
+    pub warnings: Vec<String>,
+}
+
+/// Keep only what a map stores (positions, normals, gamma, intensity, colour, class): the rest would cost memory
+/// through every stage and be dropped at packing anyway.
+fn strip_for_map(cloud: &mut Cloud) -> Vec<String> {
+    let mut dropped = Vec::new();
+    for (present, name) in [
+        (cloud.time.take().is_some(), "time"),
+        (cloud.return_number.take().is_some(), "return_number"),
+        (cloud.number_of_returns.take().is_some(), "number_of_returns"),
+        (cloud.ring.take().is_some(), "ring"),
+    ] {
+        if present {
+            dropped.push(name.to_string());
+        }
+    }
+    dropped.extend(cloud.extra.drain(..).map(|d| d.name));
+    dropped
+}
+
+/// Prepare a map from `inputs` (each with an optional transform into the map frame) following `recipe`.
+pub fn prepare(inputs: Vec<(Cloud, Option<TransformParams>)>, recipe: &Recipe, progress: &dyn Progress) -> Result<Prepared> {
+    recipe.validate()?;
+    if inputs.is_empty() {
+        return Err(Error::parameter("inputs", "no input files"));
+    }
+    let sources: Vec<MapSource> = inputs
+        .iter()
+        .map(|(c, _)| MapSource {
+            path: c.meta.source.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            format: c.meta.format.clone(),
+        })
+        .collect();
+    let mut reports = Vec::new();
+    let mut dropped = Vec::new();
+    let mut stripped = Vec::with_capacity(inputs.len());
+    for (mut c, t) in inputs {
+        for d in strip_for_map(&mut c) {
+            if !dropped.contains(&d) {
+                dropped.push(d);
+            }
+        }
+        stripped.push((c, t));
+    }
+    let mut cloud = if stripped.len() == 1 && stripped[0].1.is_none() {
+        stripped.pop().map(|(c, _)| c).unwrap_or_default()
+    } else {
+        progress.stage("merge", 0);
+        let (c, r) = merge(stripped, progress)?;
+        reports.push(r);
+        c
+    };
+    if cloud.is_empty() {
+        return Err(Error::parameter("inputs", "the input files hold no points"));
+    }
+    let r_map = recipe.resolution_m;
+    for stage in &recipe.stages {
+        let n = cloud.len() as u64;
+        let report = match stage {
+            Stage::Crop => {
+                progress.stage("filters.crop", n);
+                let (c, r) = crop(&cloud, &recipe.filters.crop, progress)?;
+                cloud = c;
+                r
+            }
+            Stage::Transform => {
+                progress.stage("filters.transform", n);
+                transform(&mut cloud, &recipe.filters.transform, progress)?
+            }
+            Stage::Sor => {
+                progress.stage("filters.sor", n);
+                let (c, r) = sor(&cloud, &recipe.filters.sor, progress)?;
+                cloud = c;
+                r
+            }
+            Stage::Radius => {
+                progress.stage("filters.radius", n);
+                let (c, r) = radius_outliers(&cloud, &recipe.filters.radius, progress)?;
+                cloud = c;
+                r
+            }
+            Stage::Downsample => {
+                progress.stage("filters.downsample", n);
+                let params = DownsampleParams { resolution_m: r_map, ..recipe.filters.downsample.clone() };
+                let (c, r) = downsample(&cloud, &params, progress)?;
+                cloud = c;
+                r
+            }
+            Stage::Normals => {
+                progress.stage("features.normals", n);
+                let mut params: NormalsParams = recipe.features.normals.clone();
+                params.resolution_m = params.resolution_m.or(Some(r_map));
+                estimate_normals(&mut cloud, &params, progress)?
+            }
+        };
+        reports.push(report);
+        if cloud.is_empty() {
+            return Err(Error::parameter(
+                "recipe",
+                format!("stage {stage:?} removed every point; the map would be empty"),
+            ));
+        }
+    }
+    progress.stage("map.buckets", cloud.len() as u64);
+    let mut map = PackedMap::from_cloud(&cloud, r_map as f32, recipe.bucket_size_m)?;
+    let mut meta = map.metadata()?;
+    reports.append(&mut meta.report);
+    meta.sources = sources;
+    for d in dropped {
+        if !meta.dropped_attributes.contains(&d) {
+            meta.dropped_attributes.push(d);
+        }
+    }
+    // The normals stage reports how many points each orientation rule oriented ("oriented_up", ...).
+    meta.normal_orientation = reports.iter().find(|r| r.stage == "features.normals").map(|r| {
+        r.figures
+            .iter()
+            .filter(|(k, v)| k.starts_with("oriented_") && *v > 0.0)
+            .map(|(k, v)| format!("{}: {v}", k.trim_start_matches("oriented_")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    meta.recipe = toml::Table::try_from(recipe).ok();
+    meta.report = reports.clone();
+    map.set_metadata(&meta)?;
+    let warnings = reports.iter().flat_map(|r| r.warnings.iter().cloned()).collect();
+    Ok(Prepared { map, reports, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_recipe_is_the_default() {
+        let r = Recipe::from_toml("", std::path::Path::new("r.toml")).unwrap();
+        assert_eq!(r, Recipe::default());
+        let back = Recipe::from_toml(&r.to_toml(), std::path::Path::new("r.toml")).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn bad_recipes_name_the_problem() {
+        let p = std::path::Path::new("prep.toml");
+        let e = Recipe::from_toml("resolution_m = -1.0", p).unwrap_err().to_string();
+        assert!(e.contains("resolution_m"), "{e}");
+        let e = Recipe::from_toml("[filters.sor]\nkk = 3\n", p).unwrap_err().to_string();
+        assert!(e.contains("prep.toml") && e.contains("line 2") && e.contains("kk"), "{e}");
+        let e = Recipe::from_toml("stages = [\"features.normals\", \"filters.downsample\"]", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("after"), "{e}");
+    }
+}
