@@ -182,6 +182,17 @@ pub(crate) fn parse_num(tok: &[u8]) -> Option<f64> {
     std::str::from_utf8(tok).ok()?.parse::<f64>().ok()
 }
 
+/// A text value as the declared type holds it (a float field's decimal rounded to f32), so text and binary
+/// encodings of the same file give the same values.
+#[inline]
+pub(crate) fn as_kind(v: f64, kind: ScalarKind) -> f64 {
+    if kind == ScalarKind::F32 {
+        v as f32 as f64
+    } else {
+        v
+    }
+}
+
 /// Quote a token for an error message, shortened.
 pub(crate) fn quote(tok: &[u8]) -> String {
     let s = String::from_utf8_lossy(tok);

@@ -22,8 +22,8 @@ use std::path::Path;
 use crate::cloud::{Pose, ScalarKind, ScanInfo};
 use crate::io::atomic::{io_err, write_atomic_buffered};
 use crate::io::fields::{
-    Column, OutField, Src, Style, Target, assemble, decode_column, encode_rows, encode_text,
-    out_fields, parse_num, parse_rows, quote, retain_rows, target_for, write_value,
+    Column, OutField, Src, Style, Target, as_kind, assemble, decode_column, encode_rows,
+    encode_text, out_fields, parse_num, parse_rows, quote, retain_rows, target_for, write_value,
 };
 use crate::io::{Encoding, ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
@@ -558,7 +558,7 @@ fn decode_ascii(body: &[u8], path: &Path, h: &Header) -> Result<Vec<Column>> {
                 ));
             };
             if let Some(col) = cols.get_mut(c) {
-                col.push(v);
+                col.push(as_kind(v, s.kind));
             }
             c += 1;
         }

@@ -26,8 +26,8 @@ use std::path::Path;
 use crate::cloud::ScalarKind;
 use crate::io::atomic::{io_err, write_atomic_buffered};
 use crate::io::fields::{
-    Column, Style, assemble, decode_column, encode_rows, encode_text, lines, out_fields, parse_num,
-    parse_rows, quote, read_scalar, target_for, write_value,
+    Column, Style, as_kind, assemble, decode_column, encode_rows, encode_text, lines, out_fields,
+    parse_num, parse_rows, quote, read_scalar, target_for, write_value,
 };
 use crate::io::{Encoding, ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
@@ -459,7 +459,7 @@ fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Col
                 }
             } else {
                 if let Some(col) = cols.get_mut(c) {
-                    col.push(v);
+                    col.push(as_kind(v, p.kind));
                 }
                 c += 1;
             }
