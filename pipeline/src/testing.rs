@@ -18,10 +18,16 @@ pub fn shared_data_dir() -> Option<PathBuf> {
 /// When the shared data is present the file must be there: a test never passes vacuously.
 pub fn shared_file(rel: &str) -> Option<PathBuf> {
     let Some(dir) = shared_data_dir() else {
-        eprintln!("skipping: ../shared/data is absent (set AERIE_SHARED_DATA to run tests on real scans)");
+        eprintln!(
+            "skipping: ../shared/data is absent (set AERIE_SHARED_DATA to run tests on real scans)"
+        );
         return None;
     };
     let p = dir.join(rel);
-    assert!(p.is_file(), "shared data is present but {} is missing", p.display());
+    assert!(
+        p.is_file(),
+        "shared data is present but {} is missing",
+        p.display()
+    );
     Some(p)
 }

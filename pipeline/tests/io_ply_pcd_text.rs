@@ -175,9 +175,11 @@ fn real_files_round_trip_through_every_writer() {
 #[test]
 fn marsim_gets_plain_xyz() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Cloud::default();
-    c.positions = vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
-    c.intensity = Some(vec![1.0, 2.0]);
+    let c = Cloud {
+        positions: vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
+        intensity: Some(vec![1.0, 2.0]),
+        ..Default::default()
+    };
     let path = dir.path().join("m.pcd");
     let opts = WriteOptions {
         fields: Some(vec![]),
@@ -208,10 +210,13 @@ fn large_coordinates_keep_millimetres_in_every_writer() {
 // ------------------------------------------------------------------------------------------------------------
 // Synthetic clouds with attribute combinations
 
+/// Per point: position, intensity, 8-bit colour, normal, time, ring, class, an f32 extra.
+type PointSpec = ([f32; 3], f32, [u8; 3], [f32; 3], f64, u16, u8, f32);
+
 #[derive(Debug, Clone)]
 struct Spec {
     large: bool,
-    points: Vec<([f32; 3], f32, [u8; 3], [f32; 3], f64, u16, u8, f32)>,
+    points: Vec<PointSpec>,
     with: [bool; 7],
 }
 

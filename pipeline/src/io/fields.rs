@@ -219,6 +219,9 @@ pub(crate) fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// A failure while parsing text rows: the 0-based line index within the parsed text and a message.
 pub(crate) type RowError = (usize, String);
 
+/// One piece's result: its line count and its columns or its first error.
+type PieceRows = (usize, std::result::Result<Vec<Vec<f64>>, RowError>);
+
 /// Parse the lines of `text` into `ncols` f64 columns, in parallel over chunks of lines (results are in line
 /// order whatever the thread timing). `parse` handles one line, pushing one value onto every column, or
 /// nothing for a line it skips (blank, comment); it returns an error message naming the column.
@@ -231,7 +234,7 @@ where
     F: Fn(&[u8], &mut [Vec<f64>]) -> std::result::Result<(), String> + Sync,
 {
     let pieces = split_at_lines(text, 1 << 18);
-    let results: Vec<(usize, std::result::Result<Vec<Vec<f64>>, RowError>)> = pieces
+    let results: Vec<PieceRows> = pieces
         .par_iter()
         .map(|piece| {
             let mut cols: Vec<Vec<f64>> = (0..ncols)

@@ -14,7 +14,7 @@ const RECORD: usize = 16;
 
 /// Parse a KITTI `.bin` buffer. The size must be a multiple of 16 bytes; coordinates must be finite.
 pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
-    if data.len() % RECORD != 0 {
+    if !data.len().is_multiple_of(RECORD) {
         return Err(Error::format(
             path,
             format!("byte {}", data.len() - data.len() % RECORD),

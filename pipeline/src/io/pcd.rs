@@ -413,11 +413,7 @@ fn decode_binary(body: &[u8], path: &Path, h: &Header, column_major: bool) -> Re
         let (base, stride, off) = if column_major {
             let before: usize = h.field_bytes.iter().take(s.field).sum();
             let fb = h.field_bytes.get(s.field).copied().unwrap_or(0);
-            (
-                n.checked_mul(before).unwrap_or(usize::MAX),
-                fb,
-                s.element * s.kind.size(),
-            )
+            (n.saturating_mul(before), fb, s.element * s.kind.size())
         } else {
             (0, h.record, s.offset)
         };
