@@ -1,20 +1,581 @@
-//! ply reader and writer (not yet written).
+//! PLY (Stanford polygon format) point clouds: `ascii`, `binary_little_endian` and `binary_big_endian` 1.0.
+//!
+//! The parser is written by hand rather than using the `ply-rs-bw` dependency: that crate builds a generic
+//! key-value map per element instance (a heap allocation and hashing per point and property), which is far
+//! slower than Open3D, and it must materialise every element, including huge list elements such as a
+//! range scanner's `range_grid`, that a point reader only needs to step over. Here the header gives each
+//! vertex property's byte offset in the fixed-size record, and each property is decoded straight from the
+//! byte slice into a column, in parallel over chunks of records.
+//!
+//! Vertex properties are mapped by name: `x y z`; `intensity`, `scalar_intensity`, `reflectance` ->
+//! intensity; `red green blue` (uchar widened by 257, ushort kept) -> colour; `nx ny nz` -> normals;
+//! `gamma`; `time`, `timestamp`, `gps_time` -> time; `ring`, `line` -> ring; `class`, `classification`,
+//! `scalar_Classification` -> classification; any other scalar -> an extra dimension with its type. List
+//! properties of the vertex element are stepped over. Other elements (faces, `range_grid`) are stepped over
+//! when they precede the vertices (binary: by reading each list length, bounds-checked; ascii: one line per
+//! instance) and not read at all when they follow them.
+//!
+//! Writing: `x y z` as `float`, or as `double` when a world coordinate reaches 1e4 m (float spacing there
+//! would lose millimetres; `double` keeps world coordinates readable by every PLY tool, unlike an offset in
+//! a comment). Then normals (`nx ny nz`), colour as `uchar red green blue`, `intensity` as float and the
+//! other attributes and extra dimensions (64-bit integers as `double`, which PLY lacks).
 
+use std::io::Write;
 use std::path::Path;
 
-use crate::io::{ReadOptions, WriteOptions};
+use crate::cloud::ScalarKind;
+use crate::io::atomic::{io_err, write_atomic_buffered};
+use crate::io::fields::{
+    Column, Style, as_kind, assemble, decode_column, encode_rows, encode_text, lines, out_fields,
+    parse_num, parse_rows, quote, read_scalar, target_for, write_value,
+};
+use crate::io::{Encoding, ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
 
-pub fn read_bytes(_data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
-    Err(Error::unsupported(
-        path,
-        "ply reading is not implemented yet",
-    ))
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Enc {
+    Ascii,
+    Little,
+    Big,
 }
 
-pub fn write(_cloud: &Cloud, path: &Path, _opts: &WriteOptions) -> Result<()> {
-    Err(Error::unsupported(
-        path,
-        "ply writing is not implemented yet",
-    ))
+impl Enc {
+    fn name(self) -> &'static str {
+        match self {
+            Enc::Ascii => "ascii",
+            Enc::Little => "binary_little_endian",
+            Enc::Big => "binary_big_endian",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Prop {
+    name: String,
+    kind: ScalarKind,
+    /// For a list property, the type of its length (`kind` is then the item type).
+    list: Option<ScalarKind>,
+}
+
+#[derive(Clone, Debug)]
+struct Element {
+    name: String,
+    count: usize,
+    props: Vec<Prop>,
+}
+
+struct Header {
+    enc: Enc,
+    elements: Vec<Element>,
+    data_start: usize,
+}
+
+fn kind_of(t: &str) -> Option<ScalarKind> {
+    Some(match t {
+        "char" | "int8" => ScalarKind::I8,
+        "uchar" | "uint8" => ScalarKind::U8,
+        "short" | "int16" => ScalarKind::I16,
+        "ushort" | "uint16" => ScalarKind::U16,
+        "int" | "int32" => ScalarKind::I32,
+        "uint" | "uint32" => ScalarKind::U32,
+        "float" | "float32" => ScalarKind::F32,
+        "double" | "float64" => ScalarKind::F64,
+        _ => return None,
+    })
+}
+
+fn type_name(kind: ScalarKind) -> &'static str {
+    match kind {
+        ScalarKind::I8 => "char",
+        ScalarKind::U8 => "uchar",
+        ScalarKind::I16 => "short",
+        ScalarKind::U16 => "ushort",
+        ScalarKind::I32 => "int",
+        ScalarKind::U32 => "uint",
+        ScalarKind::F32 => "float",
+        _ => "double",
+    }
+}
+
+fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
+    let mut pos = 0usize;
+    let mut line_no = 0usize;
+    let mut enc: Option<Enc> = None;
+    let mut elements: Vec<Element> = Vec::new();
+    loop {
+        let rest = data.get(pos..).unwrap_or_default();
+        if rest.is_empty() {
+            return Err(Error::format(
+                path,
+                format!("byte {pos}"),
+                "header ended without end_header",
+            ));
+        }
+        let len = rest.iter().position(|&b| b == b'\n');
+        let raw = &rest[..len.unwrap_or(rest.len())];
+        pos += len.map_or(rest.len(), |l| l + 1);
+        line_no += 1;
+        let place = format!("header line {line_no}");
+        let line = std::str::from_utf8(raw)
+            .map_err(|_| Error::format(path, &place, "expected a text header line"))?
+            .trim_end_matches('\r');
+        if line_no == 1 {
+            if line != "ply" {
+                return Err(Error::format(
+                    path,
+                    "byte 0",
+                    format!("expected the magic line \"ply\", found {}", quote(raw)),
+                ));
+            }
+            continue;
+        }
+        let toks: Vec<&str> = line.split_ascii_whitespace().collect();
+        match toks.as_slice() {
+            [] => {}
+            ["comment", ..] | ["obj_info", ..] => {}
+            ["format", e, v] => {
+                enc = Some(match *e {
+                    "ascii" => Enc::Ascii,
+                    "binary_little_endian" => Enc::Little,
+                    "binary_big_endian" => Enc::Big,
+                    other => {
+                        return Err(Error::unsupported(
+                            path,
+                            format!(
+                                "ply format {other:?}; expected ascii, binary_little_endian or binary_big_endian"
+                            ),
+                        ));
+                    }
+                });
+                if !matches!(*v, "1.0" | "1") {
+                    return Err(Error::unsupported(
+                        path,
+                        format!("ply version {v:?}; expected 1.0"),
+                    ));
+                }
+            }
+            ["element", name, count] => {
+                let count = count.parse::<usize>().map_err(|_| {
+                    Error::format(
+                        path,
+                        &place,
+                        format!("element {name}: expected a count, found {count:?}"),
+                    )
+                })?;
+                elements.push(Element {
+                    name: name.to_string(),
+                    count,
+                    props: Vec::new(),
+                });
+            }
+            ["property", "list", ct, it, name] => {
+                let (Some(ck), Some(ik)) = (kind_of(ct), kind_of(it)) else {
+                    return Err(Error::format(
+                        path,
+                        &place,
+                        format!("property list {ct} {it}: expected known scalar types"),
+                    ));
+                };
+                if ck.is_float() {
+                    return Err(Error::format(
+                        path,
+                        &place,
+                        "list length type must be an integer",
+                    ));
+                }
+                let Some(e) = elements.last_mut() else {
+                    return Err(Error::format(path, &place, "property before any element"));
+                };
+                e.props.push(Prop {
+                    name: name.to_string(),
+                    kind: ik,
+                    list: Some(ck),
+                });
+            }
+            ["property", t, name] => {
+                let Some(k) = kind_of(t) else {
+                    return Err(Error::format(
+                        path,
+                        &place,
+                        format!(
+                            "property type {t:?}; expected char, uchar, short, ushort, int, uint, float or double"
+                        ),
+                    ));
+                };
+                let Some(e) = elements.last_mut() else {
+                    return Err(Error::format(path, &place, "property before any element"));
+                };
+                e.props.push(Prop {
+                    name: name.to_string(),
+                    kind: k,
+                    list: None,
+                });
+            }
+            ["end_header"] => break,
+            _ => {
+                return Err(Error::format(
+                    path,
+                    &place,
+                    format!(
+                        "expected format, comment, element, property or end_header, found {}",
+                        quote(raw)
+                    ),
+                ));
+            }
+        }
+    }
+    let Some(enc) = enc else {
+        return Err(Error::format(path, "header", "missing format line"));
+    };
+    Ok(Header {
+        enc,
+        elements,
+        data_start: pos,
+    })
+}
+
+/// Parse a PLY buffer (see the module documentation for the property mapping).
+pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
+    let h = parse_header(data, path)?;
+    let Some(vi) = h.elements.iter().position(|e| e.name == "vertex") else {
+        return Err(Error::format(path, "header", "no vertex element"));
+    };
+    let vertex = &h.elements[vi];
+    let n = vertex.count;
+    let cols = if h.enc == Enc::Ascii {
+        read_ascii(data, path, &h, vi)?
+    } else {
+        let be = h.enc == Enc::Big;
+        let mut pos = h.data_start;
+        for e in &h.elements[..vi] {
+            pos = walk(data, pos, e, be, None, path)?;
+        }
+        read_binary_vertex(data, pos, vertex, be, path)?
+    };
+    let mut cloud = assemble(path, cols, n)?;
+    cloud.meta.format = Some(format!("PLY {} 1.0", h.enc.name()));
+    Ok(cloud)
+}
+
+fn columns_for(props: &[&Prop]) -> Vec<Column> {
+    props
+        .iter()
+        .map(|p| Column {
+            name: p.name.clone(),
+            target: target_for(&p.name),
+            kind: p.kind,
+            values: Vec::new(),
+        })
+        .collect()
+}
+
+/// Step over the instances of a binary element starting at `pos`, returning the position after them. With
+/// `compact`, the scalar properties of each instance are appended to it (lists dropped).
+fn walk(
+    data: &[u8],
+    mut pos: usize,
+    e: &Element,
+    be: bool,
+    mut compact: Option<&mut Vec<u8>>,
+    path: &Path,
+) -> Result<usize> {
+    let short = |at: usize| {
+        Error::format(
+            path,
+            format!("byte {at}"),
+            format!(
+                "element {} (count {}) runs past the end of the file ({} bytes)",
+                e.name,
+                e.count,
+                data.len()
+            ),
+        )
+    };
+    if e.props.is_empty() {
+        return Ok(pos);
+    }
+    if e.props.iter().all(|p| p.list.is_none()) {
+        let rec: usize = e.props.iter().map(|p| p.kind.size()).sum();
+        let end = e
+            .count
+            .checked_mul(rec)
+            .and_then(|b| b.checked_add(pos))
+            .filter(|&end| end <= data.len())
+            .ok_or_else(|| short(pos))?;
+        if let Some(c) = compact {
+            c.extend_from_slice(data.get(pos..end).unwrap_or_default());
+        }
+        return Ok(end);
+    }
+    // Every instance takes at least one byte, so this loop ends within the file's length.
+    for _ in 0..e.count {
+        for p in &e.props {
+            match p.list {
+                None => {
+                    let s = p.kind.size();
+                    let b = data.get(pos..pos + s).ok_or_else(|| short(pos))?;
+                    if let Some(c) = compact.as_deref_mut() {
+                        c.extend_from_slice(b);
+                    }
+                    pos += s;
+                }
+                Some(ck) => {
+                    let len = data
+                        .get(pos..)
+                        .and_then(|b| read_scalar(b, ck, be))
+                        .ok_or_else(|| short(pos))?;
+                    if len < 0.0 {
+                        return Err(Error::format(
+                            path,
+                            format!("byte {pos}"),
+                            format!("list {} has negative length {len}", p.name),
+                        ));
+                    }
+                    pos = (len as usize)
+                        .checked_mul(p.kind.size())
+                        .and_then(|b| b.checked_add(pos + ck.size()))
+                        .filter(|&end| end <= data.len())
+                        .ok_or_else(|| short(pos))?;
+                }
+            }
+        }
+    }
+    Ok(pos)
+}
+
+fn read_binary_vertex(
+    data: &[u8],
+    pos: usize,
+    vertex: &Element,
+    be: bool,
+    path: &Path,
+) -> Result<Vec<Column>> {
+    let n = vertex.count;
+    let scalars: Vec<&Prop> = vertex.props.iter().filter(|p| p.list.is_none()).collect();
+    let rec: usize = scalars.iter().map(|p| p.kind.size()).sum();
+    let compacted;
+    let (buf, base) = if scalars.len() == vertex.props.len() {
+        // Bounds check (count * record against the bytes present) before any allocation.
+        walk(data, pos, vertex, be, None, path)?;
+        (data, pos)
+    } else {
+        let end = walk(data, pos, vertex, be, None, path)?;
+        // The walk proved that all `n` instances are present, so this allocation is backed by the file.
+        let mut c = Vec::with_capacity(n.saturating_mul(rec).min(end - pos));
+        walk(data, pos, vertex, be, Some(&mut c), path)?;
+        compacted = c;
+        (compacted.as_slice(), 0)
+    };
+    let mut cols = columns_for(&scalars);
+    let mut off = 0usize;
+    for (c, p) in cols.iter_mut().zip(&scalars) {
+        c.values = decode_column(buf, n, base, rec, off, p.kind, be, false).ok_or_else(|| {
+            Error::format(
+                path,
+                format!("property {}", p.name),
+                "values run past the end of the file",
+            )
+        })?;
+        off += p.kind.size();
+    }
+    Ok(cols)
+}
+
+/// Byte position after `count` non-blank lines from `pos`, or `None` when the text ends first.
+fn skip_lines(data: &[u8], pos: usize, count: usize) -> Option<usize> {
+    let mut p = pos;
+    let mut left = count;
+    while left > 0 {
+        let rest = data.get(p..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let len = rest.iter().position(|&b| b == b'\n');
+        let line = &rest[..len.unwrap_or(rest.len())];
+        if line.iter().any(|b| !b.is_ascii_whitespace()) {
+            left -= 1;
+        }
+        p += len.map_or(rest.len(), |l| l + 1);
+    }
+    Some(p)
+}
+
+fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Column>> {
+    let mut pos = h.data_start;
+    for e in &h.elements[..vi] {
+        pos = skip_lines(data, pos, e.count).ok_or_else(|| {
+            Error::format(
+                path,
+                format!("element {}", e.name),
+                format!("expected {} lines, the file ends first", e.count),
+            )
+        })?;
+    }
+    let vertex = &h.elements[vi];
+    let n = vertex.count;
+    let end = skip_lines(data, pos, n).ok_or_else(|| {
+        let found = lines(data.get(pos..).unwrap_or_default())
+            .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
+            .count();
+        Error::format(
+            path,
+            "element vertex",
+            format!("expected {n} vertex lines, found {found}"),
+        )
+    })?;
+    let region = data.get(pos..end).unwrap_or_default();
+    let scalars: Vec<&Prop> = vertex.props.iter().filter(|p| p.list.is_none()).collect();
+    let props = &vertex.props;
+    let rows = parse_rows(region, scalars.len(), |line, cols| {
+        let mut toks = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|t| !t.is_empty());
+        let mut c = 0usize;
+        let mut any = false;
+        for (k, p) in props.iter().enumerate() {
+            let Some(tok) = toks.next() else {
+                if !any {
+                    return Ok(()); // blank line
+                }
+                return Err(format!("property {} (column {}): missing", p.name, k + 1));
+            };
+            any = true;
+            let Some(v) = parse_num(tok) else {
+                return Err(format!(
+                    "property {} (column {}): expected a number, found {}",
+                    p.name,
+                    k + 1,
+                    quote(tok)
+                ));
+            };
+            if p.list.is_some() {
+                if v < 0.0 || v.fract() != 0.0 {
+                    return Err(format!("list {}: bad length {}", p.name, quote(tok)));
+                }
+                for _ in 0..v as usize {
+                    if toks.next().is_none() {
+                        return Err(format!("list {}: fewer items than its length", p.name));
+                    }
+                }
+            } else {
+                if let Some(col) = cols.get_mut(c) {
+                    col.push(as_kind(v, p.kind));
+                }
+                c += 1;
+            }
+        }
+        if toks.next().is_some() {
+            return Err(format!("expected {} values, found more", props.len()));
+        }
+        Ok(())
+    })
+    .map_err(|(line, m)| {
+        let before = data
+            .get(..pos)
+            .unwrap_or_default()
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        Error::format(path, format!("line {}", before + line + 1), m)
+    })?;
+    let mut cols = columns_for(&scalars);
+    for (c, v) in cols.iter_mut().zip(rows) {
+        c.values = v;
+    }
+    // A vertex element without scalar properties still fails in assemble (no x y z).
+    if cols.iter().any(|c| c.values.len() != n) {
+        return Err(Error::format(
+            path,
+            "element vertex",
+            format!("expected {n} vertex lines"),
+        ));
+    }
+    Ok(cols)
+}
+
+/// Write `cloud` as PLY (see the module documentation). `opts.encoding`: `Binary` (little endian, the
+/// default), `BinaryBigEndian` or `Ascii`; `Compressed` is refused.
+pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
+    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
+    let enc = match opts.encoding {
+        None | Some(Encoding::Binary) => Enc::Little,
+        Some(Encoding::BinaryBigEndian) => Enc::Big,
+        Some(Encoding::Ascii) => Enc::Ascii,
+        Some(Encoding::Compressed) => {
+            return Err(Error::parameter(
+                "encoding",
+                "ply has no compressed encoding; use binary, big endian or ascii",
+            ));
+        }
+    };
+    let mut fields = out_fields(cloud, opts, Style::Ply);
+    for f in &mut fields {
+        if matches!(f.kind, ScalarKind::U64 | ScalarKind::I64) {
+            f.kind = ScalarKind::F64;
+        }
+    }
+    let mut header = format!(
+        "ply\nformat {} 1.0\ncomment written by aerie\nelement vertex {}\n",
+        enc.name(),
+        cloud.len()
+    );
+    for f in &fields {
+        header.push_str(&format!("property {} {}\n", type_name(f.kind), f.name));
+    }
+    header.push_str("end_header\n");
+    let body = match enc {
+        Enc::Ascii => encode_text(cloud, &fields, ' ', write_value),
+        Enc::Little => encode_rows(cloud, &fields, false),
+        Enc::Big => encode_rows(cloud, &fields, true),
+    };
+    write_atomic_buffered(path, |w| {
+        w.write_all(header.as_bytes()).map_err(io_err(path))?;
+        w.write_all(&body).map_err(io_err(path))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8]) -> Result<Cloud> {
+        read_bytes(text, Path::new("t.ply"), &ReadOptions::default())
+    }
+
+    #[test]
+    fn ascii_with_faces_before_and_colour() {
+        let text =
+            b"ply\nformat ascii 1.0\nelement face 2\nproperty list uchar int vertex_indices\n\
+                     element vertex 2\nproperty float x\nproperty float y\nproperty float z\n\
+                     property uchar red\nproperty uchar green\nproperty uchar blue\n\
+                     property list uchar float junk\nproperty float scalar_Intensity\nend_header\n\
+                     3 0 1 2\n0\n1 2 3 255 0 1 2 0.5 0.5 7\n4 5 6 0 0 0 0 8\n";
+        let c = read(text).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.color.as_ref().unwrap()[0], [65535, 0, 257]);
+        assert_eq!(c.intensity.as_ref().unwrap(), &vec![7.0, 8.0]);
+        assert_eq!(c.positions[1], [4.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn binary_with_lists_in_the_vertex_and_faces_first() {
+        let mut d = b"ply\nformat binary_big_endian 1.0\nelement face 1\nproperty list uchar int idx\n\
+                      element vertex 2\nproperty list uchar uchar junk\nproperty double x\nproperty float y\n\
+                      property float z\nproperty ushort ring\nend_header\n"
+            .to_vec();
+        d.extend_from_slice(&[2, 0, 0, 0, 1, 0, 0, 0, 2]);
+        for i in 0..2u8 {
+            d.push(i);
+            d.extend(std::iter::repeat_n(9u8, i as usize));
+            d.extend_from_slice(&(100_000.5f64 + i as f64).to_be_bytes());
+            d.extend_from_slice(&2.0f32.to_be_bytes());
+            d.extend_from_slice(&3.0f32.to_be_bytes());
+            d.extend_from_slice(&(7u16 + i as u16).to_be_bytes());
+        }
+        let c = read(&d).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.world(1), [100_001.5, 2.0, 3.0]);
+        assert_eq!(c.ring, Some(vec![7, 8]));
+        assert!(read(&d[..d.len() - 1]).is_err());
+    }
 }

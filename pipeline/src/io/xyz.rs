@@ -1,20 +1,289 @@
-//! xyz reader and writer (not yet written).
+//! Delimited text point clouds (.xyz .txt .csv .pts .asc).
+//!
+//! Reading: the delimiter is detected from the first data line (`;`, else `,`, else tab, else whitespace).
+//! A header line is recognised when it is not numeric: a plain line of names (`x,y,z,intensity`) or a
+//! comment line of names (`//X,Y,Z,R,G,B` as CloudCompare writes it, or `# x y z`). Names map like PLY's
+//! (`x y z`, `intensity`, `r g b` or `red green blue`, `nx ny nz`, `time`, `ring`, `class`; others become
+//! extra dimensions). Without a header the column count decides: 3 -> `x y z`; 4 -> `+ intensity`;
+//! 6 -> `x y z r g b`; 7 -> `x y z intensity r g b` (CloudCompare's PTS-like default); any other count ->
+//! `x y z` then extras `col_4`, `col_5`, ... (1-based column numbers). `ReadOptions::columns` overrides all of
+//! this (`_` skips a column). A leading line holding a single integer (a PTS point count) is skipped, as are
+//! later lines starting with `#` or `//`. Colour columns whose values are integers up to 255 are 8-bit.
+//!
+//! Writing: a header line `//x y z intensity r g b nx ny nz ...` (CloudCompare takes a `//` line of names as
+//! its column header, and this reader detects it), then one space-separated line per point: coordinates with
+//! 6 decimals (4 when a world coordinate reaches 1e4 m: still a tenth of a millimetre), colour as 0..255.
 
+use std::io::Write;
 use std::path::Path;
 
+use crate::cloud::ScalarKind;
+use crate::io::atomic::{io_err, write_atomic_buffered};
+use crate::io::fields::{
+    Column, OutField, Src, Style, Target, assemble, encode_text, lines, out_fields, parse_num,
+    parse_rows, quote, target_for, write_value,
+};
 use crate::io::{ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
 
-pub fn read_bytes(_data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
-    Err(Error::unsupported(
-        path,
-        "xyz reading is not implemented yet",
-    ))
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Delim {
+    Char(u8),
+    Whitespace,
 }
 
-pub fn write(_cloud: &Cloud, path: &Path, _opts: &WriteOptions) -> Result<()> {
-    Err(Error::unsupported(
-        path,
-        "xyz writing is not implemented yet",
-    ))
+impl Delim {
+    fn detect(line: &[u8]) -> Delim {
+        if line.contains(&b';') {
+            Delim::Char(b';')
+        } else if line.contains(&b',') {
+            Delim::Char(b',')
+        } else if line.contains(&b'\t') {
+            Delim::Char(b'\t')
+        } else {
+            Delim::Whitespace
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Delim::Char(b';') => "semicolon-separated",
+            Delim::Char(b',') => "comma-separated",
+            Delim::Char(_) => "tab-separated",
+            Delim::Whitespace => "whitespace-separated",
+        }
+    }
+
+    /// The tokens of `line`, trimmed; a trailing empty token (a trailing delimiter) is dropped.
+    fn split(self, line: &[u8]) -> Vec<&[u8]> {
+        match self {
+            Delim::Whitespace => line
+                .split(|b| b.is_ascii_whitespace())
+                .filter(|t| !t.is_empty())
+                .collect(),
+            Delim::Char(c) => {
+                let mut v: Vec<&[u8]> = line.split(|&b| b == c).map(|t| t.trim_ascii()).collect();
+                if v.len() > 1 && v.last().is_some_and(|t| t.is_empty()) {
+                    v.pop();
+                }
+                v
+            }
+        }
+    }
+}
+
+fn is_comment(line: &[u8]) -> bool {
+    let t = line.trim_ascii_start();
+    t.starts_with(b"#") || t.starts_with(b"//")
+}
+
+fn strip_comment(line: &[u8]) -> &[u8] {
+    let t = line.trim_ascii_start();
+    t.strip_prefix(b"//")
+        .or_else(|| t.strip_prefix(b"#"))
+        .unwrap_or(t)
+}
+
+/// Parse a delimited text buffer (see the module documentation for the detection rules).
+pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud> {
+    let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
+    // Find the header (if any) and the first data line.
+    let mut header: Option<Vec<String>> = None;
+    let mut pos = 0usize;
+    let mut line_no = 0usize;
+    let mut first_data: Option<&[u8]> = None;
+    let mut pts_count_skipped = false;
+    for line in lines(data) {
+        let start = pos;
+        pos = (pos + line.len() + 1).min(data.len());
+        if data.get(start + line.len()) == Some(&b'\r') {
+            pos = (pos + 1).min(data.len());
+        }
+        line_no += 1;
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        let comment = is_comment(line);
+        let body = strip_comment(line);
+        let delim = Delim::detect(body);
+        let toks = delim.split(body);
+        let numeric = toks.iter().all(|t| parse_num(t).is_some());
+        if !numeric {
+            if comment && toks.len() < 3 {
+                continue; // an ordinary comment
+            }
+            header = Some(
+                toks.iter()
+                    .map(|t| String::from_utf8_lossy(t).trim().to_string())
+                    .collect(),
+            );
+            continue;
+        }
+        if comment {
+            continue;
+        }
+        if toks.len() == 1 && !pts_count_skipped && header.is_none() {
+            pts_count_skipped = true; // a PTS point count
+            continue;
+        }
+        first_data = Some(line);
+        pos = start;
+        line_no -= 1;
+        break;
+    }
+    let Some(first) = first_data else {
+        return Err(Error::format(path, "data", "no data lines"));
+    };
+    let delim = Delim::detect(first);
+    let ncols = delim.split(first).len();
+    let names: Vec<String> = if let Some(c) = &opts.columns {
+        c.clone()
+    } else if let Some(h) = header.filter(|h| h.len() == ncols) {
+        h
+    } else {
+        let base: &[&str] = match ncols {
+            3 => &["x", "y", "z"],
+            4 => &["x", "y", "z", "intensity"],
+            6 => &["x", "y", "z", "r", "g", "b"],
+            7 => &["x", "y", "z", "intensity", "r", "g", "b"],
+            _ => &["x", "y", "z"],
+        };
+        let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        for k in v.len()..ncols {
+            v.push(format!("col_{}", k + 1));
+        }
+        v
+    };
+    if names.len() != ncols {
+        return Err(Error::format(
+            path,
+            format!("line {}", line_no + 1),
+            format!(
+                "{} column names given but the line has {ncols} columns",
+                names.len()
+            ),
+        ));
+    }
+    let targets: Vec<Target> = names.iter().map(|n| target_for(n)).collect();
+    let used = targets.iter().filter(|t| **t != Target::Skip).count();
+    let body = data.get(pos..).unwrap_or_default();
+    let rows = parse_rows(body, used, |line, cols| {
+        if line.trim_ascii().is_empty() || is_comment(line) {
+            return Ok(());
+        }
+        let toks = delim.split(line);
+        if toks.len() != ncols {
+            return Err(format!("expected {ncols} columns, found {}", toks.len()));
+        }
+        let mut c = 0usize;
+        for (k, (tok, t)) in toks.iter().zip(&targets).enumerate() {
+            if *t == Target::Skip {
+                continue;
+            }
+            let Some(v) = parse_num(tok) else {
+                return Err(format!(
+                    "column {} ({}): expected a number, found {}",
+                    k + 1,
+                    names.get(k).map_or("", String::as_str),
+                    quote(tok)
+                ));
+            };
+            if let Some(col) = cols.get_mut(c) {
+                col.push(v);
+            }
+            c += 1;
+        }
+        Ok(())
+    })
+    .map_err(|(line, m)| Error::format(path, format!("line {}", line_no + line + 1), m))?;
+    let n = rows.first().map_or(0, Vec::len);
+    let cols: Vec<Column> = names
+        .iter()
+        .zip(targets)
+        .filter(|(_, t)| *t != Target::Skip)
+        .zip(rows)
+        .map(|((name, target), values)| Column {
+            name: name.clone(),
+            target,
+            kind: ScalarKind::F64,
+            values,
+        })
+        .collect();
+    let mut cloud = assemble(path, cols, n)?;
+    cloud.meta.format = Some(format!("XYZ text ({})", delim.name()));
+    Ok(cloud)
+}
+
+/// Write `cloud` as space-separated text with a `//` header line (see the module documentation).
+pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
+    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
+    let fields = out_fields(cloud, opts, Style::Text);
+    let header = format!(
+        "//{}\n",
+        fields
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let cell = |s: &mut String, f: &OutField, v: f64| {
+        use std::fmt::Write as _;
+        if matches!(f.src, Src::X | Src::Y | Src::Z) {
+            let _ = if f.kind == ScalarKind::F64 {
+                write!(s, "{v:.4}")
+            } else {
+                write!(s, "{v:.6}")
+            };
+        } else {
+            write_value(s, f, v);
+        }
+    };
+    let body = encode_text(cloud, &fields, ' ', cell);
+    write_atomic_buffered(path, |w| {
+        w.write_all(header.as_bytes()).map_err(io_err(path))?;
+        w.write_all(&body).map_err(io_err(path))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str, columns: Option<&[&str]>) -> Result<Cloud> {
+        let opts = ReadOptions {
+            columns: columns.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        };
+        read_bytes(text.as_bytes(), Path::new("t.txt"), &opts)
+    }
+
+    #[test]
+    fn column_counts_decide_without_a_header() {
+        let c = read("1 2 3 9 255 0 0\n4 5 6 8 0 255 0\n", None).unwrap();
+        assert_eq!(c.intensity, Some(vec![9.0, 8.0]));
+        assert_eq!(c.color.unwrap()[1], [0, 65535, 0]);
+        let c = read("1,2,3,4,5\n", None).unwrap();
+        assert_eq!(c.extra("col_5").unwrap().values, vec![5.0]);
+        let c = read("1\t2\t3\n", None).unwrap();
+        assert_eq!(c.meta.format.as_deref(), Some("XYZ text (tab-separated)"));
+    }
+
+    #[test]
+    fn headers_and_explicit_columns() {
+        let c = read("//X,Y,Z,R,G,B,Scalar field\n1,2,3,10,20,30,0.5\n", None).unwrap();
+        assert_eq!(c.color.as_ref().unwrap()[0], [2570, 5140, 7710]);
+        assert_eq!(c.extra("Scalar field").unwrap().values, vec![0.5]);
+        let c = read("x;y;z;ring\n1;2;3;7\n", None).unwrap();
+        assert_eq!(c.ring, Some(vec![7]));
+        let c = read("2\n9 1 2 3\n9 4 5 6\n", Some(&["_", "x", "y", "z"])).unwrap();
+        assert_eq!(c.positions[1], [4.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn malformed_line_names_line_and_column() {
+        let e = read("1 2 3\n4 5 6\n7 x 9\n", None).unwrap_err().to_string();
+        assert!(e.contains("line 3") && e.contains("column 2"), "{e}");
+        let e = read("# c\n1 2 3\n4 5\n", None).unwrap_err().to_string();
+        assert!(e.contains("line 3"), "{e}");
+    }
 }

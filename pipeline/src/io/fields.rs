@@ -1,0 +1,815 @@
+//! Shared machinery of the table-like formats (PLY, PCD, delimited text): named fields decoded into f64
+//! columns (binary records or text lines, in parallel), assembled into a [`Cloud`]; and the reverse, a cloud's
+//! attributes listed as output fields and encoded as binary records or text.
+//!
+//! Columns go through f64 because it holds every value those formats store (integers up to 32 bits exactly,
+//! f32 and f64 exactly) and because world coordinates must be seen in f64 before an origin is chosen.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::cloud::{ExtraDim, ScalarKind, origin_for};
+use crate::io::WriteOptions;
+use crate::{Cloud, Error, Result};
+
+/// Records per parallel task: big enough that task overhead vanishes, small enough to balance across cores.
+pub(crate) const CHUNK: usize = 16 * 1024;
+
+/// World coordinates at or beyond this magnitude get an origin on reading and are written as f64: f32 spacing
+/// there is 1 mm (half a millimetre rounding), so beyond it f32 would lose millimetres.
+pub(crate) const LARGE_COORDINATE: f64 = 1.0e4;
+
+/// Where a field's values go in the cloud.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Target {
+    X,
+    Y,
+    Z,
+    Intensity,
+    Red,
+    Green,
+    Blue,
+    /// PCL's packed colour: the bits of a 4-byte field hold 0x00RRGGBB (or 0xAARRGGBB).
+    RgbPacked,
+    Nx,
+    Ny,
+    Nz,
+    Gamma,
+    Time,
+    Ring,
+    Class,
+    ReturnNumber,
+    NumberOfReturns,
+    Extra,
+    Skip,
+}
+
+/// The target of a field called `name` (PLY property, PCD field, text column header).
+pub(crate) fn target_for(name: &str) -> Target {
+    let lower = name.trim().to_ascii_lowercase();
+    let n = lower.strip_prefix("scalar_").unwrap_or(&lower);
+    match n {
+        "x" => Target::X,
+        "y" => Target::Y,
+        "z" => Target::Z,
+        "intensity" | "reflectance" | "remission" => Target::Intensity,
+        "red" | "r" | "diffuse_red" => Target::Red,
+        "green" | "g" | "diffuse_green" => Target::Green,
+        "blue" | "b" | "diffuse_blue" => Target::Blue,
+        "rgb" | "rgba" => Target::RgbPacked,
+        "nx" | "normal_x" => Target::Nx,
+        "ny" | "normal_y" => Target::Ny,
+        "nz" | "normal_z" => Target::Nz,
+        "gamma" => Target::Gamma,
+        "time" | "timestamp" | "gps_time" | "gpstime" | "t" => Target::Time,
+        "ring" | "line" => Target::Ring,
+        "class" | "classification" => Target::Class,
+        "return_number" => Target::ReturnNumber,
+        "number_of_returns" => Target::NumberOfReturns,
+        "_" | "" => Target::Skip,
+        _ => Target::Extra,
+    }
+}
+
+/// One decoded field.
+#[derive(Clone, Debug)]
+pub(crate) struct Column {
+    pub name: String,
+    pub target: Target,
+    /// How the file stored it (text columns without a declared type say F64).
+    pub kind: ScalarKind,
+    pub values: Vec<f64>,
+}
+
+/// Decode `n` values of one field from binary records: value `i` starts at `base + i * stride + off`.
+/// `raw_bits` reads a 4-byte field as u32 bits whatever its declared kind (packed colour).
+/// Returns `None` when the last value would lie beyond `data`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn decode_column(
+    data: &[u8],
+    n: usize,
+    base: usize,
+    stride: usize,
+    off: usize,
+    kind: ScalarKind,
+    big_endian: bool,
+    raw_bits: bool,
+) -> Option<Vec<f64>> {
+    let size = kind.size();
+    if n > 0 {
+        let last_end = (n - 1)
+            .checked_mul(stride)?
+            .checked_add(base)?
+            .checked_add(off)?
+            .checked_add(size)?;
+        if last_end > data.len() {
+            return None;
+        }
+    }
+    let region = data.get(base..)?;
+    let mut out = vec![0.0f64; n];
+    macro_rules! run {
+        ($len:literal, $conv:expr) => {
+            out.par_chunks_mut(CHUNK).enumerate().for_each(|(ci, o)| {
+                let mut p = ci * CHUNK * stride + off;
+                for v in o.iter_mut() {
+                    if let Some(b) = region.get(p..p + $len) {
+                        let a: [u8; $len] = b.try_into().unwrap_or([0; $len]);
+                        *v = $conv(a);
+                    }
+                    p += stride;
+                }
+            })
+        };
+    }
+    use ScalarKind as K;
+    match (kind, big_endian, raw_bits && size == 4) {
+        (_, false, true) => run!(4, |a| u32::from_le_bytes(a) as f64),
+        (_, true, true) => run!(4, |a| u32::from_be_bytes(a) as f64),
+        (K::U8, _, _) => run!(1, |a: [u8; 1]| a[0] as f64),
+        (K::I8, _, _) => run!(1, |a: [u8; 1]| a[0] as i8 as f64),
+        (K::U16, false, _) => run!(2, |a| u16::from_le_bytes(a) as f64),
+        (K::U16, true, _) => run!(2, |a| u16::from_be_bytes(a) as f64),
+        (K::I16, false, _) => run!(2, |a| i16::from_le_bytes(a) as f64),
+        (K::I16, true, _) => run!(2, |a| i16::from_be_bytes(a) as f64),
+        (K::U32, false, _) => run!(4, |a| u32::from_le_bytes(a) as f64),
+        (K::U32, true, _) => run!(4, |a| u32::from_be_bytes(a) as f64),
+        (K::I32, false, _) => run!(4, |a| i32::from_le_bytes(a) as f64),
+        (K::I32, true, _) => run!(4, |a| i32::from_be_bytes(a) as f64),
+        (K::F32, false, _) => run!(4, |a| f32::from_le_bytes(a) as f64),
+        (K::F32, true, _) => run!(4, |a| f32::from_be_bytes(a) as f64),
+        (K::U64, false, _) => run!(8, |a| u64::from_le_bytes(a) as f64),
+        (K::U64, true, _) => run!(8, |a| u64::from_be_bytes(a) as f64),
+        (K::I64, false, _) => run!(8, |a| i64::from_le_bytes(a) as f64),
+        (K::I64, true, _) => run!(8, |a| i64::from_be_bytes(a) as f64),
+        (K::F64, false, _) => run!(8, f64::from_le_bytes),
+        (K::F64, true, _) => run!(8, f64::from_be_bytes),
+    }
+    Some(out)
+}
+
+/// Read one scalar at the start of `b` (for list counts and sequential walks).
+pub(crate) fn read_scalar(b: &[u8], kind: ScalarKind, big_endian: bool) -> Option<f64> {
+    macro_rules! get {
+        ($t:ty, $len:literal) => {{
+            let a: [u8; $len] = b.get(..$len)?.try_into().ok()?;
+            if big_endian {
+                <$t>::from_be_bytes(a) as f64
+            } else {
+                <$t>::from_le_bytes(a) as f64
+            }
+        }};
+    }
+    Some(match kind {
+        ScalarKind::U8 => *b.first()? as f64,
+        ScalarKind::I8 => *b.first()? as i8 as f64,
+        ScalarKind::U16 => get!(u16, 2),
+        ScalarKind::I16 => get!(i16, 2),
+        ScalarKind::U32 => get!(u32, 4),
+        ScalarKind::I32 => get!(i32, 4),
+        ScalarKind::U64 => get!(u64, 8),
+        ScalarKind::I64 => get!(i64, 8),
+        ScalarKind::F32 => get!(f32, 4),
+        ScalarKind::F64 => get!(f64, 8),
+    })
+}
+
+/// Parse a text number (integers and floats alike; Rust's parser is exact and fast).
+#[inline]
+pub(crate) fn parse_num(tok: &[u8]) -> Option<f64> {
+    std::str::from_utf8(tok).ok()?.parse::<f64>().ok()
+}
+
+/// A text value as the declared type holds it (a float field's decimal rounded to f32), so text and binary
+/// encodings of the same file give the same values.
+#[inline]
+pub(crate) fn as_kind(v: f64, kind: ScalarKind) -> f64 {
+    if kind == ScalarKind::F32 {
+        v as f32 as f64
+    } else {
+        v
+    }
+}
+
+/// Quote a token for an error message, shortened.
+pub(crate) fn quote(tok: &[u8]) -> String {
+    let s = String::from_utf8_lossy(tok);
+    let s: String = s.chars().take(40).collect();
+    format!("{s:?}")
+}
+
+/// The lines of `text` (without `\n` or a trailing `\r`), the last one even without a newline.
+pub(crate) fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, next) = match rest.iter().position(|&b| b == b'\n') {
+            Some(p) => (&rest[..p], &rest[p + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = next;
+        Some(line.strip_suffix(b"\r").unwrap_or(line))
+    })
+}
+
+/// A failure while parsing text rows: the 0-based line index within the parsed text and a message.
+pub(crate) type RowError = (usize, String);
+
+/// One piece's result: its line count and its columns or its first error.
+type PieceRows = (usize, std::result::Result<Vec<Vec<f64>>, RowError>);
+
+/// Parse the lines of `text` into `ncols` f64 columns, in parallel over chunks of lines (results are in line
+/// order whatever the thread timing). `parse` handles one line, pushing one value onto every column, or
+/// nothing for a line it skips (blank, comment); it returns an error message naming the column.
+pub(crate) fn parse_rows<F>(
+    text: &[u8],
+    ncols: usize,
+    parse: F,
+) -> std::result::Result<Vec<Vec<f64>>, RowError>
+where
+    F: Fn(&[u8], &mut [Vec<f64>]) -> std::result::Result<(), String> + Sync,
+{
+    let pieces = split_at_lines(text, 1 << 18);
+    let results: Vec<PieceRows> = pieces
+        .par_iter()
+        .map(|piece| {
+            let mut cols: Vec<Vec<f64>> = (0..ncols)
+                .map(|_| Vec::with_capacity(piece.len() / 16))
+                .collect();
+            let mut count = 0usize;
+            for line in lines(piece) {
+                if let Err(m) = parse(line, &mut cols) {
+                    return (count, Err((count, m)));
+                }
+                count += 1;
+            }
+            (count, Ok(cols))
+        })
+        .collect();
+    let mut out: Vec<Vec<f64>> = (0..ncols).map(|_| Vec::new()).collect();
+    let mut before = 0usize;
+    for (count, r) in results {
+        match r {
+            Ok(cols) => {
+                for (o, c) in out.iter_mut().zip(cols) {
+                    if o.is_empty() {
+                        *o = c;
+                    } else {
+                        o.extend_from_slice(&c);
+                    }
+                }
+            }
+            Err((line, m)) => return Err((before + line, m)),
+        }
+        before += count;
+    }
+    Ok(out)
+}
+
+/// Split `text` into pieces of about `target` bytes, each ending just after a newline (the last at the end).
+fn split_at_lines(text: &[u8], target: usize) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while rest.len() > target {
+        let cut = match rest
+            .get(target..)
+            .and_then(|t| t.iter().position(|&b| b == b'\n'))
+        {
+            Some(p) => target + p + 1,
+            None => rest.len(),
+        };
+        let (a, b) = rest.split_at(cut);
+        out.push(a);
+        rest = b;
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// Scale a colour column to 16 bits: 8-bit integer kinds are widened by 257, 16-bit kept; floats and text are
+/// taken as 0..1 when no value exceeds 1 and has a fraction, as 8-bit when all are integers up to 255, else
+/// clamped as 16-bit.
+fn colour_scale(c: &Column) -> f64 {
+    match c.kind {
+        ScalarKind::U8 | ScalarKind::I8 => 257.0,
+        ScalarKind::U16 | ScalarKind::I16 | ScalarKind::U32 | ScalarKind::I32 => 1.0,
+        ScalarKind::U64 | ScalarKind::I64 => 1.0,
+        ScalarKind::F32 | ScalarKind::F64 => {
+            let max = c.values.iter().fold(0.0f64, |m, v| m.max(*v));
+            let integral = c.values.iter().all(|v| v.fract() == 0.0);
+            if integral && max <= 255.0 {
+                257.0
+            } else if max <= 1.0 {
+                65535.0
+            } else {
+                1.0
+            }
+        }
+    }
+}
+
+/// Build a cloud from decoded columns of `n` values each. Requires x, y and z; rejects non-finite
+/// coordinates (naming the point); picks an origin when coordinates are large. A modelled attribute that
+/// appears twice keeps its first column; the second becomes an extra dimension.
+pub(crate) fn assemble(path: &Path, mut cols: Vec<Column>, n: usize) -> Result<Cloud> {
+    let mut seen: Vec<Target> = Vec::new();
+    for c in cols.iter_mut() {
+        if c.values.len() != n {
+            return Err(Error::format(
+                path,
+                format!("field {}", c.name),
+                format!("has {} values, expected {n}", c.values.len()),
+            ));
+        }
+        match c.target {
+            Target::Extra | Target::Skip => {}
+            ref t if seen.contains(t) => c.target = Target::Extra,
+            ref t => seen.push(t.clone()),
+        }
+    }
+    cols.retain(|c| c.target != Target::Skip);
+    let take = |cols: &mut Vec<Column>, t: Target| -> Option<Column> {
+        let i = cols.iter().position(|c| c.target == t)?;
+        Some(cols.remove(i))
+    };
+    let names: Vec<String> = cols.iter().map(|c| c.name.clone()).collect();
+    let (Some(x), Some(y), Some(z)) = (
+        take(&mut cols, Target::X),
+        take(&mut cols, Target::Y),
+        take(&mut cols, Target::Z),
+    ) else {
+        return Err(Error::format(
+            path,
+            "header",
+            format!("expected fields x, y and z; found {}", names.join(" ")),
+        ));
+    };
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for (k, c) in [&x, &y, &z].into_iter().enumerate() {
+        if let Some(i) = c.values.iter().position(|v| !v.is_finite()) {
+            return Err(Error::format(
+                path,
+                format!("point {i}"),
+                format!(
+                    "{} is {}; expected a finite coordinate",
+                    c.name,
+                    c.values.get(i).copied().unwrap_or(f64::NAN)
+                ),
+            ));
+        }
+        let (l, h) = c
+            .values
+            .par_iter()
+            .fold(
+                || (f64::INFINITY, f64::NEG_INFINITY),
+                |(l, h), &v| (l.min(v), h.max(v)),
+            )
+            .reduce(
+                || (f64::INFINITY, f64::NEG_INFINITY),
+                |a, b| (a.0.min(b.0), a.1.max(b.1)),
+            );
+        lo[k] = l;
+        hi[k] = h;
+    }
+    let large = n > 0 && (0..3).any(|k| lo[k].abs().max(hi[k].abs()) >= LARGE_COORDINATE);
+    let origin = if large { origin_for(lo) } else { [0.0; 3] };
+    let mut cloud = Cloud::with_origin(origin);
+    cloud.positions = x
+        .values
+        .par_iter()
+        .zip(y.values.par_iter())
+        .zip(z.values.par_iter())
+        .map(|((a, b), c)| {
+            [
+                (a - origin[0]) as f32,
+                (b - origin[1]) as f32,
+                (c - origin[2]) as f32,
+            ]
+        })
+        .collect();
+    let f32s = |c: Column| -> Vec<f32> { c.values.par_iter().map(|&v| v as f32).collect() };
+    cloud.intensity = take(&mut cols, Target::Intensity).map(f32s);
+    cloud.gamma = take(&mut cols, Target::Gamma).map(f32s);
+    cloud.time = take(&mut cols, Target::Time).map(|c| c.values);
+    cloud.ring = take(&mut cols, Target::Ring).map(|c| {
+        c.values
+            .iter()
+            .map(|&v| v.clamp(0.0, 65535.0) as u16)
+            .collect()
+    });
+    let u8s = |c: Column| -> Vec<u8> {
+        c.values
+            .iter()
+            .map(|&v| v.clamp(0.0, 255.0) as u8)
+            .collect()
+    };
+    cloud.classification = take(&mut cols, Target::Class).map(u8s);
+    cloud.return_number = take(&mut cols, Target::ReturnNumber).map(u8s);
+    cloud.number_of_returns = take(&mut cols, Target::NumberOfReturns).map(u8s);
+    let nx = take(&mut cols, Target::Nx);
+    let ny = take(&mut cols, Target::Ny);
+    let nz = take(&mut cols, Target::Nz);
+    if nx.is_some() || ny.is_some() || nz.is_some() {
+        let get = |c: &Option<Column>, i: usize| {
+            c.as_ref()
+                .and_then(|c| c.values.get(i))
+                .copied()
+                .unwrap_or(0.0) as f32
+        };
+        cloud.normals = Some(
+            (0..n)
+                .into_par_iter()
+                .map(|i| [get(&nx, i), get(&ny, i), get(&nz, i)])
+                .collect(),
+        );
+    }
+    let packed = take(&mut cols, Target::RgbPacked);
+    let r = take(&mut cols, Target::Red);
+    let g = take(&mut cols, Target::Green);
+    let b = take(&mut cols, Target::Blue);
+    if let Some(p) = packed {
+        cloud.color = Some(
+            p.values
+                .iter()
+                .map(|&v| {
+                    let bits = v as u32;
+                    [
+                        ((bits >> 16) & 0xff) as u16 * 257,
+                        ((bits >> 8) & 0xff) as u16 * 257,
+                        (bits & 0xff) as u16 * 257,
+                    ]
+                })
+                .collect(),
+        );
+        // Separate channels, if the file also has them, are kept as extras rather than lost.
+        for c in [r, g, b].into_iter().flatten() {
+            cols.push(Column {
+                target: Target::Extra,
+                ..c
+            });
+        }
+    } else if r.is_some() || g.is_some() || b.is_some() {
+        let scale = |c: &Option<Column>| c.as_ref().map_or(0.0, colour_scale);
+        let s = [scale(&r), scale(&g), scale(&b)];
+        let get = |c: &Option<Column>, i: usize, s: f64| {
+            (c.as_ref()
+                .and_then(|c| c.values.get(i))
+                .copied()
+                .unwrap_or(0.0)
+                * s)
+                .round()
+                .clamp(0.0, 65535.0) as u16
+        };
+        cloud.color = Some(
+            (0..n)
+                .into_par_iter()
+                .map(|i| [get(&r, i, s[0]), get(&g, i, s[1]), get(&b, i, s[2])])
+                .collect(),
+        );
+    }
+    cloud.extra = cols
+        .into_iter()
+        .map(|c| ExtraDim {
+            name: c.name,
+            kind: c.kind,
+            values: c.values,
+        })
+        .collect();
+    Ok(cloud)
+}
+
+/// Keep only the values whose `keep` flag is set, in every column.
+pub(crate) fn retain_rows(cols: &mut [Column], keep: &[bool]) {
+    for c in cols.iter_mut() {
+        let mut it = keep.iter();
+        c.values.retain(|_| it.next().copied().unwrap_or(false));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Writing
+
+/// Where an output field's values come from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Src {
+    X,
+    Y,
+    Z,
+    Intensity,
+    /// Colour channel 0..2 as 8 bits (the high byte).
+    Colour8(usize),
+    /// All three channels packed as 0x00RRGGBB (PCL's `rgb`).
+    RgbPacked,
+    Normal(usize),
+    Gamma,
+    Time,
+    Ring,
+    Class,
+    ReturnNumber,
+    NumberOfReturns,
+    Extra(usize),
+}
+
+/// One field to write.
+#[derive(Clone, Debug)]
+pub(crate) struct OutField {
+    pub name: String,
+    pub kind: ScalarKind,
+    pub src: Src,
+}
+
+/// How a format names and packs the modelled attributes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Style {
+    Ply,
+    Pcd,
+    Text,
+}
+
+/// Whether `cloud`'s world coordinates need f64 to keep millimetres.
+pub(crate) fn needs_f64(cloud: &Cloud) -> bool {
+    cloud.bounds().is_some_and(|(lo, hi)| {
+        lo.iter()
+            .chain(hi.iter())
+            .any(|v| v.abs() >= LARGE_COORDINATE)
+    })
+}
+
+/// The fields to write for `cloud` in `style`, honouring `opts.wants`.
+pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Vec<OutField> {
+    let wants = |names: &[&str]| names.iter().any(|n| opts.wants(n));
+    let f = |name: &str, kind: ScalarKind, src: Src| OutField {
+        name: name.to_string(),
+        kind,
+        src,
+    };
+    let pos_kind = if needs_f64(cloud) {
+        ScalarKind::F64
+    } else {
+        ScalarKind::F32
+    };
+    let mut out = vec![
+        f("x", pos_kind, Src::X),
+        f("y", pos_kind, Src::Y),
+        f("z", pos_kind, Src::Z),
+    ];
+    if cloud.intensity.is_some() && wants(&["intensity"]) {
+        out.push(f("intensity", ScalarKind::F32, Src::Intensity));
+    }
+    if cloud.color.is_some() && wants(&["rgb", "color", "colour", "red", "r"]) {
+        match style {
+            Style::Pcd => out.push(f("rgb", ScalarKind::U32, Src::RgbPacked)),
+            Style::Ply => {
+                for (k, n) in ["red", "green", "blue"].into_iter().enumerate() {
+                    out.push(f(n, ScalarKind::U8, Src::Colour8(k)));
+                }
+            }
+            Style::Text => {
+                for (k, n) in ["r", "g", "b"].into_iter().enumerate() {
+                    out.push(f(n, ScalarKind::U8, Src::Colour8(k)));
+                }
+            }
+        }
+    }
+    if cloud.normals.is_some() && wants(&["normals", "normal", "nx", "normal_x"]) {
+        let names = if style == Style::Pcd {
+            ["normal_x", "normal_y", "normal_z"]
+        } else {
+            ["nx", "ny", "nz"]
+        };
+        for (k, n) in names.into_iter().enumerate() {
+            out.push(f(n, ScalarKind::F32, Src::Normal(k)));
+        }
+    }
+    if cloud.gamma.is_some() && wants(&["gamma"]) {
+        out.push(f("gamma", ScalarKind::F32, Src::Gamma));
+    }
+    if cloud.time.is_some() && wants(&["time"]) {
+        out.push(f("time", ScalarKind::F64, Src::Time));
+    }
+    if cloud.ring.is_some() && wants(&["ring"]) {
+        out.push(f("ring", ScalarKind::U16, Src::Ring));
+    }
+    if cloud.classification.is_some() && wants(&["classification", "class"]) {
+        out.push(f("classification", ScalarKind::U8, Src::Class));
+    }
+    if cloud.return_number.is_some() && wants(&["return_number"]) {
+        out.push(f("return_number", ScalarKind::U8, Src::ReturnNumber));
+    }
+    if cloud.number_of_returns.is_some() && wants(&["number_of_returns"]) {
+        out.push(f("number_of_returns", ScalarKind::U8, Src::NumberOfReturns));
+    }
+    for (i, d) in cloud.extra.iter().enumerate() {
+        if !wants(&[d.name.as_str()]) {
+            continue;
+        }
+        // Names become header tokens: keep them one word.
+        let name: String = d
+            .name
+            .chars()
+            .map(|c| if c.is_ascii_graphic() { c } else { '_' })
+            .collect();
+        let name = if name.is_empty() {
+            format!("extra_{i}")
+        } else {
+            name
+        };
+        out.push(OutField {
+            name,
+            kind: d.kind,
+            src: Src::Extra(i),
+        });
+    }
+    out
+}
+
+/// Value of `src` for point `i` (0 where an attribute is missing; callers pass validated clouds).
+#[inline]
+pub(crate) fn value(cloud: &Cloud, src: Src, i: usize) -> f64 {
+    fn at<T: Copy>(v: &Option<Vec<T>>, i: usize) -> Option<T> {
+        v.as_ref().and_then(|v| v.get(i)).copied()
+    }
+    let pos = |k: usize| {
+        cloud
+            .positions
+            .get(i)
+            .map_or(0.0, |p| cloud.origin[k] + p[k] as f64)
+    };
+    match src {
+        Src::X => pos(0),
+        Src::Y => pos(1),
+        Src::Z => pos(2),
+        Src::Intensity => at(&cloud.intensity, i).map_or(0.0, f64::from),
+        Src::Colour8(k) => at(&cloud.color, i).map_or(0.0, |c| (c[k.min(2)] >> 8) as f64),
+        Src::RgbPacked => at(&cloud.color, i).map_or(0.0, |c| {
+            let [r, g, b] = c.map(|v| (v >> 8) as u32);
+            ((r << 16) | (g << 8) | b) as f64
+        }),
+        Src::Normal(k) => at(&cloud.normals, i).map_or(0.0, |n| n[k.min(2)] as f64),
+        Src::Gamma => at(&cloud.gamma, i).map_or(0.0, f64::from),
+        Src::Time => at(&cloud.time, i).unwrap_or(0.0),
+        Src::Ring => at(&cloud.ring, i).map_or(0.0, f64::from),
+        Src::Class => at(&cloud.classification, i).map_or(0.0, f64::from),
+        Src::ReturnNumber => at(&cloud.return_number, i).map_or(0.0, f64::from),
+        Src::NumberOfReturns => at(&cloud.number_of_returns, i).map_or(0.0, f64::from),
+        Src::Extra(e) => cloud
+            .extra
+            .get(e)
+            .and_then(|d| d.values.get(i))
+            .copied()
+            .unwrap_or(0.0),
+    }
+}
+
+/// Store `v` as `kind` into `out` (exactly `kind.size()` bytes). Float-to-integer casts saturate.
+#[inline]
+fn put(out: &mut [u8], kind: ScalarKind, big_endian: bool, v: f64) {
+    macro_rules! w {
+        ($x:expr) => {{
+            let x = $x;
+            let b = if big_endian {
+                x.to_be_bytes()
+            } else {
+                x.to_le_bytes()
+            };
+            out.copy_from_slice(&b);
+        }};
+    }
+    match kind {
+        ScalarKind::U8 => w!(v as u8),
+        ScalarKind::I8 => w!(v as i8),
+        ScalarKind::U16 => w!(v as u16),
+        ScalarKind::I16 => w!(v as i16),
+        ScalarKind::U32 => w!(v as u32),
+        ScalarKind::I32 => w!(v as i32),
+        ScalarKind::U64 => w!(v as u64),
+        ScalarKind::I64 => w!(v as i64),
+        ScalarKind::F32 => w!(v as f32),
+        ScalarKind::F64 => w!(v),
+    }
+}
+
+/// Encode every point as a fixed-size record of `fields`, in parallel over chunks of points.
+pub(crate) fn encode_rows(cloud: &Cloud, fields: &[OutField], big_endian: bool) -> Vec<u8> {
+    let rec: usize = fields.iter().map(|f| f.kind.size()).sum();
+    let n = cloud.len();
+    let mut buf = vec![0u8; n * rec];
+    if rec == 0 {
+        return buf;
+    }
+    buf.par_chunks_mut(CHUNK * rec)
+        .enumerate()
+        .for_each(|(ci, chunk)| {
+            for (j, r) in chunk.chunks_exact_mut(rec).enumerate() {
+                let i = ci * CHUNK + j;
+                let mut o = 0;
+                for f in fields {
+                    let s = f.kind.size();
+                    if let Some(dst) = r.get_mut(o..o + s) {
+                        put(dst, f.kind, big_endian, value(cloud, f.src, i));
+                    }
+                    o += s;
+                }
+            }
+        });
+    buf
+}
+
+/// Append the text of one value.
+#[inline]
+pub(crate) fn write_value(s: &mut String, f: &OutField, v: f64) {
+    let _ = match f.kind {
+        ScalarKind::F32 => write!(s, "{}", v as f32),
+        // f64 coordinates are large: 4 decimals keep a tenth of a millimetre without 17-digit noise.
+        ScalarKind::F64 if matches!(f.src, Src::X | Src::Y | Src::Z) => write!(s, "{v:.4}"),
+        ScalarKind::F64 => write!(s, "{v}"),
+        ScalarKind::U64 | ScalarKind::U32 | ScalarKind::U16 | ScalarKind::U8 => {
+            write!(s, "{}", v as u64)
+        }
+        _ => write!(s, "{}", v as i64),
+    };
+}
+
+/// Format every point as one text line, values separated by `sep`, in parallel; `cell` formats a value.
+pub(crate) fn encode_text<C>(cloud: &Cloud, fields: &[OutField], sep: char, cell: C) -> Vec<u8>
+where
+    C: Fn(&mut String, &OutField, f64) + Sync,
+{
+    let n = cloud.len();
+    let parts: Vec<String> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|ci| {
+            let mut s = String::with_capacity(CHUNK * fields.len() * 10);
+            for i in ci * CHUNK..((ci + 1) * CHUNK).min(n) {
+                for (k, f) in fields.iter().enumerate() {
+                    if k > 0 {
+                        s.push(sep);
+                    }
+                    cell(&mut s, f, value(cloud, f.src, i));
+                }
+                s.push('\n');
+            }
+            s
+        })
+        .collect();
+    let mut out = Vec::with_capacity(parts.iter().map(String::len).sum());
+    for p in parts {
+        out.extend_from_slice(p.as_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_strided_fields_in_both_endians() {
+        let mut data = Vec::new();
+        for i in 0..40_000u32 {
+            data.extend_from_slice(&(i as f32).to_le_bytes());
+            data.extend_from_slice(&(i as u16).to_be_bytes());
+        }
+        let a = decode_column(&data, 40_000, 0, 6, 0, ScalarKind::F32, false, false).unwrap();
+        let b = decode_column(&data, 40_000, 0, 6, 4, ScalarKind::U16, true, false).unwrap();
+        assert_eq!(a[39_999], 39_999.0);
+        assert_eq!(b[1234], 1234.0);
+        assert!(decode_column(&data, 40_001, 0, 6, 0, ScalarKind::F32, false, false).is_none());
+    }
+
+    #[test]
+    fn parallel_rows_report_the_global_line() {
+        let mut text = String::new();
+        for i in 0..100_000 {
+            text.push_str(&format!("{i} {i}\n"));
+        }
+        text.push_str("1 oops\n");
+        let parse = |line: &[u8], cols: &mut [Vec<f64>]| {
+            for (k, t) in line.split(|b| *b == b' ').enumerate() {
+                let v = parse_num(t).ok_or_else(|| format!("column {}", k + 1))?;
+                cols[k].push(v);
+            }
+            Ok(())
+        };
+        let err = parse_rows(text.as_bytes(), 2, parse).unwrap_err();
+        assert_eq!(err.0, 100_000);
+        let ok = parse_rows(&text.as_bytes()[..text.len() - 7], 2, parse).unwrap();
+        assert_eq!(ok[1].len(), 100_000);
+        assert_eq!(ok[1][99_999], 99_999.0);
+    }
+
+    #[test]
+    fn names_map_to_attributes() {
+        assert_eq!(target_for("scalar_Intensity"), Target::Intensity);
+        assert_eq!(target_for("scalar_Classification"), Target::Class);
+        assert_eq!(target_for("gps_time"), Target::Time);
+        assert_eq!(target_for("curvature"), Target::Extra);
+    }
+}
