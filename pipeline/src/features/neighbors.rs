@@ -83,7 +83,10 @@ impl Neighbors {
         let Some(k) = NonZero::new(k) else {
             return;
         };
-        let q = self.tree.query(&query).nearest_n::<SquaredEuclidean<f32>>(k);
+        let q = self
+            .tree
+            .query(&query)
+            .nearest_n::<SquaredEuclidean<f32>>(k);
         match max_radius {
             Some(r) => {
                 let found = q.within(r * r).execute();
@@ -113,7 +116,7 @@ impl Neighbors {
         out: &mut Vec<Neighbor>,
     ) {
         out.clear();
-        if self.len == 0 || !(radius >= 0.0) {
+        if self.len == 0 || radius.is_nan() || radius < 0.0 {
             return;
         }
         self.tree
@@ -131,8 +134,13 @@ impl Neighbors {
     }
 
     /// How many points lie within distance `<= radius` of `query` (itself included).
-    pub fn count_within(&self, query: [f32; 3], radius: f32, scratch: &mut NeighborScratch) -> usize {
-        if self.len == 0 || !(radius >= 0.0) {
+    pub fn count_within(
+        &self,
+        query: [f32; 3],
+        radius: f32,
+        scratch: &mut NeighborScratch,
+    ) -> usize {
+        if self.len == 0 || radius.is_nan() || radius < 0.0 {
             return 0;
         }
         let mut n = 0usize;
@@ -172,7 +180,11 @@ mod tests {
         let pts: Vec<[f32; 3]> = (0..500)
             .map(|i| {
                 let f = i as f32;
-                [(f * 0.37).sin() * 3.0, (f * 0.11).cos() * 2.0, (f * 0.013) % 1.7]
+                [
+                    (f * 0.37).sin() * 3.0,
+                    (f * 0.11).cos() * 2.0,
+                    (f * 0.013) % 1.7,
+                ]
             })
             .collect();
         let nb = Neighbors::new(&pts).unwrap();
@@ -191,10 +203,16 @@ mod tests {
         let nb = Neighbors::new(&pts).unwrap();
         let mut out = Vec::new();
         nb.knn([0.0; 3], 5, Some(2.0), &mut out);
-        assert_eq!(out.iter().map(|n| n.index).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(
+            out.iter().map(|n| n.index).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
         let mut s = nb.scratch();
         nb.within([4.0, 0.0, 0.0], 1.0, &mut s, &mut out);
-        assert_eq!(out.iter().map(|n| n.index).collect::<Vec<_>>(), vec![4, 3, 5]);
+        assert_eq!(
+            out.iter().map(|n| n.index).collect::<Vec<_>>(),
+            vec![4, 3, 5]
+        );
         assert_eq!(nb.count_within([4.0, 0.0, 0.0], 1.5, &mut s), 3);
         // k larger than the cloud returns every point.
         nb.knn([0.0; 3], 50, None, &mut out);

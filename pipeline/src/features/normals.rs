@@ -93,17 +93,16 @@ pub fn sym_eigen3(m: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
             let c = 1.0 / (t * t + 1.0).sqrt();
             let s = t * c;
             // A <- J^T A J and V <- V J, with J the rotation in the (p, q) plane.
-            for k in 0..3 {
-                let akp = a[k][p];
-                let akq = a[k][q];
-                a[k][p] = c * akp - s * akq;
-                a[k][q] = s * akp + c * akq;
+            for row in a.iter_mut() {
+                let akp = row[p];
+                let akq = row[q];
+                row[p] = c * akp - s * akq;
+                row[q] = s * akp + c * akq;
             }
+            let (rp, rq) = (a[p], a[q]);
             for k in 0..3 {
-                let apk = a[p][k];
-                let aqk = a[q][k];
-                a[p][k] = c * apk - s * aqk;
-                a[q][k] = s * apk + c * aqk;
+                a[p][k] = c * rp[k] - s * rq[k];
+                a[q][k] = s * rp[k] + c * rq[k];
             }
             a[p][q] = 0.0;
             a[q][p] = 0.0;
@@ -117,7 +116,11 @@ pub fn sym_eigen3(m: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
     }
     let mut order = [0usize, 1, 2];
     order.sort_by(|&i, &j| a[j][j].total_cmp(&a[i][i]));
-    let values = [a[order[0]][order[0]], a[order[1]][order[1]], a[order[2]][order[2]]];
+    let values = [
+        a[order[0]][order[0]],
+        a[order[1]][order[1]],
+        a[order[2]][order[2]],
+    ];
     let col = |j: usize| [v[0][j], v[1][j], v[2][j]];
     (values, [col(order[0]), col(order[1]), col(order[2])])
 }
@@ -155,7 +158,7 @@ fn fit_plane(pts: &[[f64; 3]]) -> Option<([f64; 3], f64, f64)> {
     let (l, vecs) = sym_eigen3(c);
     let l3 = l[2].max(0.0);
     // All points identical, or on one line: the plane is undetermined.
-    if !(l[0] > 0.0) || l[1] <= l[0] * 1e-10 {
+    if l[0].is_nan() || l[0] <= 0.0 || l[1] <= l[0] * 1e-10 {
         return None;
     }
     let sum = l[0] + l[1] + l3;
@@ -208,7 +211,10 @@ pub fn estimate_normals(
     if let Some(v) = params.viewpoint
         && !v.iter().all(|x| x.is_finite())
     {
-        return Err(Error::parameter("features.normals.viewpoint", "must be finite"));
+        return Err(Error::parameter(
+            "features.normals.viewpoint",
+            "must be finite",
+        ));
     }
     check_cloud(cloud)?;
     let n = cloud.len();
@@ -240,7 +246,9 @@ pub fn estimate_normals(
         })
         .collect();
     scanners.sort_by_key(|s| s.0);
-    let viewpoint = params.viewpoint.map(|v| [v[0] - o[0], v[1] - o[1], v[2] - o[2]]);
+    let viewpoint = params
+        .viewpoint
+        .map(|v| [v[0] - o[0], v[1] - o[1], v[2] - o[2]]);
     // Centroid for the outward rule, summed in chunk order.
     let centroid = {
         let parts: Vec<[f64; 3]> = cloud
@@ -278,7 +286,12 @@ pub fn estimate_normals(
         .zip(rules.par_chunks_mut(CHUNK))
         .enumerate()
         .try_for_each_init(
-            || (Vec::<Neighbor>::with_capacity(k), Vec::<[f64; 3]>::with_capacity(k)),
+            || {
+                (
+                    Vec::<Neighbor>::with_capacity(k),
+                    Vec::<[f64; 3]>::with_capacity(k),
+                )
+            },
             |(buf, rel), (ci, (((nc, gc), cc), rc))| {
                 check_cancel(progress)?;
                 for j in 0..nc.len() {
@@ -307,14 +320,23 @@ pub fn estimate_normals(
                     };
                     let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
                     let (rule, want) = if let Some(s) = scanner {
-                        (Rule::Scanner, dot(nv, [s[0] - pf[0], s[1] - pf[1], s[2] - pf[2]]))
+                        (
+                            Rule::Scanner,
+                            dot(nv, [s[0] - pf[0], s[1] - pf[1], s[2] - pf[2]]),
+                        )
                     } else if let Some(v) = viewpoint {
-                        (Rule::Viewpoint, dot(nv, [v[0] - pf[0], v[1] - pf[1], v[2] - pf[2]]))
+                        (
+                            Rule::Viewpoint,
+                            dot(nv, [v[0] - pf[0], v[1] - pf[1], v[2] - pf[2]]),
+                        )
                     } else if nv[2].abs() > HORIZONTAL_MIN_NZ {
                         (Rule::Up, nv[2])
                     } else {
                         let c = centroid;
-                        (Rule::Outward, dot(nv, [pf[0] - c[0], pf[1] - c[1], pf[2] - c[2]]))
+                        (
+                            Rule::Outward,
+                            dot(nv, [pf[0] - c[0], pf[1] - c[1], pf[2] - c[2]]),
+                        )
                     };
                     if want < 0.0 {
                         nv = [-nv[0], -nv[1], -nv[2]];
@@ -364,6 +386,7 @@ pub fn estimate_normals(
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
@@ -377,9 +400,14 @@ mod tests {
                 let want = if i == j { 1.0 } else { 0.0 };
                 assert!((d - want).abs() < 1e-12, "not orthonormal: {v:?}");
             }
-            let mv: Vec<f64> = (0..3).map(|r| (0..3).map(|c| m[r][c] * v[i][c]).sum()).collect();
+            let mv: Vec<f64> = (0..3)
+                .map(|r| (0..3).map(|c| m[r][c] * v[i][c]).sum())
+                .collect();
             for r in 0..3 {
-                assert!((mv[r] - l[i] * v[i][r]).abs() < tol, "A v != l v for {m:?}: {l:?} {v:?}");
+                assert!(
+                    (mv[r] - l[i] * v[i][r]).abs() < tol,
+                    "A v != l v for {m:?}: {l:?} {v:?}"
+                );
             }
         }
     }
@@ -396,8 +424,9 @@ mod tests {
         // A rotated diag(2, 2, 1e-20): repeated top eigenvalue and a tiny one.
         let q = crate::filters::transform::rotation_from_rpy([0.3, -1.1, 2.0]);
         let d = [2.0, 2.0, 1e-20];
-        let m: [[f64; 3]; 3] =
-            std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| q[i][k] * d[k] * q[j][k]).sum()));
+        let m: [[f64; 3]; 3] = std::array::from_fn(|i| {
+            std::array::from_fn(|j| (0..3).map(|k| q[i][k] * d[k] * q[j][k]).sum())
+        });
         check_decomposition(m, 1e-13);
         let (l, v) = sym_eigen3(m);
         assert!(l[2].abs() < 1e-14);
@@ -406,8 +435,9 @@ mod tests {
         assert!((dotp.abs() - 1.0).abs() < 1e-12);
         // Nearly equal eigenvalues.
         let d = [1.0, 1.0 + 1e-12, 1.0 - 1e-12];
-        let m: [[f64; 3]; 3] =
-            std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| q[i][k] * d[k] * q[j][k]).sum()));
+        let m: [[f64; 3]; 3] = std::array::from_fn(|i| {
+            std::array::from_fn(|j| (0..3).map(|k| q[i][k] * d[k] * q[j][k]).sum())
+        });
         check_decomposition(m, 1e-13);
     }
 
@@ -415,7 +445,8 @@ mod tests {
     fn degenerate_neighbourhoods_have_no_normal() {
         let mut c = Cloud::default();
         c.positions = vec![[1.0, 2.0, 3.0]; 20];
-        c.positions.extend((0..10).map(|i| [10.0 + i as f32, 0.0, 0.0]));
+        c.positions
+            .extend((0..10).map(|i| [10.0 + i as f32, 0.0, 0.0]));
         c.positions.push([100.0, 100.0, 100.0]);
         let p = NormalsParams {
             k: 8,
@@ -427,7 +458,10 @@ mod tests {
         assert!(c.normals.as_ref().unwrap().iter().all(|n| *n == [0.0; 3]));
         assert!(c.gamma.as_ref().unwrap().iter().all(|g| g.is_infinite()));
         assert_eq!(c.extra("curvature").unwrap().values[0], -1.0);
-        assert_eq!(r.figures.iter().find(|f| f.0 == "no_normal").unwrap().1, 31.0);
+        assert_eq!(
+            r.figures.iter().find(|f| f.0 == "no_normal").unwrap().1,
+            31.0
+        );
     }
 
     #[test]
@@ -441,12 +475,27 @@ mod tests {
         assert_eq!(c.normals.as_ref().unwrap()[0], [0.0, 0.0, 1.0]);
         assert_eq!(c.gamma.as_ref().unwrap()[0], 0.0);
         for bad in [
-            NormalsParams { k: 2, ..Default::default() },
-            NormalsParams { radius_m: Some(0.0), ..Default::default() },
-            NormalsParams { resolution_m: Some(-1.0), ..Default::default() },
-            NormalsParams { viewpoint: Some([f64::NAN, 0.0, 0.0]), ..Default::default() },
+            NormalsParams {
+                k: 2,
+                ..Default::default()
+            },
+            NormalsParams {
+                radius_m: Some(0.0),
+                ..Default::default()
+            },
+            NormalsParams {
+                resolution_m: Some(-1.0),
+                ..Default::default()
+            },
+            NormalsParams {
+                viewpoint: Some([f64::NAN, 0.0, 0.0]),
+                ..Default::default()
+            },
         ] {
-            assert!(matches!(estimate_normals(&mut c, &bad, &NoProgress), Err(Error::Parameter { .. })));
+            assert!(matches!(
+                estimate_normals(&mut c, &bad, &NoProgress),
+                Err(Error::Parameter { .. })
+            ));
         }
     }
 
@@ -466,7 +515,14 @@ mod tests {
         });
         let r = estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).unwrap();
         assert!(c.normals.as_ref().unwrap().iter().all(|n| n[0] < -0.999));
-        assert_eq!(r.figures.iter().find(|f| f.0 == "oriented_to_scanner").unwrap().1, 100.0);
+        assert_eq!(
+            r.figures
+                .iter()
+                .find(|f| f.0 == "oriented_to_scanner")
+                .unwrap()
+                .1,
+            100.0
+        );
         c.meta.scans.clear();
         let p = NormalsParams {
             viewpoint: Some([10.0, 0.0, 0.0]),

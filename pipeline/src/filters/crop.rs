@@ -45,7 +45,10 @@ pub fn crop(
     let mut report = StageReport::new("filters.crop", cloud.len());
     for k in 0..3 {
         if params.min[k].is_nan() || params.max[k].is_nan() {
-            return Err(Error::parameter("filters.crop", "box corners must not be NaN"));
+            return Err(Error::parameter(
+                "filters.crop",
+                "box corners must not be NaN",
+            ));
         }
         if params.min[k] > params.max[k] {
             return Err(Error::parameter(
@@ -99,6 +102,7 @@ pub fn crop(
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;

@@ -249,7 +249,9 @@ pub fn downsample(
         let out = match params.method {
             DownsampleMethod::VoxelNearest => cloud.select(&grid.nearest(cloud, r)),
             DownsampleMethod::VoxelCentroid => centroids(cloud, &grid, r),
-            DownsampleMethod::MinDistance => cloud.select(&min_distance(cloud, &grid, r, progress)?),
+            DownsampleMethod::MinDistance => {
+                cloud.select(&min_distance(cloud, &grid, r, progress)?)
+            }
         };
         report.figure("cells", grid.cells() as f64);
         progress.advance(cloud.len() as u64 - cloud.len() as u64 / 2);
@@ -309,14 +311,22 @@ fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
         );
     }
     if let Some(v) = &cloud.time {
-        out.time = Some(runs.par_iter().map(|run| mean_of(run, &|i| [v[i], 0.0, 0.0])[0]).collect());
+        out.time = Some(
+            runs.par_iter()
+                .map(|run| mean_of(run, &|i| [v[i], 0.0, 0.0])[0])
+                .collect(),
+        );
     }
     if let Some(v) = &cloud.color {
         out.color = Some(
             runs.par_iter()
                 .map(|run| {
                     let m = mean_of(run, &|i| [v[i][0] as f64, v[i][1] as f64, v[i][2] as f64]);
-                    [m[0].round() as u16, m[1].round() as u16, m[2].round() as u16]
+                    [
+                        m[0].round() as u16,
+                        m[1].round() as u16,
+                        m[2].round() as u16,
+                    ]
                 })
                 .collect(),
         );
@@ -329,7 +339,11 @@ fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
                     let len = (m[0] * m[0] + m[1] * m[1] + m[2] * m[2]).sqrt();
                     // Opposite normals cancel: no direction is better than a wrong one.
                     if len > 1e-6 {
-                        [(m[0] / len) as f32, (m[1] / len) as f32, (m[2] / len) as f32]
+                        [
+                            (m[0] / len) as f32,
+                            (m[1] / len) as f32,
+                            (m[2] / len) as f32,
+                        ]
                     } else {
                         [0.0; 3]
                     }
@@ -379,7 +393,9 @@ fn min_distance(cloud: &Cloud, grid: &Grid, r: f64, progress: &dyn Progress) -> 
                     if n.iter().any(|&v| v < 0 || v as u64 > max_rel) {
                         continue;
                     }
-                    if let Some(&(a, b)) = ranges.get(&pack([n[0] as u64, n[1] as u64, n[2] as u64])) {
+                    if let Some(&(a, b)) =
+                        ranges.get(&pack([n[0] as u64, n[1] as u64, n[2] as u64]))
+                    {
                         near.extend(kept[a..b].iter().map(|&i| pos(i)));
                     }
                 }
@@ -403,6 +419,7 @@ fn min_distance(cloud: &Cloud, grid: &Grid, r: f64, progress: &dyn Progress) -> 
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
@@ -412,7 +429,8 @@ mod tests {
         let mut c = Cloud::with_origin([100.0, 200.0, 0.0]);
         for i in 0..4 {
             for j in 0..4 {
-                c.positions.push([0.01 + 0.05 * i as f32, 0.02 + 0.05 * j as f32, 0.03]);
+                c.positions
+                    .push([0.01 + 0.05 * i as f32, 0.02 + 0.05 * j as f32, 0.03]);
             }
         }
         c.intensity = Some((0..16).map(|i| i as f32).collect());
@@ -429,7 +447,11 @@ mod tests {
         let (out, r) = downsample(&c, &p, &NoProgress).unwrap();
         assert_eq!(out.len(), 4);
         for (k, q) in out.positions.iter().enumerate() {
-            let i = c.positions.iter().position(|p| p == q).expect("an original point");
+            let i = c
+                .positions
+                .iter()
+                .position(|p| p == q)
+                .expect("an original point");
             assert_eq!(out.intensity.as_ref().unwrap()[k], i as f32);
         }
         assert!(r.warnings.iter().any(|w| w.contains("75.0%")));
@@ -483,20 +505,28 @@ mod tests {
                 resolution_m: r,
                 ..Default::default()
             };
-            assert!(matches!(downsample(&c, &p, &NoProgress), Err(Error::Parameter { .. })));
+            assert!(matches!(
+                downsample(&c, &p, &NoProgress),
+                Err(Error::Parameter { .. })
+            ));
         }
         let p = DownsampleParams {
             resolution_m: 1e-14,
             ..Default::default()
         };
-        assert!(matches!(downsample(&c, &p, &NoProgress), Err(Error::Parameter { .. })));
-        let (e, _) = downsample(&Cloud::default(), &DownsampleParams::default(), &NoProgress).unwrap();
+        assert!(matches!(
+            downsample(&c, &p, &NoProgress),
+            Err(Error::Parameter { .. })
+        ));
+        let (e, _) =
+            downsample(&Cloud::default(), &DownsampleParams::default(), &NoProgress).unwrap();
         assert!(e.is_empty());
     }
 
     #[test]
     fn method_names_in_toml() {
-        let p: DownsampleParams = toml::from_str("method = \"min-distance\"\nresolution_m = 0.2").unwrap();
+        let p: DownsampleParams =
+            toml::from_str("method = \"min-distance\"\nresolution_m = 0.2").unwrap();
         assert_eq!(p.method, DownsampleMethod::MinDistance);
     }
 }

@@ -71,6 +71,7 @@ pub fn merge(
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
@@ -94,7 +95,11 @@ mod tests {
         assert_eq!(m.world(2), [201.0, 0.0, 0.0]);
         assert_eq!(m.intensity, Some(vec![5.0, 6.0, 7.0]));
         assert!(m.ring.is_none());
-        assert!(r.warnings.iter().any(|w| w.contains("ring")), "{:?}", r.warnings);
+        assert!(
+            r.warnings.iter().any(|w| w.contains("ring")),
+            "{:?}",
+            r.warnings
+        );
         let (e, _) = merge(Vec::new(), &NoProgress).unwrap();
         assert!(e.is_empty());
     }

@@ -39,9 +39,7 @@ pub(crate) fn check_cancel(progress: &dyn Progress) -> Result<()> {
 /// panicking on them later.
 pub(crate) fn check_cloud(cloud: &Cloud) -> Result<()> {
     use rayon::prelude::*;
-    cloud
-        .validate()
-        .map_err(|m| Error::parameter("cloud", m))?;
+    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let bad = cloud
         .positions
         .par_iter()
@@ -87,6 +85,7 @@ pub(crate) fn mask_indices(mask: &[bool]) -> Vec<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::cloud::{Pose, ScanInfo};

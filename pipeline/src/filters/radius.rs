@@ -38,11 +38,18 @@ impl Default for RadiusParams {
 }
 
 /// Which points to keep (true): those with at least `min_neighbors` other points within `radius_m`.
-pub fn radius_mask(cloud: &Cloud, params: &RadiusParams, progress: &dyn Progress) -> Result<Vec<bool>> {
+pub fn radius_mask(
+    cloud: &Cloud,
+    params: &RadiusParams,
+    progress: &dyn Progress,
+) -> Result<Vec<bool>> {
     if !(params.radius_m.is_finite() && params.radius_m > 0.0) {
         return Err(Error::parameter(
             "filters.radius.radius_m",
-            format!("must be a positive number of metres, got {}", params.radius_m),
+            format!(
+                "must be a positive number of metres, got {}",
+                params.radius_m
+            ),
         ));
     }
     check_cloud(cloud)?;
@@ -81,9 +88,10 @@ pub fn radius_outliers(
     let mask = radius_mask(cloud, params, progress)?;
     let keep = mask_indices(&mask);
     let out = select_subset(cloud, &keep);
-    report
-        .removed
-        .push(("too few neighbours in radius".into(), cloud.len() - keep.len()));
+    report.removed.push((
+        "too few neighbours in radius".into(),
+        cloud.len() - keep.len(),
+    ));
     report.figure("radius_m", params.radius_m as f64);
     report.figure("min_neighbors", params.min_neighbors as f64);
     report.finish(out.len(), started);
@@ -91,6 +99,7 @@ pub fn radius_outliers(
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
@@ -107,11 +116,27 @@ mod tests {
             radius_m: 1.0,
             min_neighbors: m,
         };
-        assert_eq!(mask_indices(&radius_mask(&c, &p(1), &NoProgress).unwrap()), vec![0, 1, 2, 3, 4]);
-        assert_eq!(mask_indices(&radius_mask(&c, &p(2), &NoProgress).unwrap()), vec![1]);
+        assert_eq!(
+            mask_indices(&radius_mask(&c, &p(1), &NoProgress).unwrap()),
+            vec![0, 1, 2, 3, 4]
+        );
+        assert_eq!(
+            mask_indices(&radius_mask(&c, &p(2), &NoProgress).unwrap()),
+            vec![1]
+        );
         let (out, r) = radius_outliers(&c, &p(2), &NoProgress).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(r.removed[0].1, 5);
-        assert!(radius_mask(&c, &RadiusParams { radius_m: 0.0, min_neighbors: 1 }, &NoProgress).is_err());
+        assert!(
+            radius_mask(
+                &c,
+                &RadiusParams {
+                    radius_m: 0.0,
+                    min_neighbors: 1
+                },
+                &NoProgress
+            )
+            .is_err()
+        );
     }
 }

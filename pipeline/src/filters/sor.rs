@@ -89,11 +89,18 @@ pub fn sor_mean_distances(
     progress: &dyn Progress,
 ) -> Result<(Vec<f64>, usize, Vec<String>)> {
     let n = cloud.len();
-    let min_k = if params.compat == SorCompat::CloudCompare { 2 } else { 1 };
+    let min_k = if params.compat == SorCompat::CloudCompare {
+        2
+    } else {
+        1
+    };
     if params.k < min_k {
         return Err(Error::parameter(
             "filters.sor.k",
-            format!("k must be at least {min_k} for compat {:?}, got {}", params.compat, params.k),
+            format!(
+                "k must be at least {min_k} for compat {:?}, got {}",
+                params.compat, params.k
+            ),
         ));
     }
     let mut warnings = Vec::new();
@@ -130,33 +137,35 @@ pub fn sor_mean_distances(
     let pos = &cloud.positions;
     let mut d = vec![0.0f64; n];
     progress.stage("statistical outliers", n as u64);
-    d.par_chunks_mut(CHUNK)
-        .enumerate()
-        .try_for_each_init(
-            || Vec::<Neighbor>::with_capacity(query),
-            |buf, (ci, out)| {
-                check_cancel(progress)?;
-                for (j, o) in out.iter_mut().enumerate() {
-                    let i = ci * CHUNK + j;
-                    let p = pos[i];
-                    nb.knn(p, query, None, buf);
-                    // The nearest result is at distance 0 (the point itself or an exact duplicate): dropping
-                    // the first result removes "the point itself" as PCL and CloudCompare do.
-                    let skip = if params.compat == SorCompat::Open3d { 0 } else { 1 };
-                    let mut sum = 0.0f64;
-                    for q in buf.iter().skip(skip) {
-                        let r = pos[q.index as usize];
-                        let dx = r[0] as f64 - p[0] as f64;
-                        let dy = r[1] as f64 - p[1] as f64;
-                        let dz = r[2] as f64 - p[2] as f64;
-                        sum += (dx * dx + dy * dy + dz * dz).sqrt();
-                    }
-                    *o = sum / divisor as f64;
+    d.par_chunks_mut(CHUNK).enumerate().try_for_each_init(
+        || Vec::<Neighbor>::with_capacity(query),
+        |buf, (ci, out)| {
+            check_cancel(progress)?;
+            for (j, o) in out.iter_mut().enumerate() {
+                let i = ci * CHUNK + j;
+                let p = pos[i];
+                nb.knn(p, query, None, buf);
+                // The nearest result is at distance 0 (the point itself or an exact duplicate): dropping
+                // the first result removes "the point itself" as PCL and CloudCompare do.
+                let skip = if params.compat == SorCompat::Open3d {
+                    0
+                } else {
+                    1
+                };
+                let mut sum = 0.0f64;
+                for q in buf.iter().skip(skip) {
+                    let r = pos[q.index as usize];
+                    let dx = r[0] as f64 - p[0] as f64;
+                    let dy = r[1] as f64 - p[1] as f64;
+                    let dz = r[2] as f64 - p[2] as f64;
+                    sum += (dx * dx + dy * dy + dz * dz).sqrt();
                 }
-                progress.advance(out.len() as u64);
-                Ok::<(), Error>(())
-            },
-        )?;
+                *o = sum / divisor as f64;
+            }
+            progress.advance(out.len() as u64);
+            Ok::<(), Error>(())
+        },
+    )?;
     Ok((d, divisor, warnings))
 }
 
@@ -187,7 +196,9 @@ pub fn sor_mask(
     let (d, averaged, mut warnings) = sor_mean_distances(cloud, params, progress)?;
     if n < 2 || averaged == 0 {
         if n > 0 {
-            warnings.push(format!("{n} point(s): too few for outlier statistics, all kept"));
+            warnings.push(format!(
+                "{n} point(s): too few for outlier statistics, all kept"
+            ));
         }
         return Ok((
             vec![true; n],
@@ -204,7 +215,11 @@ pub fn sor_mask(
         SorCompat::Pcl | SorCompat::CloudCompare => {
             let mu = chunked_sum(&d, |x| x) / nf;
             let ss = chunked_sum(&d, |x| (x - mu) * (x - mu));
-            let denom = if params.compat == SorCompat::Pcl { nf - 1.0 } else { nf };
+            let denom = if params.compat == SorCompat::Pcl {
+                nf - 1.0
+            } else {
+                nf
+            };
             (mu, (ss / denom).sqrt())
         }
         SorCompat::Open3d => {
@@ -237,13 +252,19 @@ pub fn sor_mask(
 
 /// Remove statistical outliers. The report has the removed count and the figures `mu`, `sigma`, `threshold`
 /// (metres) and `k` (neighbours averaged).
-pub fn sor(cloud: &Cloud, params: &SorParams, progress: &dyn Progress) -> Result<(Cloud, StageReport)> {
+pub fn sor(
+    cloud: &Cloud,
+    params: &SorParams,
+    progress: &dyn Progress,
+) -> Result<(Cloud, StageReport)> {
     let started = Instant::now();
     let mut report = StageReport::new("filters.sor", cloud.len());
     let (mask, stats) = sor_mask(cloud, params, progress)?;
     let keep = mask_indices(&mask);
     let out = select_subset(cloud, &keep);
-    report.removed.push(("statistical outlier".into(), stats.outliers));
+    report
+        .removed
+        .push(("statistical outlier".into(), stats.outliers));
     report.figure("k", stats.neighbours_averaged as f64);
     report.figure("mu", stats.mu);
     report.figure("sigma", stats.sigma);
@@ -254,6 +275,7 @@ pub fn sor(cloud: &Cloud, params: &SorParams, progress: &dyn Progress) -> Result
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
@@ -282,7 +304,10 @@ mod tests {
         // Open3D (2 incl. itself): d = .5 everywhere; mu .5, sigma 0, thr .5: none kept (d < thr is false).
         let c = line(&[0.0, 1.0, 2.0, 3.0, 4.0]);
         assert_eq!(kept(&c, 2, 1.0, SorCompat::Pcl), vec![1, 2, 3]);
-        assert_eq!(kept(&c, 2, 1.0, SorCompat::CloudCompare), vec![0, 1, 2, 3, 4]);
+        assert_eq!(
+            kept(&c, 2, 1.0, SorCompat::CloudCompare),
+            vec![0, 1, 2, 3, 4]
+        );
         assert_eq!(kept(&c, 2, 1.0, SorCompat::Open3d), Vec::<usize>::new());
     }
 

@@ -51,13 +51,15 @@ fn mat_vec(a: &[[f64; 3]; 3], v: [f64; 3]) -> [f64; 3] {
 }
 
 fn det(a: &[[f64; 3]; 3]) -> f64 {
-    a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+    a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1])
+        - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
         + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])
 }
 
 /// Cofactor matrix: `det(a) * inverse(a)^T`, the normal transform up to scale.
 fn cofactor(a: &[[f64; 3]; 3]) -> [[f64; 3]; 3] {
-    let c = |r0: usize, r1: usize, c0: usize, c1: usize| a[r0][c0] * a[r1][c1] - a[r0][c1] * a[r1][c0];
+    let c =
+        |r0: usize, r1: usize, c0: usize, c1: usize| a[r0][c0] * a[r1][c1] - a[r0][c1] * a[r1][c0];
     [
         [c(1, 2, 1, 2), -c(1, 2, 0, 2), c(1, 2, 0, 1)],
         [-c(0, 2, 1, 2), c(0, 2, 0, 2), -c(0, 2, 0, 1)],
@@ -81,21 +83,45 @@ pub fn quaternion_from_matrix(m: &[[f64; 3]; 3]) -> [f64; 4] {
     let tr = m[0][0] + m[1][1] + m[2][2];
     let q = if tr > 0.0 {
         let s = (tr + 1.0).sqrt() * 2.0;
-        [0.25 * s, (m[2][1] - m[1][2]) / s, (m[0][2] - m[2][0]) / s, (m[1][0] - m[0][1]) / s]
+        [
+            0.25 * s,
+            (m[2][1] - m[1][2]) / s,
+            (m[0][2] - m[2][0]) / s,
+            (m[1][0] - m[0][1]) / s,
+        ]
     } else if m[0][0] > m[1][1] && m[0][0] > m[2][2] {
         let s = (1.0 + m[0][0] - m[1][1] - m[2][2]).sqrt() * 2.0;
-        [(m[2][1] - m[1][2]) / s, 0.25 * s, (m[0][1] + m[1][0]) / s, (m[0][2] + m[2][0]) / s]
+        [
+            (m[2][1] - m[1][2]) / s,
+            0.25 * s,
+            (m[0][1] + m[1][0]) / s,
+            (m[0][2] + m[2][0]) / s,
+        ]
     } else if m[1][1] > m[2][2] {
         let s = (1.0 + m[1][1] - m[0][0] - m[2][2]).sqrt() * 2.0;
-        [(m[0][2] - m[2][0]) / s, (m[0][1] + m[1][0]) / s, 0.25 * s, (m[1][2] + m[2][1]) / s]
+        [
+            (m[0][2] - m[2][0]) / s,
+            (m[0][1] + m[1][0]) / s,
+            0.25 * s,
+            (m[1][2] + m[2][1]) / s,
+        ]
     } else {
         let s = (1.0 + m[2][2] - m[0][0] - m[1][1]).sqrt() * 2.0;
-        [(m[1][0] - m[0][1]) / s, (m[0][2] + m[2][0]) / s, (m[1][2] + m[2][1]) / s, 0.25 * s]
+        [
+            (m[1][0] - m[0][1]) / s,
+            (m[0][2] + m[2][0]) / s,
+            (m[1][2] + m[2][1]) / s,
+            0.25 * s,
+        ]
     };
     let n = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
     let q = [q[0] / n, q[1] / n, q[2] / n, q[3] / n];
     // One sign convention (w >= 0) so equal rotations give equal quaternions.
-    if q[0] < 0.0 { [-q[0], -q[1], -q[2], -q[3]] } else { q }
+    if q[0] < 0.0 {
+        [-q[0], -q[1], -q[2], -q[3]]
+    } else {
+        q
+    }
 }
 
 impl TransformParams {
@@ -130,11 +156,20 @@ impl TransformParams {
                 t: self.translation,
             },
         };
-        if !a.l.iter().flatten().chain(a.t.iter()).all(|v| v.is_finite()) {
+        if !a
+            .l
+            .iter()
+            .flatten()
+            .chain(a.t.iter())
+            .all(|v| v.is_finite())
+        {
             return Err(Error::parameter(name, "transform has a non-finite entry"));
         }
         if det(&a.l).abs() < 1e-12 {
-            return Err(Error::parameter(name, "matrix is singular (it flattens the cloud)"));
+            return Err(Error::parameter(
+                name,
+                "matrix is singular (it flattens the cloud)",
+            ));
         }
         Ok(a)
     }
@@ -151,7 +186,8 @@ impl Affine {
             ],
             &self.l,
         );
-        let ortho = (0..3).all(|i| (0..3).all(|j| (ltl[i][j] - if i == j { 1.0 } else { 0.0 }).abs() < 1e-6));
+        let ortho = (0..3)
+            .all(|i| (0..3).all(|j| (ltl[i][j] - if i == j { 1.0 } else { 0.0 }).abs() < 1e-6));
         ortho && det(&self.l) > 0.0
     }
 
@@ -162,32 +198,33 @@ impl Affine {
 }
 
 /// Apply `affine` to the cloud in place (points, normals, scan poses). Returns warnings to report.
-pub(crate) fn apply_affine(cloud: &mut Cloud, a: &Affine, progress: &dyn Progress) -> Result<Vec<String>> {
+pub(crate) fn apply_affine(
+    cloud: &mut Cloud,
+    a: &Affine,
+    progress: &dyn Progress,
+) -> Result<Vec<String>> {
     let mut warnings = Vec::new();
     let old_origin = cloud.origin;
     let new_origin = crate::cloud::origin_for(a.apply_point(old_origin));
     let rigid = a.is_rigid();
-    cloud
-        .positions
-        .par_chunks_mut(CHUNK)
-        .try_for_each(|pts| {
-            check_cancel(progress)?;
-            for p in pts.iter_mut() {
-                let w = [
-                    old_origin[0] + p[0] as f64,
-                    old_origin[1] + p[1] as f64,
-                    old_origin[2] + p[2] as f64,
-                ];
-                let w = a.apply_point(w);
-                *p = [
-                    (w[0] - new_origin[0]) as f32,
-                    (w[1] - new_origin[1]) as f32,
-                    (w[2] - new_origin[2]) as f32,
-                ];
-            }
-            progress.advance(pts.len() as u64);
-            Ok::<(), Error>(())
-        })?;
+    cloud.positions.par_chunks_mut(CHUNK).try_for_each(|pts| {
+        check_cancel(progress)?;
+        for p in pts.iter_mut() {
+            let w = [
+                old_origin[0] + p[0] as f64,
+                old_origin[1] + p[1] as f64,
+                old_origin[2] + p[2] as f64,
+            ];
+            let w = a.apply_point(w);
+            *p = [
+                (w[0] - new_origin[0]) as f32,
+                (w[1] - new_origin[1]) as f32,
+                (w[2] - new_origin[2]) as f32,
+            ];
+        }
+        progress.advance(pts.len() as u64);
+        Ok::<(), Error>(())
+    })?;
     cloud.origin = new_origin;
     if let Some(normals) = cloud.normals.as_mut() {
         // Normals transform by the inverse transpose; the cofactor matrix has its direction (sign fixed by det).
@@ -198,7 +235,11 @@ pub(crate) fn apply_affine(cloud: &mut Cloud, a: &Affine, progress: &dyn Progres
                 let v = mat_vec(&m, [n[0] as f64, n[1] as f64, n[2] as f64]);
                 let len = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
                 if len > 0.0 {
-                    *n = [(s * v[0] / len) as f32, (s * v[1] / len) as f32, (s * v[2] / len) as f32];
+                    *n = [
+                        (s * v[0] / len) as f32,
+                        (s * v[1] / len) as f32,
+                        (s * v[2] / len) as f32,
+                    ];
                 }
             }
         });
@@ -233,7 +274,11 @@ pub(crate) fn apply_affine(cloud: &mut Cloud, a: &Affine, progress: &dyn Progres
 /// Transform the cloud in place: world coordinates, normals (rotated; inverse-transposed for a non-rigid
 /// matrix), and scan poses. The origin moves to the transformed origin rounded to whole metres, so relative
 /// positions stay small.
-pub fn transform(cloud: &mut Cloud, params: &TransformParams, progress: &dyn Progress) -> Result<StageReport> {
+pub fn transform(
+    cloud: &mut Cloud,
+    params: &TransformParams,
+    progress: &dyn Progress,
+) -> Result<StageReport> {
     let started = Instant::now();
     let mut report = StageReport::new("filters.transform", cloud.len());
     let a = params.affine()?;
@@ -245,6 +290,7 @@ pub fn transform(cloud: &mut Cloud, params: &TransformParams, progress: &dyn Pro
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
@@ -270,14 +316,22 @@ mod tests {
         };
         transform(&mut c, &p, &NoProgress).unwrap();
         let w = c.world(0);
-        assert!((w[0]).abs() < 1e-5 && (w[1] - 11.0).abs() < 1e-5 && (w[2] - 5.0).abs() < 1e-9, "{w:?}");
+        assert!(
+            (w[0]).abs() < 1e-5 && (w[1] - 11.0).abs() < 1e-5 && (w[2] - 5.0).abs() < 1e-9,
+            "{w:?}"
+        );
         let n = c.normals.as_ref().unwrap()[0];
         assert!(n[0].abs() < 1e-6 && (n[1] - 1.0).abs() < 1e-6);
         let pose = c.meta.scans[0].world_from_scan.unwrap();
-        assert!((pose.translation[1] - 1.0).abs() < 1e-12 && (pose.translation[2] - 5.0).abs() < 1e-12);
+        assert!(
+            (pose.translation[1] - 1.0).abs() < 1e-12 && (pose.translation[2] - 5.0).abs() < 1e-12
+        );
         let h = std::f64::consts::FRAC_1_SQRT_2;
         let q = pose.rotation_wxyz;
-        assert!((q[0] - h).abs() < 1e-12 && (q[3] - h).abs() < 1e-12, "{q:?}");
+        assert!(
+            (q[0] - h).abs() < 1e-12 && (q[3] - h).abs() < 1e-12,
+            "{q:?}"
+        );
     }
 
     #[test]
@@ -304,8 +358,17 @@ mod tests {
     fn matrix_scale_keeps_normals_unit_and_rejects_bad_input() {
         let mut c = Cloud::default();
         c.positions = vec![[1.0, 1.0, 0.0]];
-        c.normals = Some(vec![[std::f32::consts::FRAC_1_SQRT_2, std::f32::consts::FRAC_1_SQRT_2, 0.0]]);
-        let m = [[2.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]];
+        c.normals = Some(vec![[
+            std::f32::consts::FRAC_1_SQRT_2,
+            std::f32::consts::FRAC_1_SQRT_2,
+            0.0,
+        ]]);
+        let m = [
+            [2.0, 0.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0, 0.0],
+            [0.0, 0.0, 1.0, 0.0],
+            [0.0, 0.0, 0.0, 1.0],
+        ];
         let p = TransformParams {
             matrix: Some(m),
             ..Default::default()
@@ -314,7 +377,10 @@ mod tests {
         assert_eq!(c.world(0), [2.0, 1.0, 0.0]);
         let n = c.normals.as_ref().unwrap()[0];
         // Plane x + y = 2 becomes x/2 + y = 2: normal (0.5, 1) normalised.
-        assert!((n[0] - 0.4472136).abs() < 1e-6 && (n[1] - 0.8944272).abs() < 1e-6, "{n:?}");
+        assert!(
+            (n[0] - 0.4472136).abs() < 1e-6 && (n[1] - 0.8944272).abs() < 1e-6,
+            "{n:?}"
+        );
         let mut bad = m;
         bad[3] = [0.0, 0.0, 1.0, 1.0];
         let p = TransformParams {
