@@ -89,20 +89,21 @@ impl Neighbors {
             .nearest_n::<SquaredEuclidean<f32>>(k);
         match max_radius {
             Some(r) => {
-                let found = q.within(r * r).execute();
+                let found = q.within(r * r).unsorted().execute();
                 out.extend(found.iter().map(|n| Neighbor {
                     index: n.item,
                     dist2: n.distance,
                 }));
             }
             None => {
-                let found = q.execute();
+                let found = q.unsorted().execute();
                 out.extend(found.iter().map(|n| Neighbor {
                     index: n.item,
                     dist2: n.distance,
                 }));
             }
         }
+        // kiddo's own order is dropped (unsorted is cheaper); ours breaks distance ties by index.
         sort_neighbors(out);
     }
 
