@@ -1,1 +1,7 @@
 //! Per-point features from neighbourhoods: neighbour search, normals, plane thickness gamma.
+
+pub mod neighbors;
+pub mod normals;
+
+pub use neighbors::{Neighbor, NeighborScratch, Neighbors};
+pub use normals::{NormalsParams, estimate_normals, sym_eigen3};

@@ -1,0 +1,534 @@
+//! Normals and plane thickness gamma (`features.normals`), ALGORITHMS.md section 3.
+//!
+//! For each point: its k nearest points (itself included) within a radius; the covariance C of that
+//! neighbourhood, in f64, centred on the neighbourhood mean and divided by the number of points; eigenvalues
+//! l1 >= l2 >= l3 (Jacobi rotations, [`sym_eigen3`]). Then
+//! - the normal is the eigenvector of l3;
+//! - gamma = sqrt(l3), the RMS distance of the neighbours to the fitted plane, metres;
+//! - curvature (optional extra dimension "curvature") = l3 / (l1 + l2 + l3).
+//!
+//! A point with fewer than 3 neighbours in range, or whose neighbours are all identical or collinear, has no
+//! plane: its normal is stored as [0, 0, 0] (no NaN in files), gamma as +inf (never plane-corrected) and
+//! curvature as -1.
+//!
+//! Orientation, first rule that applies: toward the scanner of the point's scan (a pose in `meta.scans`
+//! whose point range holds it), else toward `viewpoint`, else up (+z) for near-horizontal surfaces
+//! (|n.z| > 0.5, i.e. tilted less than 60 degrees), else away from the cloud's centroid. The report counts the
+//! points oriented by each rule.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::cloud::{Cloud, ExtraDim, ScalarKind};
+use crate::error::{Error, Result};
+use crate::features::{Neighbor, Neighbors};
+use crate::filters::{CHUNK, check_cancel, check_cloud};
+use crate::progress::Progress;
+use crate::report::StageReport;
+
+/// Parameters of `features.normals`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NormalsParams {
+    /// Neighbours per point, the point itself included, >= 3. Clamped, with a warning, to the cloud's size.
+    /// Default: 16.
+    pub k: usize,
+    /// Neighbour search radius, metres, > 0. Default: 3 * `resolution_m` when that is given (MARSIM's choice),
+    /// else unlimited.
+    pub radius_m: Option<f32>,
+    /// Map resolution r_map, metres, > 0, used to derive the default radius. Default: none.
+    pub resolution_m: Option<f64>,
+    /// Position (world coordinates, metres) normals should face when no scan pose covers the point, e.g. the
+    /// sensor origin of a single scan. Default: none.
+    pub viewpoint: Option<[f64; 3]>,
+    /// Store the extra dimension "curvature" = l3 / (l1 + l2 + l3) (dimensionless, 0 for a perfect plane,
+    /// -1 where there is no plane). Default: false.
+    pub curvature: bool,
+}
+
+impl Default for NormalsParams {
+    fn default() -> Self {
+        NormalsParams {
+            k: 16,
+            radius_m: None,
+            resolution_m: None,
+            viewpoint: None,
+            curvature: false,
+        }
+    }
+}
+
+/// |n.z| above which a surface counts as near-horizontal for the "up" orientation rule (cos 60 degrees).
+const HORIZONTAL_MIN_NZ: f64 = 0.5;
+
+/// Eigen-decomposition of a symmetric 3x3 matrix by cyclic Jacobi rotations: eigenvalues in decreasing order
+/// and the matching unit eigenvectors (`vectors[i]` belongs to `values[i]`). Jacobi keeps the vectors
+/// orthonormal even for repeated or nearly equal eigenvalues, where closed-form solvers lose accuracy.
+pub fn sym_eigen3(m: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
+    let mut a = m;
+    // Symmetrise: only the upper triangle is trusted.
+    a[1][0] = a[0][1];
+    a[2][0] = a[0][2];
+    a[2][1] = a[1][2];
+    let mut v = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    let scale: f64 = a.iter().flatten().map(|x| x * x).sum();
+    for _sweep in 0..50 {
+        let off = a[0][1] * a[0][1] + a[0][2] * a[0][2] + a[1][2] * a[1][2];
+        if off == 0.0 || off <= scale * 1e-32 || !off.is_finite() {
+            break;
+        }
+        for (p, q) in [(0usize, 1usize), (0, 2), (1, 2)] {
+            let apq = a[p][q];
+            if apq == 0.0 {
+                continue;
+            }
+            let theta = (a[q][q] - a[p][p]) / (2.0 * apq);
+            let t = if theta.abs() > 1e150 {
+                0.5 / theta
+            } else {
+                theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt())
+            };
+            let c = 1.0 / (t * t + 1.0).sqrt();
+            let s = t * c;
+            // A <- J^T A J and V <- V J, with J the rotation in the (p, q) plane.
+            for row in a.iter_mut() {
+                let akp = row[p];
+                let akq = row[q];
+                row[p] = c * akp - s * akq;
+                row[q] = s * akp + c * akq;
+            }
+            let (rp, rq) = (a[p], a[q]);
+            for k in 0..3 {
+                a[p][k] = c * rp[k] - s * rq[k];
+                a[q][k] = s * rp[k] + c * rq[k];
+            }
+            a[p][q] = 0.0;
+            a[q][p] = 0.0;
+            for row in v.iter_mut() {
+                let vp = row[p];
+                let vq = row[q];
+                row[p] = c * vp - s * vq;
+                row[q] = s * vp + c * vq;
+            }
+        }
+    }
+    let mut order = [0usize, 1, 2];
+    order.sort_by(|&i, &j| a[j][j].total_cmp(&a[i][i]));
+    let values = [
+        a[order[0]][order[0]],
+        a[order[1]][order[1]],
+        a[order[2]][order[2]],
+    ];
+    let col = |j: usize| [v[0][j], v[1][j], v[2][j]];
+    (values, [col(order[0]), col(order[1]), col(order[2])])
+}
+
+/// Plane fit of one neighbourhood: (unit normal, gamma, curvature), or `None` when there is no plane.
+/// `pts` are positions relative to any nearby point (f64), so the covariance keeps its precision.
+fn fit_plane(pts: &[[f64; 3]]) -> Option<([f64; 3], f64, f64)> {
+    if pts.len() < 3 {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let mut m = [0.0f64; 3];
+    for p in pts {
+        for k in 0..3 {
+            m[k] += p[k];
+        }
+    }
+    for v in &mut m {
+        *v /= n;
+    }
+    let mut c = [[0.0f64; 3]; 3];
+    for p in pts {
+        let d = [p[0] - m[0], p[1] - m[1], p[2] - m[2]];
+        for i in 0..3 {
+            for j in i..3 {
+                c[i][j] += d[i] * d[j];
+            }
+        }
+    }
+    for row in &mut c {
+        for v in row.iter_mut() {
+            *v /= n;
+        }
+    }
+    let (l, vecs) = sym_eigen3(c);
+    let l3 = l[2].max(0.0);
+    // All points identical, or on one line: the plane is undetermined.
+    if l[0].is_nan() || l[0] <= 0.0 || l[1] <= l[0] * 1e-10 {
+        return None;
+    }
+    let sum = l[0] + l[1] + l3;
+    Some((vecs[2], l3.sqrt(), l3 / sum))
+}
+
+/// How a normal's sign was chosen.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Rule {
+    None = 0,
+    Scanner = 1,
+    Viewpoint = 2,
+    Up = 3,
+    Outward = 4,
+}
+
+/// Estimate normals, gamma and (optionally) curvature in place; see the module documentation. The report's
+/// figures give the radius used and how many points each orientation rule oriented (`oriented_to_scanner`,
+/// `oriented_to_viewpoint`, `oriented_up`, `oriented_outward`) and `no_normal`.
+pub fn estimate_normals(
+    cloud: &mut Cloud,
+    params: &NormalsParams,
+    progress: &dyn Progress,
+) -> Result<StageReport> {
+    let started = Instant::now();
+    let mut report = StageReport::new("features.normals", cloud.len());
+    if params.k < 3 {
+        return Err(Error::parameter(
+            "features.normals.k",
+            format!("a plane needs at least 3 neighbours, got k = {}", params.k),
+        ));
+    }
+    if let Some(r) = params.radius_m
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(Error::parameter(
+            "features.normals.radius_m",
+            format!("must be a positive number of metres, got {r}"),
+        ));
+    }
+    if let Some(r) = params.resolution_m
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(Error::parameter(
+            "features.normals.resolution_m",
+            format!("must be a positive number of metres, got {r}"),
+        ));
+    }
+    if let Some(v) = params.viewpoint
+        && !v.iter().all(|x| x.is_finite())
+    {
+        return Err(Error::parameter(
+            "features.normals.viewpoint",
+            "must be finite",
+        ));
+    }
+    check_cloud(cloud)?;
+    let n = cloud.len();
+    let radius = params
+        .radius_m
+        .or(params.resolution_m.map(|r| (3.0 * r) as f32));
+    let k = params.k.min(n);
+    if k < params.k && n > 0 {
+        report.warnings.push(format!(
+            "k = {} is more than the cloud's {n} points: using {k}",
+            params.k
+        ));
+    }
+    progress.stage("normals", n as u64);
+    let o = cloud.origin;
+    // Scanner positions relative to the origin, by point range, sorted by range start.
+    let mut scanners: Vec<(usize, usize, [f64; 3])> = cloud
+        .meta
+        .scans
+        .iter()
+        .filter_map(|s| {
+            let pose = s.world_from_scan?;
+            let t = pose.translation;
+            (s.points.start < s.points.end && t.iter().all(|x| x.is_finite())).then_some((
+                s.points.start,
+                s.points.end.min(n),
+                [t[0] - o[0], t[1] - o[1], t[2] - o[2]],
+            ))
+        })
+        .collect();
+    scanners.sort_by_key(|s| s.0);
+    let viewpoint = params
+        .viewpoint
+        .map(|v| [v[0] - o[0], v[1] - o[1], v[2] - o[2]]);
+    // Centroid for the outward rule, summed in chunk order.
+    let centroid = {
+        let parts: Vec<[f64; 3]> = cloud
+            .positions
+            .par_chunks(CHUNK)
+            .map(|c| {
+                let mut s = [0.0f64; 3];
+                for p in c {
+                    for k in 0..3 {
+                        s[k] += p[k] as f64;
+                    }
+                }
+                s
+            })
+            .collect();
+        let mut s = [0.0f64; 3];
+        for p in parts {
+            for k in 0..3 {
+                s[k] += p[k];
+            }
+        }
+        let nf = n.max(1) as f64;
+        [s[0] / nf, s[1] / nf, s[2] / nf]
+    };
+    let nb = Neighbors::new(&cloud.positions)?;
+    let pos = &cloud.positions;
+    let mut normals = vec![[0.0f32; 3]; n];
+    let mut gamma = vec![f32::INFINITY; n];
+    let mut curv = vec![-1.0f64; n];
+    let mut rules = vec![Rule::None; n];
+    normals
+        .par_chunks_mut(CHUNK)
+        .zip(gamma.par_chunks_mut(CHUNK))
+        .zip(curv.par_chunks_mut(CHUNK))
+        .zip(rules.par_chunks_mut(CHUNK))
+        .enumerate()
+        .try_for_each_init(
+            || {
+                (
+                    Vec::<Neighbor>::with_capacity(k),
+                    Vec::<[f64; 3]>::with_capacity(k),
+                )
+            },
+            |(buf, rel), (ci, (((nc, gc), cc), rc))| {
+                check_cancel(progress)?;
+                for j in 0..nc.len() {
+                    let i = ci * CHUNK + j;
+                    let p = pos[i];
+                    nb.knn(p, k, radius, buf);
+                    rel.clear();
+                    rel.extend(buf.iter().map(|q| {
+                        let r = pos[q.index as usize];
+                        [
+                            r[0] as f64 - p[0] as f64,
+                            r[1] as f64 - p[1] as f64,
+                            r[2] as f64 - p[2] as f64,
+                        ]
+                    }));
+                    let Some((mut nv, g, c)) = fit_plane(rel) else {
+                        continue;
+                    };
+                    let pf = [p[0] as f64, p[1] as f64, p[2] as f64];
+                    let scanner = {
+                        let at = scanners.partition_point(|s| s.0 <= i);
+                        at.checked_sub(1)
+                            .and_then(|a| scanners.get(a))
+                            .filter(|s| i < s.1)
+                            .map(|s| s.2)
+                    };
+                    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+                    let (rule, want) = if let Some(s) = scanner {
+                        (
+                            Rule::Scanner,
+                            dot(nv, [s[0] - pf[0], s[1] - pf[1], s[2] - pf[2]]),
+                        )
+                    } else if let Some(v) = viewpoint {
+                        (
+                            Rule::Viewpoint,
+                            dot(nv, [v[0] - pf[0], v[1] - pf[1], v[2] - pf[2]]),
+                        )
+                    } else if nv[2].abs() > HORIZONTAL_MIN_NZ {
+                        (Rule::Up, nv[2])
+                    } else {
+                        let c = centroid;
+                        (
+                            Rule::Outward,
+                            dot(nv, [pf[0] - c[0], pf[1] - c[1], pf[2] - c[2]]),
+                        )
+                    };
+                    if want < 0.0 {
+                        nv = [-nv[0], -nv[1], -nv[2]];
+                    }
+                    nc[j] = [nv[0] as f32, nv[1] as f32, nv[2] as f32];
+                    gc[j] = g as f32;
+                    cc[j] = c;
+                    rc[j] = rule;
+                }
+                progress.advance(nc.len() as u64);
+                Ok::<(), Error>(())
+            },
+        )?;
+    let count = |r: Rule| rules.iter().filter(|&&x| x == r).count() as f64;
+    let no_normal = count(Rule::None);
+    report.figure("k", k as f64);
+    report.figure("radius_m", radius.map_or(f64::INFINITY, |r| r as f64));
+    report.figure("oriented_to_scanner", count(Rule::Scanner));
+    report.figure("oriented_to_viewpoint", count(Rule::Viewpoint));
+    report.figure("oriented_up", count(Rule::Up));
+    report.figure("oriented_outward", count(Rule::Outward));
+    report.figure("no_normal", no_normal);
+    if count(Rule::Up) + count(Rule::Outward) > 0.0 {
+        report.warnings.push(
+            "no scanner position for some points: their normals face up (near-horizontal surfaces) or away \
+             from the centroid"
+                .to_string(),
+        );
+    }
+    if no_normal > 0.0 {
+        report.warnings.push(format!(
+            "{no_normal} point(s) have fewer than 3 usable neighbours or no plane: zero normal, gamma = inf"
+        ));
+    }
+    cloud.normals = Some(normals);
+    cloud.gamma = Some(gamma);
+    if params.curvature {
+        cloud.extra.retain(|d| d.name != "curvature");
+        cloud.extra.push(ExtraDim {
+            name: "curvature".into(),
+            kind: ScalarKind::F32,
+            values: curv,
+        });
+    }
+    report.finish(n, started);
+    Ok(report)
+}
+
+#[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
+mod tests {
+    use super::*;
+    use crate::progress::NoProgress;
+
+    fn check_decomposition(m: [[f64; 3]; 3], tol: f64) {
+        let (l, v) = sym_eigen3(m);
+        assert!(l[0] >= l[1] && l[1] >= l[2], "{l:?}");
+        for i in 0..3 {
+            for j in 0..3 {
+                let d: f64 = (0..3).map(|k| v[i][k] * v[j][k]).sum();
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((d - want).abs() < 1e-12, "not orthonormal: {v:?}");
+            }
+            let mv: Vec<f64> = (0..3)
+                .map(|r| (0..3).map(|c| m[r][c] * v[i][c]).sum())
+                .collect();
+            for r in 0..3 {
+                assert!(
+                    (mv[r] - l[i] * v[i][r]).abs() < tol,
+                    "A v != l v for {m:?}: {l:?} {v:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn eigen_solver_cases() {
+        check_decomposition([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]], 1e-14);
+        check_decomposition([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], 1e-14);
+        check_decomposition([[0.0; 3]; 3], 1e-14);
+        // Rank one: u u^T.
+        let u = [0.3, -0.5, 0.8];
+        let r1 = std::array::from_fn(|i| std::array::from_fn(|j| u[i] * u[j]));
+        check_decomposition(r1, 1e-14);
+        // A rotated diag(2, 2, 1e-20): repeated top eigenvalue and a tiny one.
+        let q = crate::filters::transform::rotation_from_rpy([0.3, -1.1, 2.0]);
+        let d = [2.0, 2.0, 1e-20];
+        let m: [[f64; 3]; 3] = std::array::from_fn(|i| {
+            std::array::from_fn(|j| (0..3).map(|k| q[i][k] * d[k] * q[j][k]).sum())
+        });
+        check_decomposition(m, 1e-13);
+        let (l, v) = sym_eigen3(m);
+        assert!(l[2].abs() < 1e-14);
+        // The smallest eigenvector is the third column of q.
+        let dotp: f64 = (0..3).map(|k| v[2][k] * q[k][2]).sum();
+        assert!((dotp.abs() - 1.0).abs() < 1e-12);
+        // Nearly equal eigenvalues.
+        let d = [1.0, 1.0 + 1e-12, 1.0 - 1e-12];
+        let m: [[f64; 3]; 3] = std::array::from_fn(|i| {
+            std::array::from_fn(|j| (0..3).map(|k| q[i][k] * d[k] * q[j][k]).sum())
+        });
+        check_decomposition(m, 1e-13);
+    }
+
+    #[test]
+    fn degenerate_neighbourhoods_have_no_normal() {
+        let mut c = Cloud::default();
+        c.positions = vec![[1.0, 2.0, 3.0]; 20];
+        c.positions
+            .extend((0..10).map(|i| [10.0 + i as f32, 0.0, 0.0]));
+        c.positions.push([100.0, 100.0, 100.0]);
+        let p = NormalsParams {
+            k: 8,
+            radius_m: Some(3.0),
+            curvature: true,
+            ..Default::default()
+        };
+        let r = estimate_normals(&mut c, &p, &NoProgress).unwrap();
+        assert!(c.normals.as_ref().unwrap().iter().all(|n| *n == [0.0; 3]));
+        assert!(c.gamma.as_ref().unwrap().iter().all(|g| g.is_infinite()));
+        assert_eq!(c.extra("curvature").unwrap().values[0], -1.0);
+        assert_eq!(
+            r.figures.iter().find(|f| f.0 == "no_normal").unwrap().1,
+            31.0
+        );
+    }
+
+    #[test]
+    fn bad_parameters_and_tiny_clouds() {
+        let mut c = Cloud::default();
+        assert!(estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).is_ok());
+        let mut c = Cloud::default();
+        c.positions = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
+        let r = estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).unwrap();
+        assert!(r.warnings.iter().any(|w| w.contains("k = 16")));
+        assert_eq!(c.normals.as_ref().unwrap()[0], [0.0, 0.0, 1.0]);
+        assert_eq!(c.gamma.as_ref().unwrap()[0], 0.0);
+        for bad in [
+            NormalsParams {
+                k: 2,
+                ..Default::default()
+            },
+            NormalsParams {
+                radius_m: Some(0.0),
+                ..Default::default()
+            },
+            NormalsParams {
+                resolution_m: Some(-1.0),
+                ..Default::default()
+            },
+            NormalsParams {
+                viewpoint: Some([f64::NAN, 0.0, 0.0]),
+                ..Default::default()
+            },
+        ] {
+            assert!(matches!(
+                estimate_normals(&mut c, &bad, &NoProgress),
+                Err(Error::Parameter { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn orientation_toward_scanner_and_viewpoint() {
+        // A vertical wall x = 5 (normal +-x); a scanner at the origin must make normals face -x.
+        let mut c = Cloud::default();
+        for i in 0..10 {
+            for j in 0..10 {
+                c.positions.push([5.0, i as f32 * 0.1, j as f32 * 0.1]);
+            }
+        }
+        c.meta.scans.push(crate::cloud::ScanInfo {
+            name: "s".into(),
+            points: 0..100,
+            world_from_scan: Some(crate::cloud::Pose::IDENTITY),
+        });
+        let r = estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).unwrap();
+        assert!(c.normals.as_ref().unwrap().iter().all(|n| n[0] < -0.999));
+        assert_eq!(
+            r.figures
+                .iter()
+                .find(|f| f.0 == "oriented_to_scanner")
+                .unwrap()
+                .1,
+            100.0
+        );
+        c.meta.scans.clear();
+        let p = NormalsParams {
+            viewpoint: Some([10.0, 0.0, 0.0]),
+            ..Default::default()
+        };
+        estimate_normals(&mut c, &p, &NoProgress).unwrap();
+        assert!(c.normals.as_ref().unwrap().iter().all(|n| n[0] > 0.999));
+    }
+}

@@ -1,0 +1,168 @@
+//! Box crop in world coordinates (`filters.crop`).
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::{CHUNK, check_cancel, check_cloud, select_subset};
+use crate::cloud::Cloud;
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use crate::report::StageReport;
+
+/// Parameters of `filters.crop`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CropParams {
+    /// Minimum corner of the box in world coordinates (the cloud's frame, origin applied), metres, inclusive.
+    /// Default: [-inf, -inf, -inf] (unbounded).
+    pub min: [f64; 3],
+    /// Maximum corner of the box in world coordinates, metres, inclusive. Default: [inf, inf, inf].
+    pub max: [f64; 3],
+    /// Keep the points outside the box instead of inside. Default: false.
+    pub invert: bool,
+}
+
+impl Default for CropParams {
+    fn default() -> Self {
+        CropParams {
+            min: [f64::NEG_INFINITY; 3],
+            max: [f64::INFINITY; 3],
+            invert: false,
+        }
+    }
+}
+
+/// Keep the points inside (or, with `invert`, outside) the box. An empty input gives an empty output; a box that
+/// removes every point of a non-empty cloud is an `Error::Parameter` (almost always a unit or frame mistake).
+pub fn crop(
+    cloud: &Cloud,
+    params: &CropParams,
+    progress: &dyn Progress,
+) -> Result<(Cloud, StageReport)> {
+    let started = Instant::now();
+    let mut report = StageReport::new("filters.crop", cloud.len());
+    for k in 0..3 {
+        if params.min[k].is_nan() || params.max[k].is_nan() {
+            return Err(Error::parameter(
+                "filters.crop",
+                "box corners must not be NaN",
+            ));
+        }
+        if params.min[k] > params.max[k] {
+            return Err(Error::parameter(
+                "filters.crop",
+                format!(
+                    "min {:?} is above max {:?} on axis {k}",
+                    params.min, params.max
+                ),
+            ));
+        }
+    }
+    check_cloud(cloud)?;
+    progress.stage("crop", cloud.len() as u64);
+    let o = cloud.origin;
+    let mut mask = vec![false; cloud.len()];
+    mask.par_chunks_mut(CHUNK)
+        .zip(cloud.positions.par_chunks(CHUNK))
+        .try_for_each(|(m, pts)| {
+            check_cancel(progress)?;
+            for (m, p) in m.iter_mut().zip(pts) {
+                let mut inside = true;
+                for k in 0..3 {
+                    let w = o[k] + p[k] as f64;
+                    inside &= w >= params.min[k] && w <= params.max[k];
+                }
+                *m = inside != params.invert;
+            }
+            progress.advance(pts.len() as u64);
+            Ok::<(), Error>(())
+        })?;
+    let keep = super::mask_indices(&mask);
+    if keep.is_empty() && !cloud.is_empty() {
+        let bounds = cloud.bounds();
+        return Err(Error::parameter(
+            "filters.crop",
+            format!(
+                "crop box {:?}..{:?}{} removes every point (cloud bounds {:?})",
+                params.min,
+                params.max,
+                if params.invert { " (inverted)" } else { "" },
+                bounds
+            ),
+        ));
+    }
+    let out = select_subset(cloud, &keep);
+    report
+        .removed
+        .push(("outside crop box".into(), cloud.len() - keep.len()));
+    report.finish(out.len(), started);
+    Ok((out, report))
+}
+
+#[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
+mod tests {
+    use super::*;
+    use crate::progress::NoProgress;
+
+    fn line() -> Cloud {
+        let mut c = Cloud::with_origin([1000.0, 0.0, 0.0]);
+        c.positions = (0..10).map(|i| [i as f32, 0.0, 0.0]).collect();
+        c.intensity = Some((0..10).map(|i| i as f32).collect());
+        c
+    }
+
+    #[test]
+    fn crops_in_world_coordinates() {
+        let c = line();
+        let p = CropParams {
+            min: [1002.0, -1.0, -1.0],
+            max: [1005.0, 1.0, 1.0],
+            invert: false,
+        };
+        let (out, r) = crop(&c, &p, &NoProgress).unwrap();
+        assert_eq!(out.intensity, Some(vec![2.0, 3.0, 4.0, 5.0]));
+        assert_eq!(r.points_out, 4);
+        assert!(r.warnings.iter().any(|w| w.contains("60.0%")));
+        let (inv, _) = crop(
+            &c,
+            &CropParams {
+                invert: true,
+                ..p.clone()
+            },
+            &NoProgress,
+        )
+        .unwrap();
+        assert_eq!(inv.len(), 6);
+    }
+
+    #[test]
+    fn crop_removing_everything_is_an_error() {
+        let c = line();
+        let p = CropParams {
+            min: [0.0; 3],
+            max: [1.0; 3],
+            invert: false,
+        };
+        let e = crop(&c, &p, &NoProgress).unwrap_err();
+        assert!(e.to_string().contains("removes every point"), "{e}");
+        let bad = CropParams {
+            min: [1.0; 3],
+            max: [0.0; 3],
+            invert: false,
+        };
+        assert!(crop(&c, &bad, &NoProgress).is_err());
+        let (empty, _) = crop(&Cloud::default(), &CropParams::default(), &NoProgress).unwrap();
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn params_from_toml() {
+        let p: CropParams = toml::from_str("min = [0.0, 1.0, 2.0]\ninvert = true").unwrap();
+        assert_eq!(p.min, [0.0, 1.0, 2.0]);
+        assert_eq!(p.max, [f64::INFINITY; 3]);
+        assert!(toml::from_str::<CropParams>("nope = 1").is_err());
+    }
+}

@@ -1,0 +1,532 @@
+//! Downsampling to a map resolution (`filters.downsample`), ALGORITHMS.md section 2.
+//!
+//! The grid has cells of side `resolution_m` anchored at multiples of the resolution in the cloud's WORLD frame
+//! (origin + position, computed in f64), so two runs, or two tiles of one map, put the same point in the same
+//! cell whatever their origins. Points are ordered by (cell, original index) with a parallel sort of packed
+//! keys; no per-point hash map is used.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::{CHUNK, check_cancel, check_cloud};
+use crate::cloud::Cloud;
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use crate::report::StageReport;
+
+/// How each occupied cell is reduced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DownsampleMethod {
+    /// Keep the ORIGINAL point nearest each occupied cell's centre (ties: the lower position
+    /// lexicographically, then the lower index); every attribute survives unchanged. CloudCompare -SS OCTREE,
+    /// PDAL voxelcenternearestneighbor.
+    #[default]
+    VoxelNearest,
+    /// One point at the mean of each cell: intensity, colour, time and float extra dimensions averaged, normals
+    /// averaged and renormalised; gamma, classification, ring, return numbers and integer extra dimensions
+    /// taken from the point nearest the cell centre. Open3D, PCL VoxelGrid, MARSIM.
+    VoxelCentroid,
+    /// A subset of the original points with no two closer than the resolution, chosen greedily in
+    /// (cell, index) order. CloudCompare -SS SPATIAL.
+    MinDistance,
+}
+
+/// Parameters of `filters.downsample`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DownsampleParams {
+    /// "voxel-nearest", "voxel-centroid" or "min-distance". Default: "voxel-nearest".
+    pub method: DownsampleMethod,
+    /// Cell side (voxel methods) or minimum spacing (min-distance), metres, > 0: the map resolution r_map.
+    /// Default: 0.1 (MARSIM's grid).
+    pub resolution_m: f64,
+}
+
+impl Default for DownsampleParams {
+    fn default() -> Self {
+        DownsampleParams {
+            method: DownsampleMethod::VoxelNearest,
+            resolution_m: 0.1,
+        }
+    }
+}
+
+/// Bits per axis in a packed cell key (3 * 42 = 126 bits of a u128).
+const KEY_BITS: u32 = 42;
+
+/// Points sorted by cell, with the cells' integer coordinates relative to the lowest cell.
+struct Grid {
+    /// (packed cell key, original index), sorted.
+    sorted: Vec<(u128, u32)>,
+    /// Start of each occupied cell in `sorted`, plus `sorted.len()` at the end.
+    starts: Vec<usize>,
+    /// World integer coordinates of the lowest cell (cell `c` spans `[c r, (c + 1) r)`).
+    base: [i64; 3],
+}
+
+fn pack(rel: [u64; 3]) -> u128 {
+    ((rel[0] as u128) << (2 * KEY_BITS)) | ((rel[1] as u128) << KEY_BITS) | rel[2] as u128
+}
+
+fn unpack(key: u128) -> [u64; 3] {
+    let m = (1u128 << KEY_BITS) - 1;
+    [
+        ((key >> (2 * KEY_BITS)) & m) as u64,
+        ((key >> KEY_BITS) & m) as u64,
+        (key & m) as u64,
+    ]
+}
+
+fn cell_of(origin: [f64; 3], p: [f32; 3], r: f64) -> [f64; 3] {
+    [
+        ((origin[0] + p[0] as f64) / r).floor(),
+        ((origin[1] + p[1] as f64) / r).floor(),
+        ((origin[2] + p[2] as f64) / r).floor(),
+    ]
+}
+
+fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
+    let o = cloud.origin;
+    let limit = (1u64 << 62) as f64;
+    // Lowest and highest cell; min/max are order-independent, so the parallel reduction is deterministic.
+    let (lo, hi) = cloud
+        .positions
+        .par_chunks(CHUNK)
+        .map(|c| {
+            let mut lo = [f64::INFINITY; 3];
+            let mut hi = [f64::NEG_INFINITY; 3];
+            for &p in c {
+                let cell = cell_of(o, p, r);
+                for k in 0..3 {
+                    lo[k] = lo[k].min(cell[k]);
+                    hi[k] = hi[k].max(cell[k]);
+                }
+            }
+            (lo, hi)
+        })
+        .reduce(
+            || ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]),
+            |a, b| {
+                (
+                    [a.0[0].min(b.0[0]), a.0[1].min(b.0[1]), a.0[2].min(b.0[2])],
+                    [a.1[0].max(b.1[0]), a.1[1].max(b.1[1]), a.1[2].max(b.1[2])],
+                )
+            },
+        );
+    let span_limit = (1u64 << KEY_BITS) as f64;
+    for k in 0..3 {
+        if !(lo[k].abs() < limit && hi[k].abs() < limit && hi[k] - lo[k] < span_limit) {
+            return Err(Error::parameter(
+                "filters.downsample.resolution_m",
+                format!(
+                    "resolution {r} m is too small for the cloud's extent (more than 2^{KEY_BITS} cells along axis {k})"
+                ),
+            ));
+        }
+    }
+    let base = [lo[0] as i64, lo[1] as i64, lo[2] as i64];
+    let mut sorted = vec![(0u128, 0u32); cloud.len()];
+    sorted
+        .par_chunks_mut(CHUNK)
+        .enumerate()
+        .try_for_each(|(ci, out)| {
+            check_cancel(progress)?;
+            for (j, slot) in out.iter_mut().enumerate() {
+                let i = ci * CHUNK + j;
+                let cell = cell_of(o, cloud.positions[i], r);
+                let rel = [
+                    (cell[0] - lo[0]) as u64,
+                    (cell[1] - lo[1]) as u64,
+                    (cell[2] - lo[2]) as u64,
+                ];
+                *slot = (pack(rel), i as u32);
+            }
+            Ok::<(), Error>(())
+        })?;
+    // Keys are unique with the index, so an unstable sort is deterministic.
+    sorted.par_sort_unstable();
+    check_cancel(progress)?;
+    let mut starts: Vec<usize> = Vec::new();
+    for (i, w) in sorted.iter().enumerate() {
+        if i == 0 || sorted[i - 1].0 != w.0 {
+            starts.push(i);
+        }
+    }
+    starts.push(sorted.len());
+    Ok(Grid {
+        sorted,
+        starts,
+        base,
+    })
+}
+
+impl Grid {
+    fn cells(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// World coordinates of the centre of the cell with packed key `key`.
+    fn centre(&self, key: u128, r: f64) -> [f64; 3] {
+        let rel = unpack(key);
+        [
+            ((self.base[0] + rel[0] as i64) as f64 + 0.5) * r,
+            ((self.base[1] + rel[1] as i64) as f64 + 0.5) * r,
+            ((self.base[2] + rel[2] as i64) as f64 + 0.5) * r,
+        ]
+    }
+
+    /// For each cell, the original index of the point nearest its centre (ties: lower position
+    /// lexicographically, then lower index, so only exact duplicates depend on input order).
+    fn nearest(&self, cloud: &Cloud, r: f64) -> Vec<usize> {
+        let o = cloud.origin;
+        (0..self.cells())
+            .into_par_iter()
+            .map(|c| {
+                let run = &self.sorted[self.starts[c]..self.starts[c + 1]];
+                let centre = self.centre(run[0].0, r);
+                let mut best: Option<(f64, [f32; 3], usize)> = None;
+                for &(_, i) in run {
+                    let i = i as usize;
+                    let p = cloud.positions[i];
+                    let mut d2 = 0.0;
+                    for k in 0..3 {
+                        let d = o[k] + p[k] as f64 - centre[k];
+                        d2 += d * d;
+                    }
+                    let better = match &best {
+                        None => true,
+                        Some((bd, bp, _)) => {
+                            d2 < *bd
+                                || (d2 == *bd
+                                    && (p[0], p[1], p[2]).partial_cmp(&(bp[0], bp[1], bp[2]))
+                                        == Some(std::cmp::Ordering::Less))
+                        }
+                    };
+                    if better {
+                        best = Some((d2, p, i));
+                    }
+                }
+                best.map_or(run[0].1 as usize, |b| b.2)
+            })
+            .collect()
+    }
+}
+
+/// Downsample the cloud. The output is ordered by cell (x, then y, then z cell index) and carries every
+/// attribute; scan point ranges are dropped (the points are reordered), scan poses kept. The report gives the
+/// reduction ratio and warns when more than half of the points were removed.
+pub fn downsample(
+    cloud: &Cloud,
+    params: &DownsampleParams,
+    progress: &dyn Progress,
+) -> Result<(Cloud, StageReport)> {
+    let started = Instant::now();
+    let r = params.resolution_m;
+    if !(r.is_finite() && r > 0.0) {
+        return Err(Error::parameter(
+            "filters.downsample.resolution_m",
+            format!("must be a positive number of metres, got {r}"),
+        ));
+    }
+    let mut report = StageReport::new("filters.downsample", cloud.len());
+    check_cloud(cloud)?;
+    if cloud.len() > u32::MAX as usize {
+        return Err(Error::parameter(
+            "cloud",
+            format!("{} points is more than downsampling supports", cloud.len()),
+        ));
+    }
+    progress.stage("downsample", cloud.len() as u64);
+    let out = if cloud.is_empty() {
+        cloud.clone()
+    } else {
+        let grid = build_grid(cloud, r, progress)?;
+        progress.advance(cloud.len() as u64 / 2);
+        let out = match params.method {
+            DownsampleMethod::VoxelNearest => cloud.select(&grid.nearest(cloud, r)),
+            DownsampleMethod::VoxelCentroid => centroids(cloud, &grid, r),
+            DownsampleMethod::MinDistance => {
+                cloud.select(&min_distance(cloud, &grid, r, progress)?)
+            }
+        };
+        report.figure("cells", grid.cells() as f64);
+        progress.advance(cloud.len() as u64 - cloud.len() as u64 / 2);
+        out
+    };
+    report.figure("resolution_m", r);
+    report.figure(
+        "reduction_ratio",
+        if out.is_empty() {
+            1.0
+        } else {
+            cloud.len() as f64 / out.len() as f64
+        },
+    );
+    report.removed.push((
+        format!("downsampled to {r} m ({:?})", params.method).to_lowercase(),
+        cloud.len() - out.len(),
+    ));
+    report.finish(out.len(), started);
+    Ok((out, report))
+}
+
+/// Mean of each cell, per ALGORITHMS.md: continuous attributes averaged, categorical ones from the point
+/// nearest the centre. Sums run over the cell's points in index order, so results are thread-independent.
+fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
+    let nearest = grid.nearest(cloud, r);
+    let mut out = cloud.select(&nearest);
+    let runs: Vec<&[(u128, u32)]> = (0..grid.cells())
+        .map(|c| &grid.sorted[grid.starts[c]..grid.starts[c + 1]])
+        .collect();
+    let mean_of = |run: &[(u128, u32)], f: &(dyn Fn(usize) -> [f64; 3] + Sync)| -> [f64; 3] {
+        let mut s = [0.0f64; 3];
+        for &(_, i) in run {
+            let v = f(i as usize);
+            for k in 0..3 {
+                s[k] += v[k];
+            }
+        }
+        let n = run.len() as f64;
+        [s[0] / n, s[1] / n, s[2] / n]
+    };
+    out.positions = runs
+        .par_iter()
+        .map(|run| {
+            let m = mean_of(run, &|i| {
+                let p = cloud.positions[i];
+                [p[0] as f64, p[1] as f64, p[2] as f64]
+            });
+            [m[0] as f32, m[1] as f32, m[2] as f32]
+        })
+        .collect();
+    if let Some(v) = &cloud.intensity {
+        out.intensity = Some(
+            runs.par_iter()
+                .map(|run| mean_of(run, &|i| [v[i] as f64, 0.0, 0.0])[0] as f32)
+                .collect(),
+        );
+    }
+    if let Some(v) = &cloud.time {
+        out.time = Some(
+            runs.par_iter()
+                .map(|run| mean_of(run, &|i| [v[i], 0.0, 0.0])[0])
+                .collect(),
+        );
+    }
+    if let Some(v) = &cloud.color {
+        out.color = Some(
+            runs.par_iter()
+                .map(|run| {
+                    let m = mean_of(run, &|i| [v[i][0] as f64, v[i][1] as f64, v[i][2] as f64]);
+                    [
+                        m[0].round() as u16,
+                        m[1].round() as u16,
+                        m[2].round() as u16,
+                    ]
+                })
+                .collect(),
+        );
+    }
+    if let Some(v) = &cloud.normals {
+        out.normals = Some(
+            runs.par_iter()
+                .map(|run| {
+                    let m = mean_of(run, &|i| [v[i][0] as f64, v[i][1] as f64, v[i][2] as f64]);
+                    let len = (m[0] * m[0] + m[1] * m[1] + m[2] * m[2]).sqrt();
+                    // Opposite normals cancel: no direction is better than a wrong one.
+                    if len > 1e-6 {
+                        [
+                            (m[0] / len) as f32,
+                            (m[1] / len) as f32,
+                            (m[2] / len) as f32,
+                        ]
+                    } else {
+                        [0.0; 3]
+                    }
+                })
+                .collect(),
+        );
+    }
+    for (d, src) in out.extra.iter_mut().zip(&cloud.extra) {
+        if d.kind.is_float() {
+            d.values = runs
+                .par_iter()
+                .map(|run| mean_of(run, &|i| [src.values[i], 0.0, 0.0])[0])
+                .collect();
+        }
+    }
+    out
+}
+
+/// Greedy minimum-distance subsample in (cell, index) order: a point is kept when no kept point is closer than
+/// `r`. With cells of side `r`, such a point can only lie in the 27 surrounding cells.
+fn min_distance(cloud: &Cloud, grid: &Grid, r: f64, progress: &dyn Progress) -> Result<Vec<usize>> {
+    let r2 = r * r;
+    let pos = |i: usize| {
+        let p = cloud.positions[i];
+        [p[0] as f64, p[1] as f64, p[2] as f64]
+    };
+    let mut kept: Vec<usize> = Vec::new();
+    // Occupied cell -> its range in `kept` (one entry per cell, not per point).
+    let mut ranges: HashMap<u128, (usize, usize)> = HashMap::with_capacity(grid.cells());
+    let mut near: Vec<[f64; 3]> = Vec::new();
+    let max_rel = (1u64 << KEY_BITS) - 1;
+    for c in 0..grid.cells() {
+        if c % 1024 == 0 {
+            check_cancel(progress)?;
+        }
+        let run = &grid.sorted[grid.starts[c]..grid.starts[c + 1]];
+        let key = run[0].0;
+        let rel = unpack(key);
+        near.clear();
+        for dx in -1i64..=1 {
+            for dy in -1i64..=1 {
+                for dz in -1i64..=1 {
+                    if dx == 0 && dy == 0 && dz == 0 {
+                        continue;
+                    }
+                    let n = [rel[0] as i64 + dx, rel[1] as i64 + dy, rel[2] as i64 + dz];
+                    if n.iter().any(|&v| v < 0 || v as u64 > max_rel) {
+                        continue;
+                    }
+                    if let Some(&(a, b)) =
+                        ranges.get(&pack([n[0] as u64, n[1] as u64, n[2] as u64]))
+                    {
+                        near.extend(kept[a..b].iter().map(|&i| pos(i)));
+                    }
+                }
+            }
+        }
+        let first = kept.len();
+        for &(_, i) in run {
+            let i = i as usize;
+            let p = pos(i);
+            let far = |q: &[f64; 3]| {
+                let d = [p[0] - q[0], p[1] - q[1], p[2] - q[2]];
+                d[0] * d[0] + d[1] * d[1] + d[2] * d[2] >= r2
+            };
+            if near.iter().all(far) && kept[first..].iter().all(|&j| far(&pos(j))) {
+                kept.push(i);
+            }
+        }
+        ranges.insert(key, (first, kept.len()));
+    }
+    Ok(kept)
+}
+
+#[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
+mod tests {
+    use super::*;
+    use crate::progress::NoProgress;
+
+    fn grid_cloud() -> Cloud {
+        // 4 x 4 x 1 points at 0.05 m spacing, offset so cells are not aligned with the origin.
+        let mut c = Cloud::with_origin([100.0, 200.0, 0.0]);
+        for i in 0..4 {
+            for j in 0..4 {
+                c.positions
+                    .push([0.01 + 0.05 * i as f32, 0.02 + 0.05 * j as f32, 0.03]);
+            }
+        }
+        c.intensity = Some((0..16).map(|i| i as f32).collect());
+        c
+    }
+
+    #[test]
+    fn voxel_nearest_keeps_originals() {
+        let c = grid_cloud();
+        let p = DownsampleParams {
+            method: DownsampleMethod::VoxelNearest,
+            resolution_m: 0.1,
+        };
+        let (out, r) = downsample(&c, &p, &NoProgress).unwrap();
+        assert_eq!(out.len(), 4);
+        for (k, q) in out.positions.iter().enumerate() {
+            let i = c
+                .positions
+                .iter()
+                .position(|p| p == q)
+                .expect("an original point");
+            assert_eq!(out.intensity.as_ref().unwrap()[k], i as f32);
+        }
+        assert!(r.warnings.iter().any(|w| w.contains("75.0%")));
+    }
+
+    #[test]
+    fn voxel_centroid_averages() {
+        let mut c = Cloud::default();
+        c.positions = vec![[0.01, 0.01, 0.01], [0.03, 0.05, 0.07], [1.05, 0.0, 0.0]];
+        c.intensity = Some(vec![1.0, 3.0, 7.0]);
+        c.classification = Some(vec![2, 5, 6]);
+        c.normals = Some(vec![[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]);
+        let p = DownsampleParams {
+            method: DownsampleMethod::VoxelCentroid,
+            resolution_m: 0.1,
+        };
+        let (out, _) = downsample(&c, &p, &NoProgress).unwrap();
+        assert_eq!(out.len(), 2);
+        assert!((out.positions[0][1] - 0.03).abs() < 1e-6);
+        assert_eq!(out.intensity.as_ref().unwrap()[0], 2.0);
+        // Cell centre (0.05, 0.05, 0.05): point 1 is nearer (0.02, 0, 0.02) than point 0.
+        assert_eq!(out.classification.as_ref().unwrap()[0], 5);
+        let n = out.normals.as_ref().unwrap()[0];
+        assert!((n[1] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+    }
+
+    #[test]
+    fn min_distance_spacing() {
+        let mut c = Cloud::default();
+        c.positions = (0..100).map(|i| [i as f32 * 0.03, 0.0, 0.0]).collect();
+        let p = DownsampleParams {
+            method: DownsampleMethod::MinDistance,
+            resolution_m: 0.1,
+        };
+        let (out, _) = downsample(&c, &p, &NoProgress).unwrap();
+        for a in 0..out.len() {
+            for b in a + 1..out.len() {
+                let d = (out.positions[a][0] - out.positions[b][0]).abs();
+                assert!(d >= 0.1 - 1e-6, "{d}");
+            }
+        }
+        // Greedy along x at 0.03 spacing keeps every 4th point (0.12 apart): 0, 4, ..., 96.
+        assert_eq!(out.len(), 25);
+    }
+
+    #[test]
+    fn bad_resolution_and_empty() {
+        let c = grid_cloud();
+        for r in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let p = DownsampleParams {
+                resolution_m: r,
+                ..Default::default()
+            };
+            assert!(matches!(
+                downsample(&c, &p, &NoProgress),
+                Err(Error::Parameter { .. })
+            ));
+        }
+        let p = DownsampleParams {
+            resolution_m: 1e-14,
+            ..Default::default()
+        };
+        assert!(matches!(
+            downsample(&c, &p, &NoProgress),
+            Err(Error::Parameter { .. })
+        ));
+        let (e, _) =
+            downsample(&Cloud::default(), &DownsampleParams::default(), &NoProgress).unwrap();
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn method_names_in_toml() {
+        let p: DownsampleParams =
+            toml::from_str("method = \"min-distance\"\nresolution_m = 0.2").unwrap();
+        assert_eq!(p.method, DownsampleMethod::MinDistance);
+    }
+}

@@ -1,0 +1,374 @@
+//! Statistical outlier removal (`filters.sor`), with the conventions of PCL, CloudCompare and Open3D.
+//!
+//! For each point, d = the mean distance to its nearest neighbours; over the cloud, mu and sigma of d; a point
+//! is an outlier when d is above `mu + std_ratio * sigma`. The peers disagree on what "k neighbours" and
+//! "sigma" mean (ALGORITHMS.md section 1), so `compat` reproduces each one's kept set:
+//!
+//! | compat | d averages | sigma | kept if |
+//! |---|---|---|---|
+//! | `pcl` (default) | the k nearest other points | sample (N-1) | `d <= thr` |
+//! | `cloudcompare` | the k-1 nearest other points (k counts the point itself) | population (N) | `d <= thr` |
+//! | `open3d` | the k nearest points including the point itself (a zero distance) | sample (N-1) | `0 < d < thr` |
+//!
+//! Open3D's quirk is reproduced too: its mean of d divides by every point but its spread only sums points with
+//! d > 0. Outside `open3d` mode a point whose d is 0 (it has k exact duplicates) is never an outlier.
+//!
+//! Detection ([`sor_mask`]) is separate from deletion ([`sor`]), as in PDAL, so callers can mark instead of
+//! delete.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::{CHUNK, check_cancel, check_cloud, mask_indices, select_subset};
+use crate::cloud::Cloud;
+use crate::error::{Error, Result};
+use crate::features::{Neighbor, Neighbors};
+use crate::progress::Progress;
+use crate::report::StageReport;
+
+/// Whose definition of k and sigma to follow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SorCompat {
+    /// PCL >= 1.10 `StatisticalOutlierRemoval` (`setMeanK(k)`, `setStddevMulThresh(m)`).
+    #[default]
+    Pcl,
+    /// CloudCompare `-SOR k m` (its defaults are 6 and 1.0).
+    CloudCompare,
+    /// Open3D `remove_statistical_outlier(nb_neighbors=k, std_ratio=m)`.
+    Open3d,
+}
+
+/// Parameters of `filters.sor`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SorParams {
+    /// Number of neighbours, with the meaning `compat` gives it (see the module table), >= 1 (>= 2 for
+    /// `cloudcompare`). Clamped, with a warning, when the cloud has fewer points. Default: 16.
+    pub k: usize,
+    /// Multiple of the standard deviation added to the mean to form the threshold, dimensionless (may be
+    /// negative, as in PCL). Default: 1.0 (PCL tutorial and CloudCompare default).
+    pub std_ratio: f64,
+    /// Convention to reproduce: "pcl", "cloudcompare" or "open3d". Default: "pcl".
+    pub compat: SorCompat,
+}
+
+impl Default for SorParams {
+    fn default() -> Self {
+        SorParams {
+            k: 16,
+            std_ratio: 1.0,
+            compat: SorCompat::Pcl,
+        }
+    }
+}
+
+/// What detection found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SorStats {
+    /// Neighbours averaged per point after clamping (Open3D: points, the point itself included).
+    pub neighbours_averaged: usize,
+    /// Mean of the per-point mean distances, metres.
+    pub mu: f64,
+    /// Their standard deviation (sample or population per `compat`), metres.
+    pub sigma: f64,
+    /// `mu + std_ratio * sigma`, metres.
+    pub threshold: f64,
+    /// Points marked as outliers.
+    pub outliers: usize,
+    pub warnings: Vec<String>,
+}
+
+/// Per-point mean neighbour distance in metres following `compat`, with the number of neighbours averaged
+/// (after clamping to the cloud's size) and warnings. Clouds of fewer than 2 points get zeros.
+pub fn sor_mean_distances(
+    cloud: &Cloud,
+    params: &SorParams,
+    progress: &dyn Progress,
+) -> Result<(Vec<f64>, usize, Vec<String>)> {
+    let n = cloud.len();
+    let min_k = if params.compat == SorCompat::CloudCompare {
+        2
+    } else {
+        1
+    };
+    if params.k < min_k {
+        return Err(Error::parameter(
+            "filters.sor.k",
+            format!(
+                "k must be at least {min_k} for compat {:?}, got {}",
+                params.compat, params.k
+            ),
+        ));
+    }
+    let mut warnings = Vec::new();
+    // (points queried including the point itself, divisor)
+    let (query, divisor) = match params.compat {
+        SorCompat::Pcl => {
+            let k = params.k.min(n.saturating_sub(1));
+            (k + 1, k)
+        }
+        SorCompat::CloudCompare => {
+            let k = (params.k - 1).min(n.saturating_sub(1));
+            (k + 1, k)
+        }
+        SorCompat::Open3d => {
+            let k = params.k.min(n);
+            (k, k)
+        }
+    };
+    let wanted = match params.compat {
+        SorCompat::Pcl => params.k,
+        SorCompat::CloudCompare => params.k - 1,
+        SorCompat::Open3d => params.k,
+    };
+    if divisor < wanted && n > 0 {
+        warnings.push(format!(
+            "k = {} is more than the cloud allows ({n} points): averaging {divisor} instead",
+            params.k
+        ));
+    }
+    if n < 2 || divisor == 0 {
+        return Ok((vec![0.0; n], divisor, warnings));
+    }
+    let nb = Neighbors::new(&cloud.positions)?;
+    let pos = &cloud.positions;
+    let mut d = vec![0.0f64; n];
+    progress.stage("statistical outliers", n as u64);
+    d.par_chunks_mut(CHUNK).enumerate().try_for_each_init(
+        || Vec::<Neighbor>::with_capacity(query),
+        |buf, (ci, out)| {
+            check_cancel(progress)?;
+            for (j, o) in out.iter_mut().enumerate() {
+                let i = ci * CHUNK + j;
+                let p = pos[i];
+                nb.knn(p, query, None, buf);
+                // The nearest result is at distance 0 (the point itself or an exact duplicate): dropping
+                // the first result removes "the point itself" as PCL and CloudCompare do.
+                let skip = if params.compat == SorCompat::Open3d {
+                    0
+                } else {
+                    1
+                };
+                let mut sum = 0.0f64;
+                for q in buf.iter().skip(skip) {
+                    let r = pos[q.index as usize];
+                    let dx = r[0] as f64 - p[0] as f64;
+                    let dy = r[1] as f64 - p[1] as f64;
+                    let dz = r[2] as f64 - p[2] as f64;
+                    sum += (dx * dx + dy * dy + dz * dz).sqrt();
+                }
+                *o = sum / divisor as f64;
+            }
+            progress.advance(out.len() as u64);
+            Ok::<(), Error>(())
+        },
+    )?;
+    Ok((d, divisor, warnings))
+}
+
+/// Sum of `f(x)` over `v` in fixed chunk order (independent of the thread count).
+fn chunked_sum(v: &[f64], f: impl Fn(f64) -> f64 + Sync) -> f64 {
+    let parts: Vec<f64> = v
+        .par_chunks(CHUNK)
+        .map(|c| c.iter().map(|&x| f(x)).sum::<f64>())
+        .collect();
+    parts.iter().sum()
+}
+
+/// Which points to keep (true) under statistical outlier removal, and the statistics behind the decision.
+/// Clouds of fewer than 2 points have no spread: every point is kept, with a warning.
+pub fn sor_mask(
+    cloud: &Cloud,
+    params: &SorParams,
+    progress: &dyn Progress,
+) -> Result<(Vec<bool>, SorStats)> {
+    if !params.std_ratio.is_finite() {
+        return Err(Error::parameter(
+            "filters.sor.std_ratio",
+            format!("must be finite, got {}", params.std_ratio),
+        ));
+    }
+    check_cloud(cloud)?;
+    let n = cloud.len();
+    let (d, averaged, mut warnings) = sor_mean_distances(cloud, params, progress)?;
+    if n < 2 || averaged == 0 {
+        if n > 0 {
+            warnings.push(format!(
+                "{n} point(s): too few for outlier statistics, all kept"
+            ));
+        }
+        return Ok((
+            vec![true; n],
+            SorStats {
+                neighbours_averaged: averaged,
+                warnings,
+                ..SorStats::default()
+            },
+        ));
+    }
+    check_cancel(progress)?;
+    let nf = n as f64;
+    let (mu, sigma) = match params.compat {
+        SorCompat::Pcl | SorCompat::CloudCompare => {
+            let mu = chunked_sum(&d, |x| x) / nf;
+            let ss = chunked_sum(&d, |x| (x - mu) * (x - mu));
+            let denom = if params.compat == SorCompat::Pcl {
+                nf - 1.0
+            } else {
+                nf
+            };
+            (mu, (ss / denom).sqrt())
+        }
+        SorCompat::Open3d => {
+            let mu = chunked_sum(&d, |x| if x > 0.0 { x } else { 0.0 }) / nf;
+            let ss = chunked_sum(&d, |x| if x > 0.0 { (x - mu) * (x - mu) } else { 0.0 });
+            (mu, (ss / (nf - 1.0)).sqrt())
+        }
+    };
+    let threshold = mu + params.std_ratio * sigma;
+    let mask: Vec<bool> = d
+        .par_iter()
+        .map(|&x| match params.compat {
+            SorCompat::Open3d => x > 0.0 && x < threshold,
+            _ => x == 0.0 || x <= threshold,
+        })
+        .collect();
+    let outliers = mask.iter().filter(|&&k| !k).count();
+    Ok((
+        mask,
+        SorStats {
+            neighbours_averaged: averaged,
+            mu,
+            sigma,
+            threshold,
+            outliers,
+            warnings,
+        },
+    ))
+}
+
+/// Remove statistical outliers. The report has the removed count and the figures `mu`, `sigma`, `threshold`
+/// (metres) and `k` (neighbours averaged).
+pub fn sor(
+    cloud: &Cloud,
+    params: &SorParams,
+    progress: &dyn Progress,
+) -> Result<(Cloud, StageReport)> {
+    let started = Instant::now();
+    let mut report = StageReport::new("filters.sor", cloud.len());
+    let (mask, stats) = sor_mask(cloud, params, progress)?;
+    let keep = mask_indices(&mask);
+    let out = select_subset(cloud, &keep);
+    report
+        .removed
+        .push(("statistical outlier".into(), stats.outliers));
+    report.figure("k", stats.neighbours_averaged as f64);
+    report.figure("mu", stats.mu);
+    report.figure("sigma", stats.sigma);
+    report.figure("threshold", stats.threshold);
+    report.warnings = stats.warnings;
+    report.finish(out.len(), started);
+    Ok((out, report))
+}
+
+#[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
+mod tests {
+    use super::*;
+    use crate::progress::NoProgress;
+
+    fn line(xs: &[f32]) -> Cloud {
+        let mut c = Cloud::default();
+        c.positions = xs.iter().map(|&x| [x, 0.0, 0.0]).collect();
+        c
+    }
+
+    fn kept(c: &Cloud, k: usize, m: f64, compat: SorCompat) -> Vec<usize> {
+        let p = SorParams {
+            k,
+            std_ratio: m,
+            compat,
+        };
+        mask_indices(&sor_mask(c, &p, &NoProgress).unwrap().0)
+    }
+
+    #[test]
+    fn handmade_line_each_convention() {
+        // x = 0 1 2 3 4, k = 2, m = 1.
+        // PCL (2 others): d = 1.5 1 1 1 1.5; mu = 1.2; squares .09 .04 .04 .04 .09 = .3; sample var .075,
+        //   sigma .2739, thr 1.4739: the two ends (1.5) go.
+        // CloudCompare (k-1 = 1 other): d = 1 1 1 1 1; mu 1, sigma 0, thr 1: all kept (d <= thr).
+        // Open3D (2 incl. itself): d = .5 everywhere; mu .5, sigma 0, thr .5: none kept (d < thr is false).
+        let c = line(&[0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(kept(&c, 2, 1.0, SorCompat::Pcl), vec![1, 2, 3]);
+        assert_eq!(
+            kept(&c, 2, 1.0, SorCompat::CloudCompare),
+            vec![0, 1, 2, 3, 4]
+        );
+        assert_eq!(kept(&c, 2, 1.0, SorCompat::Open3d), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn handmade_duplicates_each_convention() {
+        // x = 0 0 0 1 2, k = 2, m = 1.
+        // PCL: d = 0 0 0 1 1.5 (x=1: 0 and 2 at 1; x=2: 1 at 1, 0 at 2); mu .5; squares .25*3+.25+1 = 2;
+        //   sample var .5, sigma .7071, thr 1.2071: x=2 goes, the duplicates stay.
+        // CloudCompare: d = 0 0 0 1 1; mu .4; squares .16*3+.36*2 = 1.2; population var .24, sigma .4899,
+        //   thr .8899: x=1 and x=2 go.
+        // Open3D: d = 0 0 0 .5 .5; mu = 1/5 = .2; spread over d > 0 only: .09*2 = .18 / 4 = .045, sigma .2121,
+        //   thr .4121: x=1 and x=2 go, and the duplicates go too (d = 0 fails 0 < d).
+        let c = line(&[0.0, 0.0, 0.0, 1.0, 2.0]);
+        assert_eq!(kept(&c, 2, 1.0, SorCompat::Pcl), vec![0, 1, 2, 3]);
+        assert_eq!(kept(&c, 2, 1.0, SorCompat::CloudCompare), vec![0, 1, 2]);
+        assert_eq!(kept(&c, 2, 1.0, SorCompat::Open3d), Vec::<usize>::new());
+        let (_, s) = sor_mask(
+            &c,
+            &SorParams {
+                k: 2,
+                std_ratio: 1.0,
+                compat: SorCompat::Pcl,
+            },
+            &NoProgress,
+        )
+        .unwrap();
+        assert!((s.mu - 0.5).abs() < 1e-12 && (s.sigma - 0.5f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn small_and_degenerate_clouds() {
+        let (m, s) = sor_mask(&line(&[1.0]), &SorParams::default(), &NoProgress).unwrap();
+        assert_eq!(m, vec![true]);
+        assert!(!s.warnings.is_empty());
+        let (m, _) = sor_mask(&Cloud::default(), &SorParams::default(), &NoProgress).unwrap();
+        assert!(m.is_empty());
+        // k larger than the cloud is clamped with a warning.
+        let (_, s) = sor_mask(&line(&[0.0, 1.0, 2.0]), &SorParams::default(), &NoProgress).unwrap();
+        assert_eq!(s.neighbours_averaged, 2);
+        assert!(s.warnings.iter().any(|w| w.contains("k = 16")));
+        // All duplicates: nothing is an outlier (except under Open3D, which drops zero distances).
+        let dup = line(&[3.0; 100]);
+        let (m, _) = sor_mask(&dup, &SorParams::default(), &NoProgress).unwrap();
+        assert!(m.iter().all(|&k| k));
+        let bad = SorParams {
+            k: 1,
+            compat: SorCompat::CloudCompare,
+            ..SorParams::default()
+        };
+        assert!(sor_mask(&dup, &bad, &NoProgress).is_err());
+        let bad = SorParams {
+            std_ratio: f64::NAN,
+            ..SorParams::default()
+        };
+        assert!(sor_mask(&dup, &bad, &NoProgress).is_err());
+    }
+
+    #[test]
+    fn compat_parses_from_toml() {
+        let p: SorParams = toml::from_str("k = 6\ncompat = \"cloudcompare\"").unwrap();
+        assert_eq!(p.compat, SorCompat::CloudCompare);
+        assert_eq!(p.std_ratio, 1.0);
+    }
+}
