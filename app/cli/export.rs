@@ -29,9 +29,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let map = AmapFile::open(&args.map).with_context(|| format!("cannot open map {}", args.map.display()))?;
+    let map = AmapFile::open(&args.map)
+        .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let cloud = map.to_cloud();
-    let mut opts = WriteOptions { encoding: args.encoding, las_version: args.las_version, fields: None };
+    let mut opts = WriteOptions {
+        encoding: args.encoding,
+        las_version: args.las_version,
+        fields: None,
+    };
     let mut format = args.format;
     if args.target.as_deref() == Some("marsim") {
         let ext_is_pcd = Format::from_path(&args.output) == Some(Format::Pcd);
@@ -46,7 +51,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         opts.encoding = Some(Encoding::Binary);
         opts.fields = Some(Vec::new());
     }
-    io::write(&cloud, &args.output, format, &opts).with_context(|| format!("cannot write {}", args.output.display()))?;
+    io::write(&cloud, &args.output, format, &opts)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
     if !args.quiet {
         eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
     }

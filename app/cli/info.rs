@@ -55,7 +55,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// Whether `path` is a packed map (by extension, else by its magic).
 fn is_map(path: &std::path::Path) -> bool {
-    if path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("amap")) {
+    if path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("amap"))
+    {
         return true;
     }
     let mut head = [0u8; 8];
@@ -73,17 +77,29 @@ fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value
     let meta = map.map_metadata();
     let mut cloud = map.to_cloud();
     cloud.meta.source = Some(path.to_path_buf());
-    cloud.meta.format = Some(format!("Aerie map (.amap) {}.{}", h.version_major, h.version_minor));
+    cloud.meta.format = Some(format!(
+        "Aerie map (.amap) {}.{}",
+        h.version_major, h.version_minor
+    ));
     let summary = CloudSummary::of(&cloud);
     let mut t = summary.to_string();
     writeln!(t, "  resolution  {} m", h.resolution)?;
     writeln!(
         t,
         "  buckets     {} of {} m ({} rule, mean {:.0} points, max {})",
-        h.bucket_count, h.bucket_size, meta.bucketing.rule, meta.bucketing.mean_points_per_bucket, meta.bucketing.max_points_per_bucket
+        h.bucket_count,
+        h.bucket_size,
+        meta.bucketing.rule,
+        meta.bucketing.mean_points_per_bucket,
+        meta.bucketing.max_points_per_bucket
     )?;
     for s in &meta.sources {
-        writeln!(t, "  source      {} ({})", s.path, s.format.as_deref().unwrap_or("?"))?;
+        writeln!(
+            t,
+            "  source      {} ({})",
+            s.path,
+            s.format.as_deref().unwrap_or("?")
+        )?;
     }
     if let Some(o) = &meta.normal_orientation {
         writeln!(t, "  normals     oriented {o}")?;
@@ -99,7 +115,11 @@ fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value
     }
     writeln!(t, "  report")?;
     for r in &meta.report {
-        writeln!(t, "    {:<20} {:>10} -> {:>10}  {:.2} s", r.stage, r.points_in, r.points_out, r.seconds)?;
+        writeln!(
+            t,
+            "    {:<20} {:>10} -> {:>10}  {:.2} s",
+            r.stage, r.points_in, r.points_out, r.seconds
+        )?;
         for w in &r.warnings {
             writeln!(t, "      warning: {w}")?;
         }

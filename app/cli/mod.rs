@@ -3,7 +3,10 @@
 
 mod bench;
 mod convert;
+mod export;
 mod info;
+mod prepare;
+mod report;
 mod sensors;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +25,10 @@ enum Command {
     Info(info::Args),
     /// Convert a scan file to another format (taken from the output's extension or --format).
     Convert(convert::Args),
+    /// Clean scans and pack them into a map (.amap) for the simulator and for export.
+    Prepare(prepare::Args),
+    /// Write a prepared map for another tool (PCD for MARSIM/ROS, PLY with normals, LAS/LAZ, E57, XYZ).
+    Export(export::Args),
     /// List the sensor presets (`--show NAME` prints one as TOML to copy and edit).
     Sensors(sensors::Args),
     /// Measure the speed of reading, preparing and scanning (see docs/benchmarks.md).
@@ -34,6 +41,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Convert(a) => convert::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Sensors(a) => sensors::run(a),
+        Command::Prepare(a) => prepare::run(a),
+        Command::Export(a) => export::run(a),
     }
 }
 

@@ -65,7 +65,9 @@ fn parse_compat(s: &str) -> Result<SorCompat, String> {
         "pcl" => Ok(SorCompat::Pcl),
         "cloudcompare" | "cc" => Ok(SorCompat::CloudCompare),
         "open3d" => Ok(SorCompat::Open3d),
-        _ => Err(format!("unknown convention {s:?}; expected pcl, cloudcompare or open3d")),
+        _ => Err(format!(
+            "unknown convention {s:?}; expected pcl, cloudcompare or open3d"
+        )),
     }
 }
 
@@ -74,7 +76,9 @@ fn parse_method(s: &str) -> Result<DownsampleMethod, String> {
         "voxel-nearest" => Ok(DownsampleMethod::VoxelNearest),
         "voxel-centroid" => Ok(DownsampleMethod::VoxelCentroid),
         "min-distance" => Ok(DownsampleMethod::MinDistance),
-        _ => Err(format!("unknown method {s:?}; expected voxel-nearest, voxel-centroid or min-distance")),
+        _ => Err(format!(
+            "unknown method {s:?}; expected voxel-nearest, voxel-centroid or min-distance"
+        )),
     }
 }
 
@@ -133,18 +137,37 @@ pub fn report_path(map: &Path) -> PathBuf {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let recipe = recipe_from(&args)?;
-    let mut files: Vec<(PathBuf, Option<_>)> = args.inputs.iter().map(|p| (p.clone(), None)).collect();
-    files.extend(recipe.inputs.iter().map(|i| (i.path.clone(), i.transform.clone())));
+    let mut files: Vec<(PathBuf, Option<_>)> =
+        args.inputs.iter().map(|p| (p.clone(), None)).collect();
+    files.extend(
+        recipe
+            .inputs
+            .iter()
+            .map(|i| (i.path.clone(), i.transform.clone())),
+    );
     if files.is_empty() {
-        return Err(super::BadInput("no input files: name them on the command line or in the recipe's inputs".into()).into());
+        return Err(super::BadInput(
+            "no input files: name them on the command line or in the recipe's inputs".into(),
+        )
+        .into());
     }
     if args.output.extension().and_then(|e| e.to_str()) != Some("amap") {
-        return Err(super::BadInput(format!("the map must be written to a .amap file, not {}", args.output.display())).into());
+        return Err(super::BadInput(format!(
+            "the map must be written to a .amap file, not {}",
+            args.output.display()
+        ))
+        .into());
     }
     let progress = TerminalProgress::new(args.quiet);
     let mut inputs = Vec::with_capacity(files.len());
     for (path, t) in files {
-        progress.stage(&format!("read {}", path.file_name().and_then(|n| n.to_str()).unwrap_or("")), 0);
+        progress.stage(
+            &format!(
+                "read {}",
+                path.file_name().and_then(|n| n.to_str()).unwrap_or("")
+            ),
+            0,
+        );
         let cloud = io::read(&path, args.format, &ReadOptions::default())
             .with_context(|| format!("cannot read {}", path.display()))?;
         inputs.push((cloud, t));
@@ -166,7 +189,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(&json)?;
     aerie_pipeline::io::atomic::write_atomic(&report_file, |f| {
         use std::io::Write;
-        f.write_all(text.as_bytes()).map_err(|e| Error::io(&report_file, e))
+        f.write_all(text.as_bytes())
+            .map_err(|e| Error::io(&report_file, e))
     })?;
     progress.finish();
     drop(progress);

@@ -15,7 +15,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print!("{}", model.to_toml());
         return Ok(());
     }
-    println!("{:<12} {:<9} {:>9} {:>7} {:>13} {:>9}  description", "name", "kind", "beams", "rate", "range m", "fov v deg");
+    println!(
+        "{:<12} {:<9} {:>9} {:>7} {:>13} {:>9}  description",
+        "name", "kind", "beams", "rate", "range m", "fov v deg"
+    );
     for name in SensorModel::preset_names() {
         let m = SensorModel::preset(name)?;
         let kind = match m.pattern {

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::features::{NormalsParams, estimate_normals};
 use crate::filters::{
-    CropParams, DownsampleParams, RadiusParams, SorParams, TransformParams, crop, downsample, merge,
-    radius_outliers, sor, transform,
+    CropParams, DownsampleParams, RadiusParams, SorParams, TransformParams, crop, downsample,
+    merge, radius_outliers, sor, transform,
 };
 use crate::map::{MapSource, PackedMap};
 use crate::{Cloud, Error, Progress, Result, StageReport};
@@ -63,7 +63,7 @@ pub struct FeatureParams {
 }
 
 /// A whole preparation. Every field has a default, so an empty file is a valid recipe:
-/// statistical outlier removal (PCL semantics, k 16, m 1.0), voxel-nearest downsampling at 0.1 m, normals and
+/// statistical outlier removal (PCL semantics, k 16, m 2.0), voxel-nearest downsampling at 0.1 m, normals and
 /// gamma from 16 neighbours within 0.3 m, automatic bucket size.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -99,7 +99,10 @@ impl Recipe {
     pub fn from_toml(text: &str, name: &std::path::Path) -> Result<Recipe> {
         let recipe: Recipe = toml::from_str(text).map_err(|e| {
             let place = match e.span() {
-                Some(span) => format!("line {}", text[..span.start.min(text.len())].lines().count().max(1)),
+                Some(span) => format!(
+                    "line {}",
+                    text[..span.start.min(text.len())].lines().count().max(1)
+                ),
                 None => "recipe".to_string(),
             };
             Error::format(name, place, e.message().to_string())
@@ -118,7 +121,10 @@ impl Recipe {
         if !(self.resolution_m.is_finite() && self.resolution_m > 0.0) {
             return Err(Error::parameter(
                 "resolution_m",
-                format!("{} is not a positive length in metres (try 0.1)", self.resolution_m),
+                format!(
+                    "{} is not a positive length in metres (try 0.1)",
+                    self.resolution_m
+                ),
             ));
         }
         if let Some(l) = self.bucket_size_m
@@ -126,7 +132,10 @@ impl Recipe {
         {
             return Err(Error::parameter(
                 "bucket_size_m",
-                format!("{l} must be a length of at least the resolution {} m", self.resolution_m),
+                format!(
+                    "{l} must be a length of at least the resolution {} m",
+                    self.resolution_m
+                ),
             ));
         }
         let normals_at = self.stages.iter().position(|s| *s == Stage::Normals);
@@ -159,7 +168,10 @@ fn strip_for_map(cloud: &mut Cloud) -> Vec<String> {
     for (present, name) in [
         (cloud.time.take().is_some(), "time"),
         (cloud.return_number.take().is_some(), "return_number"),
-        (cloud.number_of_returns.take().is_some(), "number_of_returns"),
+        (
+            cloud.number_of_returns.take().is_some(),
+            "number_of_returns",
+        ),
         (cloud.ring.take().is_some(), "ring"),
     ] {
         if present {
@@ -171,15 +183,33 @@ fn strip_for_map(cloud: &mut Cloud) -> Vec<String> {
 }
 
 /// Prepare a map from `inputs` (each with an optional transform into the map frame) following `recipe`.
-pub fn prepare(inputs: Vec<(Cloud, Option<TransformParams>)>, recipe: &Recipe, progress: &dyn Progress) -> Result<Prepared> {
+pub fn prepare(
+    inputs: Vec<(Cloud, Option<TransformParams>)>,
+    recipe: &Recipe,
+    progress: &dyn Progress,
+) -> Result<Prepared> {
     recipe.validate()?;
+    // The recipe as it runs (and as the map stores it): the stages' resolutions follow the map's.
+    let mut recipe = recipe.clone();
+    recipe.filters.downsample.resolution_m = recipe.resolution_m;
+    recipe
+        .features
+        .normals
+        .resolution_m
+        .get_or_insert(recipe.resolution_m);
+    let recipe = &recipe;
     if inputs.is_empty() {
         return Err(Error::parameter("inputs", "no input files"));
     }
     let sources: Vec<MapSource> = inputs
         .iter()
         .map(|(c, _)| MapSource {
-            path: c.meta.source.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            path: c
+                .meta
+                .source
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             format: c.meta.format.clone(),
         })
         .collect();
@@ -233,16 +263,13 @@ pub fn prepare(inputs: Vec<(Cloud, Option<TransformParams>)>, recipe: &Recipe, p
             }
             Stage::Downsample => {
                 progress.stage("filters.downsample", n);
-                let params = DownsampleParams { resolution_m: r_map, ..recipe.filters.downsample.clone() };
-                let (c, r) = downsample(&cloud, &params, progress)?;
+                let (c, r) = downsample(&cloud, &recipe.filters.downsample, progress)?;
                 cloud = c;
                 r
             }
             Stage::Normals => {
                 progress.stage("features.normals", n);
-                let mut params: NormalsParams = recipe.features.normals.clone();
-                params.resolution_m = params.resolution_m.or(Some(r_map));
-                estimate_normals(&mut cloud, &params, progress)?
+                estimate_normals(&mut cloud, &recipe.features.normals, progress)?
             }
         };
         reports.push(report);
@@ -264,19 +291,29 @@ pub fn prepare(inputs: Vec<(Cloud, Option<TransformParams>)>, recipe: &Recipe, p
         }
     }
     // The normals stage reports how many points each orientation rule oriented ("oriented_up", ...).
-    meta.normal_orientation = reports.iter().find(|r| r.stage == "features.normals").map(|r| {
-        r.figures
-            .iter()
-            .filter(|(k, v)| k.starts_with("oriented_") && *v > 0.0)
-            .map(|(k, v)| format!("{}: {v}", k.trim_start_matches("oriented_")))
-            .collect::<Vec<_>>()
-            .join(", ")
-    });
+    meta.normal_orientation = reports
+        .iter()
+        .find(|r| r.stage == "features.normals")
+        .map(|r| {
+            r.figures
+                .iter()
+                .filter(|(k, v)| k.starts_with("oriented_") && *v > 0.0)
+                .map(|(k, v)| format!("{}: {v}", k.trim_start_matches("oriented_")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
     meta.recipe = toml::Table::try_from(recipe).ok();
     meta.report = reports.clone();
     map.set_metadata(&meta)?;
-    let warnings = reports.iter().flat_map(|r| r.warnings.iter().cloned()).collect();
-    Ok(Prepared { map, reports, warnings })
+    let warnings = reports
+        .iter()
+        .flat_map(|r| r.warnings.iter().cloned())
+        .collect();
+    Ok(Prepared {
+        map,
+        reports,
+        warnings,
+    })
 }
 
 #[cfg(test)]
@@ -294,10 +331,17 @@ mod tests {
     #[test]
     fn bad_recipes_name_the_problem() {
         let p = std::path::Path::new("prep.toml");
-        let e = Recipe::from_toml("resolution_m = -1.0", p).unwrap_err().to_string();
+        let e = Recipe::from_toml("resolution_m = -1.0", p)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("resolution_m"), "{e}");
-        let e = Recipe::from_toml("[filters.sor]\nkk = 3\n", p).unwrap_err().to_string();
-        assert!(e.contains("prep.toml") && e.contains("line 2") && e.contains("kk"), "{e}");
+        let e = Recipe::from_toml("[filters.sor]\nkk = 3\n", p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("prep.toml") && e.contains("line 2") && e.contains("kk"),
+            "{e}"
+        );
         let e = Recipe::from_toml("stages = [\"features.normals\", \"filters.downsample\"]", p)
             .unwrap_err()
             .to_string();

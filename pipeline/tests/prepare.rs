@@ -1,0 +1,177 @@
+//! Whole preparations: real scans into maps whose reader returns exactly the prepared points, exports that read
+//! back, and the bad inputs a user can give.
+
+use std::path::Path;
+
+use aerie_pipeline::io::{self, Format, ReadOptions, WriteOptions};
+use aerie_pipeline::map::amap::{self, AmapFile};
+use aerie_pipeline::prepare::{Recipe, Stage, prepare};
+use aerie_pipeline::testing::shared_file;
+use aerie_pipeline::{Cloud, NoProgress};
+
+fn prepared_map_reads_back_exactly(rel: &str, resolution_m: f64) {
+    let Some(path) = shared_file(rel) else { return };
+    let cloud = io::read(&path, None, &ReadOptions::default()).unwrap();
+    let n_in = cloud.len();
+    let recipe = Recipe {
+        resolution_m,
+        ..Recipe::default()
+    };
+    let prepared = prepare(vec![(cloud, None)], &recipe, &NoProgress).unwrap();
+    let map = &prepared.map;
+    assert!(
+        map.len() > 1000 && map.len() <= n_in,
+        "{rel}: {} of {n_in}",
+        map.len()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("map.amap");
+    amap::write(map, &file).unwrap();
+    let opened = AmapFile::open(&file).unwrap();
+    let (a, b) = (map.view(), opened.view());
+    assert_eq!(a.positions, b.positions, "{rel}: positions");
+    assert_eq!(a.normals, b.normals, "{rel}: normals");
+    assert_eq!(
+        a.gamma
+            .map(|g| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>()),
+        b.gamma.map(|g| g.iter().map(|x| x.to_bits()).collect())
+    );
+    assert_eq!(a.buckets, b.buckets);
+    assert_eq!(a.origin, b.origin);
+    let meta = opened.map_metadata();
+    assert!(meta.recipe.is_some(), "the recipe is stored in the map");
+    assert!(
+        meta.report.iter().any(|r| r.stage == "filters.sor"),
+        "the report is stored in the map"
+    );
+
+    // Export to every format and read back: same count, coordinates within 1 mm.
+    let exported = opened.to_cloud();
+    for ext in ["pcd", "ply", "las", "laz", "e57", "xyz"] {
+        let out = dir.path().join(format!("export.{ext}"));
+        io::write(&exported, &out, None, &WriteOptions::default()).unwrap();
+        let back = io::read(&out, None, &ReadOptions::default()).unwrap();
+        assert_eq!(back.len(), exported.len(), "{rel} -> {ext}");
+        let mut worst = 0.0f64;
+        for i in (0..back.len()).step_by(7) {
+            let (p, q) = (exported.world(i), back.world(i));
+            for k in 0..3 {
+                worst = worst.max((p[k] - q[k]).abs());
+            }
+        }
+        assert!(
+            worst <= 1e-3,
+            "{rel} -> {ext}: coordinates moved by {worst} m"
+        );
+        if matches!(Format::from_name(ext), Some(Format::Ply | Format::Pcd)) {
+            assert!(back.normals.is_some(), "{rel} -> {ext}: normals kept");
+        }
+    }
+}
+
+#[test]
+fn lone_star_prepares_to_a_map_that_reads_back_exactly() {
+    prepared_map_reads_back_exactly("las/lone_star_tls.laz", 0.05);
+}
+
+#[test]
+fn hall_map_prepares_to_a_map_that_reads_back_exactly() {
+    prepared_map_reads_back_exactly("maps/hall_map_20cm.pcd", 0.2);
+}
+
+fn cloud_of(points: Vec<[f32; 3]>) -> Cloud {
+    Cloud {
+        positions: points,
+        ..Cloud::default()
+    }
+}
+
+fn grid(n: usize, step: f32) -> Vec<[f32; 3]> {
+    (0..n * n)
+        .map(|i| [(i % n) as f32 * step, (i / n) as f32 * step, 0.0])
+        .collect()
+}
+
+#[test]
+fn bad_inputs_give_clear_errors() {
+    let run = |c: Cloud, r: Recipe| prepare(vec![(c, None)], &r, &NoProgress).map(|p| p.map.len());
+    let e = run(Cloud::default(), Recipe::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no points"), "{e}");
+    for bad in [0.0, -0.1, f64::NAN] {
+        let e = run(
+            cloud_of(grid(10, 0.1)),
+            Recipe {
+                resolution_m: bad,
+                ..Recipe::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("resolution_m"), "{e}");
+    }
+    let mut nan = grid(10, 0.1);
+    nan[3][1] = f32::NAN;
+    let e = run(cloud_of(nan), Recipe::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("point 3"), "{e}");
+    let mut crop = Recipe::default();
+    crop.stages.insert(0, Stage::Crop);
+    crop.filters.crop.min = [100.0; 3];
+    crop.filters.crop.max = [101.0; 3];
+    let e = run(cloud_of(grid(10, 0.1)), crop).unwrap_err().to_string();
+    assert!(e.contains("removes every point"), "{e}");
+}
+
+#[test]
+fn odd_but_valid_inputs_warn_instead_of_failing() {
+    // k larger than the cloud: clamped with a warning.
+    let mut r = Recipe::default();
+    r.filters.sor.k = 500;
+    let p = prepare(vec![(cloud_of(grid(10, 0.1)), None)], &r, &NoProgress).unwrap();
+    assert!(
+        p.warnings.iter().any(|w| w.contains("k")),
+        "{:?}",
+        p.warnings
+    );
+    // All-duplicate points: one point survives downsampling, with a warning, and no normal.
+    let p = prepare(
+        vec![(cloud_of(vec![[1.0, 2.0, 3.0]; 1000]), None)],
+        &Recipe::default(),
+        &NoProgress,
+    )
+    .unwrap();
+    assert_eq!(p.map.len(), 1);
+    assert!(
+        p.warnings.iter().any(|w| w.contains("removed")),
+        "{:?}",
+        p.warnings
+    );
+    // Heavy downsampling warns (MARSIM issue #10).
+    let p = prepare(
+        vec![(cloud_of(grid(100, 0.01)), None)],
+        &Recipe::default(),
+        &NoProgress,
+    )
+    .unwrap();
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("filters.downsample removed")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn recipe_file_round_trip() {
+    let text = "resolution_m = 0.05\nstages = [\"filters.sor\", \"filters.downsample\"]\n[filters.sor]\nk = 8\ncompat = \"cloudcompare\"\n";
+    let r = Recipe::from_toml(text, Path::new("prep.toml")).unwrap();
+    assert_eq!(r.filters.sor.k, 8);
+    assert_eq!(r.stages, vec![Stage::Sor, Stage::Downsample]);
+    let p = prepare(vec![(cloud_of(grid(30, 0.05)), None)], &r, &NoProgress).unwrap();
+    let stored = p.map.metadata().unwrap().recipe.unwrap();
+    assert_eq!(stored["resolution_m"].as_float(), Some(0.05));
+}
