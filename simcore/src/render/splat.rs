@@ -1,0 +1,372 @@
+//! The point-rendering (splat) renderer: MARSIM's angular depth image, completed with plane correction along
+//! exact beam directions, neighbour winners at footprint edges, level of detail and time slices.
+//!
+//! Determinism: every pixel keeps the minimum of `(depth bits << 32) | point index` through an atomic
+//! `fetch_min`. The minimum does not depend on the order of writes, so the image, and everything read from
+//! it, is identical whatever the number of threads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::{Ctx, Fov, Hit, LocalPose, dot, mat_vec, sub, wrap_pi};
+
+const EMPTY: u64 = u64::MAX;
+/// Level of detail: points read per image pixel that a far bucket covers.
+const LOD_POINTS_PER_PIXEL: f32 = 2.0;
+/// Largest image, pixels (the pixel size grows beyond it).
+const MAX_PIXELS: f32 = 16.0e6;
+
+struct Image {
+    fov: Fov,
+    rows: usize,
+    cols: usize,
+    pix_az: f32,
+    pix_el: f32,
+    keys: Vec<AtomicU64>,
+}
+
+impl Image {
+    fn new(fov: Fov, pix: f32) -> Image {
+        let width = fov.width_rad();
+        let height = (fov.el_max - fov.el_min).max(pix);
+        let mut pix = pix;
+        if width * height / (pix * pix) > MAX_PIXELS {
+            pix = (width * height / MAX_PIXELS).sqrt();
+        }
+        let cols = ((width / pix).ceil() as usize).max(1);
+        let rows = ((height / pix).ceil() as usize).max(1);
+        Image {
+            fov,
+            rows,
+            cols,
+            pix_az: width / cols as f32,
+            pix_el: height / rows as f32,
+            keys: (0..rows * cols).map(|_| AtomicU64::new(EMPTY)).collect(),
+        }
+    }
+
+    /// Continuous pixel coordinates (column, row) of a direction.
+    #[inline]
+    fn coords(&self, az: f32, el: f32) -> (f32, f32) {
+        let x = if self.fov.full_circle {
+            (az + std::f32::consts::PI) / self.pix_az
+        } else {
+            (wrap_pi(az - self.fov.az_centre) + 0.5 * self.fov.az_width) / self.pix_az
+        };
+        (x, (el - self.fov.el_min) / self.pix_el)
+    }
+
+    #[inline]
+    fn col(&self, c: i64) -> Option<usize> {
+        if self.fov.full_circle {
+            Some(c.rem_euclid(self.cols as i64) as usize)
+        } else if c >= 0 && (c as usize) < self.cols {
+            Some(c as usize)
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn slot(&self, row: i64, col: i64) -> Option<&AtomicU64> {
+        if row < 0 || row as usize >= self.rows {
+            return None;
+        }
+        let c = self.col(col)?;
+        self.keys.get(row as usize * self.cols + c)
+    }
+
+    #[inline]
+    fn write(&self, row: i64, col: i64, key: u64) {
+        if let Some(slot) = self.slot(row, col)
+            && key < slot.load(Ordering::Relaxed)
+        {
+            slot.fetch_min(key, Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn read(&self, row: i64, col: i64) -> u64 {
+        self.slot(row, col).map_or(EMPTY, |s| s.load(Ordering::Relaxed))
+    }
+
+    /// Rasterises a point at `v` (image frame) with disk radius `rho`.
+    #[inline]
+    fn splat(&self, v: [f32; 3], rho: f32, index: u32) {
+        let d = dot(v, v).sqrt();
+        if !(d > 1e-4) {
+            return;
+        }
+        let key = ((d.to_bits() as u64) << 32) | index as u64;
+        let az = v[1].atan2(v[0]);
+        let el = (v[2] / d).clamp(-1.0, 1.0).asin();
+        let theta = (rho / d).min(1.0).asin();
+        let (x, y) = self.coords(az, el);
+        // The containing pixel always, so that far points smaller than a pixel leave no holes.
+        self.write(y.floor() as i64, x.floor() as i64, key);
+        let r_lo = ((el - theta - self.fov.el_min) / self.pix_el - 0.5).ceil().max(0.0) as i64;
+        let r_hi = ((el + theta - self.fov.el_min) / self.pix_el - 0.5)
+            .floor()
+            .min(self.rows as f32 - 1.0) as i64;
+        for r in r_lo..=r_hi {
+            let el_r = self.fov.el_min + (r as f32 + 0.5) * self.pix_el;
+            let dy = el_r - el;
+            let rem = theta * theta - dy * dy;
+            if rem < 0.0 {
+                continue;
+            }
+            let half = rem.sqrt() / el_r.cos().max(1e-3);
+            let half_px = half / self.pix_az;
+            let (c_lo, c_hi) = if self.fov.full_circle && 2.0 * half_px >= self.cols as f32 {
+                (0, self.cols as i64 - 1)
+            } else {
+                let lo = (x - half_px - 0.5).ceil();
+                let hi = (x + half_px - 0.5).floor();
+                if self.fov.full_circle {
+                    (lo as i64, hi as i64)
+                } else {
+                    (lo.max(0.0) as i64, hi.min(self.cols as f32 - 1.0) as i64)
+                }
+            };
+            for c in c_lo..=c_hi {
+                self.write(r, c, key);
+            }
+        }
+    }
+}
+
+/// A bucket to rasterise: its points `first..first + n` (a coarse-to-fine prefix) with disk radius `rho`.
+struct Job {
+    bucket: u32,
+    first: u32,
+    n: u32,
+    rho: f32,
+}
+
+/// Renders all beams; returns per-beam hits, the number of time slices and of rasterised points.
+pub(crate) fn render(ctx: &Ctx) -> (Vec<Option<Hit>>, u32, u64) {
+    let beams = ctx.beams;
+    let mut hits: Vec<Option<Hit>> = vec![None; beams.len()];
+    let by_time = &ctx.prepared.by_time;
+    let time = |i: u32| beams.get(i as usize).map_or(0.0, |b| b.time_s as f64);
+    let (Some(&first), Some(&last)) = (by_time.first(), by_time.last()) else {
+        return (hits, 0, 0);
+    };
+    let (t_lo, t_hi) = (time(first), time(last));
+    let k = ctx.time_slices();
+    // Point -> bucket lookup for per-bucket disk radii (buckets partition the points; sort by `first`).
+    let mut by_first: Vec<(u32, u32)> = ctx
+        .map
+        .buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.first, i as u32))
+        .collect();
+    by_first.sort_unstable();
+    let mut rasterised = 0u64;
+    let mut start = 0usize;
+    for s in 0..k {
+        let t_end = if s + 1 == k {
+            f64::INFINITY
+        } else {
+            t_lo + (t_hi - t_lo) * (s + 1) as f64 / k as f64
+        };
+        let end = start + by_time.get(start..).map_or(0, |rest| rest.partition_point(|&i| time(i) < t_end));
+        let Some(slice) = by_time.get(start..end) else {
+            break;
+        };
+        start = end;
+        if slice.is_empty() {
+            continue;
+        }
+        let t_a = t_lo + (t_hi - t_lo) * s as f64 / k as f64;
+        let t_b = if s + 1 == k { t_hi } else { t_end };
+        let (slice_hits, n) = render_slice(ctx, slice, t_a, t_b, &by_first);
+        rasterised += n;
+        for (i, h) in slice.iter().zip(slice_hits) {
+            if let Some(slot) = hits.get_mut(*i as usize) {
+                *slot = h;
+            }
+        }
+    }
+    (hits, k, rasterised)
+}
+
+fn render_slice(ctx: &Ctx, slice: &[u32], t_a: f64, t_b: f64, by_first: &[(u32, u32)]) -> (Vec<Option<Hit>>, u64) {
+    let pose = ctx.pose_at(0.5 * (t_a + t_b));
+    // Widen the window by what the pose does within the slice, the jitter and a pixel or two.
+    let mut margin = 2.0 * ctx.prepared.pixel_rad + 3.0 * ctx.physics.angular_sigma_rad.max(0.0);
+    if ctx.moving {
+        for t in [t_a, t_b] {
+            let p = ctx.pose_at(t);
+            let rel = pose.rot64.transpose() * p.rot64;
+            let angle = ((rel.trace() - 1.0) * 0.5).clamp(-1.0, 1.0).acos() as f32;
+            let shift = (p.origin - pose.origin).norm() as f32;
+            // Parallax of points 1 m away; nearer points lose a sliver at the window edge.
+            margin += angle + shift.min(0.3);
+        }
+    }
+    let az_el = &ctx.prepared.az_el;
+    let fov = Fov::of(
+        slice.iter().filter_map(|&i| az_el.get(i as usize).copied()),
+        margin.min(0.5),
+    );
+    let image = Image::new(fov, ctx.prepared.pixel_rad);
+    let jobs = cull(ctx, &pose, &image);
+    let mut radius = vec![ctx.rho; ctx.map.buckets.len()];
+    for j in &jobs {
+        if let Some(r) = radius.get_mut(j.bucket as usize) {
+            *r = j.rho;
+        }
+    }
+    let o = pose.origin32();
+    let rt = pose.rot_t();
+    let positions = ctx.map.positions;
+    jobs.par_iter().for_each(|job| {
+        let lo = job.first as usize;
+        let hi = lo + job.n as usize;
+        let Some(points) = positions.get(lo..hi) else {
+            return;
+        };
+        for (k, p) in points.iter().enumerate() {
+            image.splat(mat_vec(&rt, sub(*p, o)), job.rho, (lo + k) as u32);
+        }
+    });
+    let rasterised = jobs.iter().map(|j| j.n as u64).sum();
+    let rho_of = |idx: u32| -> f32 {
+        let k = by_first.partition_point(|&(f, _)| f <= idx);
+        k.checked_sub(1)
+            .and_then(|k| by_first.get(k))
+            .and_then(|&(_, b)| radius.get(b as usize))
+            .copied()
+            .unwrap_or(ctx.rho)
+    };
+    let hits = slice
+        .par_iter()
+        .with_min_len(256)
+        .map(|&i| read_beam(ctx, &image, &pose, i as usize, &rho_of))
+        .collect();
+    (hits, rasterised)
+}
+
+/// Buckets in range and in the image window, with the prefix level of detail asks for.
+fn cull(ctx: &Ctx, pose: &LocalPose, image: &Image) -> Vec<Job> {
+    let o = pose.origin32();
+    let rt = pose.rot_t();
+    let max_range = ctx.physics.max_range_m.max(0.0);
+    let pix = image.pix_az.max(image.pix_el);
+    let n_points = ctx.map.positions.len() as u64;
+    ctx.map
+        .buckets
+        .par_iter()
+        .enumerate()
+        .filter_map(|(bi, b)| {
+            if b.count == 0 || b.first as u64 + b.count as u64 > n_points {
+                return None;
+            }
+            let c = [
+                0.5 * (b.min[0] + b.max[0]),
+                0.5 * (b.min[1] + b.max[1]),
+                0.5 * (b.min[2] + b.max[2]),
+            ];
+            let ext = sub(b.max, b.min);
+            let half = 0.5 * dot(ext, ext).sqrt();
+            let v = mat_vec(&rt, sub(c, o));
+            let dc = dot(v, v).sqrt();
+            if !(dc - half <= max_range + ctx.rho) {
+                return None;
+            }
+            let mut n = b.count;
+            let mut rho = ctx.rho;
+            if ctx.params.lod && dc > 2.0 * half && half > 0.0 {
+                let pixels = (2.0 * half / dc / pix).powi(2);
+                let need = (LOD_POINTS_PER_PIXEL * pixels).ceil().max(8.0);
+                if need < b.count as f32 {
+                    n = need as u32;
+                    // Points of a surface: an even subsample of n of count points is spaced
+                    // sqrt(count / n) times wider, so each covers that much more.
+                    rho = ctx.rho * (b.count as f32 / n as f32).sqrt();
+                }
+            }
+            let reach = half + rho;
+            if dc > reach {
+                let a = (reach / dc).min(1.0).asin();
+                let el = (v[2] / dc).clamp(-1.0, 1.0).asin();
+                if el + a < image.fov.el_min || el - a > image.fov.el_max {
+                    return None;
+                }
+                if !image.fov.full_circle {
+                    let lat = (el.abs() + a).min(1.5);
+                    let az_half = a / lat.cos();
+                    let az = v[1].atan2(v[0]);
+                    if wrap_pi(az - image.fov.az_centre).abs() - az_half > 0.5 * image.fov.az_width {
+                        return None;
+                    }
+                }
+            }
+            Some(Job {
+                bucket: bi as u32,
+                first: b.first,
+                n,
+                rho,
+            })
+        })
+        .collect()
+}
+
+/// Reads the image along beam `i`'s exact direction and computes its range.
+fn read_beam(ctx: &Ctx, image: &Image, pose: &LocalPose, i: usize, rho_of: &impl Fn(u32) -> f32) -> Option<Hit> {
+    let (o, u) = ctx.ray(i);
+    let rt = pose.rot_t();
+    let locate = |w: [f32; 3]| -> (i64, i64) {
+        let n = dot(w, w).sqrt().max(1e-12);
+        let az = w[1].atan2(w[0]);
+        let el = (w[2] / n).clamp(-1.0, 1.0).asin();
+        let (x, y) = image.coords(az, el);
+        (y.floor() as i64, x.floor() as i64)
+    };
+    let (mut row, mut col) = locate(mat_vec(&rt, u));
+    let mut centre = image.read(row, col);
+    if ctx.moving && centre != EMPTY {
+        // The beam leaves from its own origin, not the image's: look again where its hit appears from there.
+        let depth = f32::from_bits((centre >> 32) as u32);
+        let shift = sub(o, pose.origin32());
+        if dot(shift, shift) > 1e-10 {
+            let w = [shift[0] + depth * u[0], shift[1] + depth * u[1], shift[2] + depth * u[2]];
+            (row, col) = locate(mat_vec(&rt, w));
+            centre = image.read(row, col);
+        }
+    }
+    let mut best: Option<Hit> = None;
+    let reach = if ctx.params.neighbours { 1 } else { 0 };
+    let mut last = EMPTY;
+    for dr in -reach..=reach {
+        for dc in -reach..=reach {
+            let key = image.read(row + dr, col + dc);
+            if key == EMPTY || key == last {
+                continue;
+            }
+            last = key;
+            let idx = key as u32;
+            if let Some((t, cos)) = ctx.plane_hit(idx, rho_of(idx), o, u)
+                && best.is_none_or(|b| (t, idx) < (b.t, b.point))
+            {
+                best = Some(Hit {
+                    t,
+                    point: idx,
+                    cos_incidence: cos,
+                });
+            }
+        }
+    }
+    if best.is_some() || centre == EMPTY {
+        return best;
+    }
+    let idx = centre as u32;
+    ctx.plain_hit(idx, o, u).map(|(t, cos)| Hit {
+        t,
+        point: idx,
+        cos_incidence: cos,
+    })
+}
