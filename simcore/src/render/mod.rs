@@ -297,6 +297,15 @@ pub(crate) struct Hit {
     pub cos_incidence: f32,
 }
 
+/// A ray-plane intersection (see `Ctx::plane_hit`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlaneHit {
+    pub t: f32,
+    pub cos: f32,
+    /// Distance from the point to the hit, metres.
+    pub off: f32,
+}
+
 /// An angular window of the sensor frame: azimuth centre and width, elevation bounds (radians).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Fov {
@@ -604,8 +613,10 @@ pub(crate) struct Ctx<'a> {
     start: LocalPose,
 }
 
-/// Below this |cos| between beam and normal a plane intersection is too ill-conditioned to trust (~85 deg).
-pub(crate) const MIN_COS_PLANE: f32 = 0.087;
+/// Below this |cos| between beam and normal (~88.9 deg incidence) the plane is treated as parallel to the beam.
+/// The intersection stays well conditioned far beyond 85 deg (ground seen from a vehicle is hit at 85-89 deg);
+/// what bounds its error is the check that the hit lands within the point's disk.
+pub(crate) const MIN_COS_PLANE: f32 = 0.02;
 
 impl<'a> Ctx<'a> {
     #[allow(clippy::too_many_arguments)]
@@ -745,11 +756,12 @@ impl<'a> Ctx<'a> {
         self.map.positions.get(idx as usize).copied().unwrap_or([f32::NAN; 3])
     }
 
-    /// Plane-corrected range of the ray (o, u) against point `idx` with disk radius `radius`: `Some((t, cos))`
-    /// when the point lies on a plane (normal, gamma < gamma_max), the ray is not near-parallel to it, the hit
-    /// is in front, and it lands within `radius` of the point.
+    /// Intersection of the ray (o, u) with the plane of point `idx`: `None` when the point is not on a plane
+    /// (no normal, gamma >= gamma_max, plane correction off) or the ray is near-parallel to it; else the ray
+    /// parameter (NaN or <= 0 when the plane is behind), cos(incidence), and the distance from the point to
+    /// the hit (the caller checks it against the disk radius).
     #[inline]
-    pub fn plane_hit(&self, idx: u32, radius: f32, o: [f32; 3], u: [f32; 3]) -> Option<(f32, f32)> {
+    pub fn plane_hit(&self, idx: u32, o: [f32; 3], u: [f32; 3]) -> Option<PlaneHit> {
         if !self.planes {
             return None;
         }
@@ -759,20 +771,17 @@ impl<'a> Ctx<'a> {
         }
         let n = *self.map.normals?.get(idx as usize)?;
         let denom = dot(n, u);
-        if denom.abs() < MIN_COS_PLANE {
+        if !(denom.abs() >= MIN_COS_PLANE) {
             return None;
         }
         let rel = sub(self.point(idx), o);
         let t = dot(n, rel) / denom;
-        if !(t > 0.0) {
-            return None;
-        }
         let miss = [t * u[0] - rel[0], t * u[1] - rel[1], t * u[2] - rel[2]];
-        if dot(miss, miss) <= radius * radius {
-            Some((t, denom.abs().min(1.0)))
-        } else {
-            None
-        }
+        Some(PlaneHit {
+            t,
+            cos: denom.abs().min(1.0),
+            off: dot(miss, miss).sqrt(),
+        })
     }
 
     /// The plain range: the point projected on the ray, with cos(incidence) from its normal if any.

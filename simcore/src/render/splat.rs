@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::{Ctx, Fov, Hit, LocalPose, dot, mat_vec, sub, wrap_pi};
+use super::{Ctx, Fov, Hit, LocalPose, MIN_COS_PLANE, dot, mat_vec, sub, wrap_pi};
 
 const EMPTY: u64 = u64::MAX;
 /// Level of detail: points read per image pixel that a far bucket covers.
@@ -24,6 +24,9 @@ struct Image {
     pix_az: f32,
     pix_el: f32,
     keys: Vec<AtomicU64>,
+    /// (cos, sin) of each row's elevation and each column's azimuth, at pixel centres.
+    row_cs: Vec<(f32, f32)>,
+    col_cs: Vec<(f32, f32)>,
 }
 
 impl Image {
@@ -36,13 +39,31 @@ impl Image {
         }
         let cols = ((width / pix).ceil() as usize).max(1);
         let rows = ((height / pix).ceil() as usize).max(1);
+        let (pix_az, pix_el) = (width / cols as f32, height / rows as f32);
+        let az0 = if fov.full_circle {
+            -std::f32::consts::PI
+        } else {
+            fov.az_centre - 0.5 * fov.az_width
+        };
         Image {
             fov,
             rows,
             cols,
-            pix_az: width / cols as f32,
-            pix_el: height / rows as f32,
+            pix_az,
+            pix_el,
             keys: (0..rows * cols).map(|_| AtomicU64::new(EMPTY)).collect(),
+            row_cs: (0..rows)
+                .map(|r| {
+                    let el = fov.el_min + (r as f32 + 0.5) * pix_el;
+                    (el.cos(), el.sin())
+                })
+                .collect(),
+            col_cs: (0..cols)
+                .map(|c| {
+                    let az = az0 + (c as f32 + 0.5) * pix_az;
+                    (az.cos(), az.sin())
+                })
+                .collect(),
         }
     }
 
@@ -91,20 +112,43 @@ impl Image {
         self.slot(row, col).map_or(EMPTY, |s| s.load(Ordering::Relaxed))
     }
 
-    /// Rasterises a point at `v` (image frame) with disk radius `rho`.
+    /// Depth at which the ray through the centre of pixel (row, col) crosses the disk of radius `rho` at `v`
+    /// with unit normal `n` (image frame), if it does.
     #[inline]
-    fn splat(&self, v: [f32; 3], rho: f32, index: u32) {
+    fn disk_depth(&self, row: i64, col: i64, v: [f32; 3], n: [f32; 3], rho: f32) -> Option<f32> {
+        let (ce, se) = *self.row_cs.get(usize::try_from(row).ok()?)?;
+        let (ca, sa) = *self.col_cs.get(self.col(col)?)?;
+        let w = [ce * ca, ce * sa, se];
+        let den = dot(n, w);
+        if den.abs() < 0.5 * MIN_COS_PLANE {
+            return None;
+        }
+        let t = dot(n, v) / den;
+        let miss = [t * w[0] - v[0], t * w[1] - v[1], t * w[2] - v[2]];
+        (t > 0.0 && dot(miss, miss) <= rho * rho).then_some(t)
+    }
+
+    /// Rasterises a point at `v` (image frame) with disk radius `rho`: with a normal `n` (a point on a plane),
+    /// the pixels whose centre ray crosses its oriented disk, at the depth of the crossing; without, the
+    /// pixels within its cube's half-angle, at its distance.
+    #[inline]
+    fn splat(&self, v: [f32; 3], n: Option<[f32; 3]>, rho: f32, index: u32) {
         let d = dot(v, v).sqrt();
         if !(d > 1e-4) {
             return;
         }
-        let key = ((d.to_bits() as u64) << 32) | index as u64;
+        let key_of = |depth: f32| ((depth.to_bits() as u64) << 32) | index as u64;
+        let key = key_of(d);
         let az = v[1].atan2(v[0]);
         let el = (v[2] / d).clamp(-1.0, 1.0).asin();
         let theta = (rho / d).min(1.0).asin();
         let (x, y) = self.coords(az, el);
+        // Near-parallel disks are drawn as spheres: their ellipse would be thinner than a pixel.
+        let n = n.filter(|n| (dot(*n, v) / d).abs() >= MIN_COS_PLANE);
         // The containing pixel always, so that far points smaller than a pixel leave no holes.
-        self.write(y.floor() as i64, x.floor() as i64, key);
+        let (r0, c0) = (y.floor() as i64, x.floor() as i64);
+        let k0 = n.and_then(|n| self.disk_depth(r0, c0, v, n, rho)).map_or(key, key_of);
+        self.write(r0, c0, k0);
         let r_lo = ((el - theta - self.fov.el_min) / self.pix_el - 0.5).ceil().max(0.0) as i64;
         let r_hi = ((el + theta - self.fov.el_min) / self.pix_el - 0.5)
             .floor()
@@ -129,8 +173,19 @@ impl Image {
                     (lo.max(0.0) as i64, hi.min(self.cols as f32 - 1.0) as i64)
                 }
             };
-            for c in c_lo..=c_hi {
-                self.write(r, c, key);
+            match n {
+                Some(n) => {
+                    for c in c_lo..=c_hi {
+                        if let Some(t) = self.disk_depth(r, c, v, n, rho) {
+                            self.write(r, c, key_of(t));
+                        }
+                    }
+                }
+                None => {
+                    for c in c_lo..=c_hi {
+                        self.write(r, c, key);
+                    }
+                }
             }
         }
     }
@@ -223,6 +278,8 @@ fn render_slice(ctx: &Ctx, slice: &[u32], t_a: f64, t_b: f64, by_first: &[(u32, 
     let o = pose.origin32();
     let rt = pose.rot_t();
     let positions = ctx.map.positions;
+    let normals = ctx.map.normals.filter(|_| ctx.planes);
+    let gamma = ctx.map.gamma;
     jobs.par_iter().for_each(|job| {
         let lo = job.first as usize;
         let hi = lo + job.n as usize;
@@ -230,7 +287,13 @@ fn render_slice(ctx: &Ctx, slice: &[u32], t_a: f64, t_b: f64, by_first: &[(u32, 
             return;
         };
         for (k, p) in points.iter().enumerate() {
-            image.splat(mat_vec(&rt, sub(*p, o)), job.rho, (lo + k) as u32);
+            let idx = lo + k;
+            let on_plane = gamma.and_then(|g| g.get(idx)).is_none_or(|&g| g < ctx.gamma_max);
+            let n = normals
+                .filter(|_| on_plane)
+                .and_then(|n| n.get(idx))
+                .map(|n| mat_vec(&rt, *n));
+            image.splat(mat_vec(&rt, sub(*p, o)), n, job.rho, idx as u32);
         }
     });
     let rasterised = jobs.iter().map(|j| j.n as u64).sum();
@@ -274,7 +337,9 @@ fn cull(ctx: &Ctx, pose: &LocalPose, image: &Image) -> Vec<Job> {
             let half = 0.5 * dot(ext, ext).sqrt();
             let v = mat_vec(&rt, sub(c, o));
             let dc = dot(v, v).sqrt();
-            if !(dc - half <= max_range + ctx.rho) {
+            // A margin beyond the range keeps the surfaces just outside it in the image, so that the edge
+            // tests of beams near max range see the same neighbourhood as with a longer range.
+            if !(dc - half <= 1.05 * max_range + 1.0 + ctx.rho) {
                 return None;
             }
             let mut n = b.count;
@@ -319,49 +384,88 @@ fn cull(ctx: &Ctx, pose: &LocalPose, image: &Image) -> Vec<Job> {
 fn read_beam(ctx: &Ctx, image: &Image, pose: &LocalPose, i: usize, rho_of: &impl Fn(u32) -> f32) -> Option<Hit> {
     let (o, u) = ctx.ray(i);
     let rt = pose.rot_t();
-    let locate = |w: [f32; 3]| -> (i64, i64) {
+    let locate = |w: [f32; 3]| -> (f32, f32, f32) {
         let n = dot(w, w).sqrt().max(1e-12);
         let az = w[1].atan2(w[0]);
         let el = (w[2] / n).clamp(-1.0, 1.0).asin();
         let (x, y) = image.coords(az, el);
-        (y.floor() as i64, x.floor() as i64)
+        (x, y, el.cos())
     };
-    let (mut row, mut col) = locate(mat_vec(&rt, u));
-    let mut centre = image.read(row, col);
+    let (mut x, mut y, mut cos_el) = locate(mat_vec(&rt, u));
+    let mut centre = image.read(y.floor() as i64, x.floor() as i64);
     if ctx.moving && centre != EMPTY {
         // The beam leaves from its own origin, not the image's: look again where its hit appears from there.
         let depth = f32::from_bits((centre >> 32) as u32);
         let shift = sub(o, pose.origin32());
         if dot(shift, shift) > 1e-10 {
             let w = [shift[0] + depth * u[0], shift[1] + depth * u[1], shift[2] + depth * u[2]];
-            (row, col) = locate(mat_vec(&rt, w));
-            centre = image.read(row, col);
+            (x, y, cos_el) = locate(mat_vec(&rt, w));
+            centre = image.read(y.floor() as i64, x.floor() as i64);
         }
     }
-    let mut best: Option<Hit> = None;
+    let (row, col) = (y.floor() as i64, x.floor() as i64);
+    // Nearest plane hit that lands on a candidate's disk; failing that, on its plane within the distance a
+    // pixel spans there (the image cannot resolve more: at grazing incidence a pixel covers far more than a
+    // disk), which is bounded extrapolation of the surface that won the pixel.
+    let mut strict: Option<Hit> = None;
+    let mut relaxed: Option<Hit> = None;
     let reach = if ctx.params.neighbours { 1 } else { 0 };
     let mut last = EMPTY;
+    let mut centre_on_plane = false;
+    // An empty neighbour means a surface edge nearby: no extrapolation there.
+    let mut hole = false;
     for dr in -reach..=reach {
         for dc in -reach..=reach {
             let key = image.read(row + dr, col + dc);
-            if key == EMPTY || key == last {
+            if key == EMPTY {
+                hole = true;
+                continue;
+            }
+            if key == last {
                 continue;
             }
             last = key;
             let idx = key as u32;
-            if let Some((t, cos)) = ctx.plane_hit(idx, rho_of(idx), o, u)
-                && best.is_none_or(|b| (t, idx) < (b.t, b.point))
-            {
-                best = Some(Hit {
-                    t,
-                    point: idx,
-                    cos_incidence: cos,
-                });
+            let Some(h) = ctx.plane_hit(idx, o, u) else {
+                continue;
+            };
+            if key == centre {
+                centre_on_plane = true;
+            }
+            if !(h.t > 0.0) {
+                continue;
+            }
+            let hit = Hit {
+                t: h.t,
+                point: idx,
+                cos_incidence: h.cos,
+            };
+            let better = |b: &Option<Hit>| b.is_none_or(|b| (h.t, idx) < (b.t, b.point));
+            let radius = rho_of(idx);
+            if h.off <= radius {
+                if better(&strict) {
+                    strict = Some(hit);
+                }
+                continue;
+            }
+            // Angle between the beam and the centre of the pixel this candidate won (plus a tenth of a
+            // pixel for rounding): the candidate's disk covers that centre's ray.
+            let ddx = (x - (col + dc) as f32 - 0.5) * image.pix_az * cos_el;
+            let ddy = (y - (row + dr) as f32 - 0.5) * image.pix_el;
+            let delta = ddx.hypot(ddy) + 0.1 * image.pix_el;
+            if h.off <= radius + h.t * delta / h.cos && better(&relaxed) {
+                relaxed = Some(hit);
             }
         }
     }
-    if best.is_some() || centre == EMPTY {
-        return best;
+    if strict.is_some() {
+        return strict;
+    }
+    if hole {
+        relaxed = None;
+    }
+    if relaxed.is_some() || centre == EMPTY || centre_on_plane {
+        return relaxed;
     }
     let idx = centre as u32;
     ctx.plain_hit(idx, o, u).map(|(t, cos)| Hit {
