@@ -4,6 +4,9 @@
 //! Poses are `world_from_sensor` rigid transforms in f64 (`nalgebra::Isometry3<f64>`): a world point is
 //! `world_from_sensor * sensor_point`. World coordinates can be large (UTM), hence f64.
 
+// `!(a < b)` is deliberate throughout: a NaN must fail the test it is in, which `a >= b` would not do.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 use std::path::Path;
 
 use aerie_pipeline::{Error, Result};
@@ -119,11 +122,16 @@ impl Tum {
                 return Err(Error::format(
                     path,
                     place(),
-                    format!("time {t} does not follow the previous time {t_prev}; times must increase"),
+                    format!(
+                        "time {t} does not follow the previous time {t_prev}; times must increase"
+                    ),
                 ));
             }
             let rotation = UnitQuaternion::from_quaternion(q);
-            samples.push((t, Isometry3::from_parts(Translation3::new(x, y, z), rotation)));
+            samples.push((
+                t,
+                Isometry3::from_parts(Translation3::new(x, y, z), rotation),
+            ));
         }
         if samples.is_empty() {
             return Err(Error::format(path, "file", "no poses found"));
@@ -149,7 +157,11 @@ impl Trajectory for Tum {
         // Index of the first sample with time > t_s.
         let upper = self.times_s.partition_point(|&t| t <= t_s);
         let (Some(&t1), Some(p1)) = (self.times_s.get(upper), self.poses.get(upper)) else {
-            return self.poses.last().copied().unwrap_or_else(Isometry3::identity);
+            return self
+                .poses
+                .last()
+                .copied()
+                .unwrap_or_else(Isometry3::identity);
         };
         let Some(lower) = upper.checked_sub(1) else {
             return *p1;
@@ -173,7 +185,14 @@ pub fn interpolate(a: &Isometry3<f64>, b: &Isometry3<f64>, f: f64) -> Isometry3<
 }
 
 /// A pose from a position and roll/pitch/yaw (radians): R = Rz(yaw) * Ry(pitch) * Rx(roll).
-pub fn pose_from_xyz_rpy(x: f64, y: f64, z: f64, roll: f64, pitch: f64, yaw: f64) -> Isometry3<f64> {
+pub fn pose_from_xyz_rpy(
+    x: f64,
+    y: f64,
+    z: f64,
+    roll: f64,
+    pitch: f64,
+    yaw: f64,
+) -> Isometry3<f64> {
     let rotation = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), yaw)
         * UnitQuaternion::from_axis_angle(&Vector3::y_axis(), pitch)
         * UnitQuaternion::from_axis_angle(&Vector3::x_axis(), roll);
@@ -221,7 +240,11 @@ mod tests {
             ("0 0 0 0 0 0 0 1\n1 0 0 0 0 0 0\n", "line 2", "found 7"),
             ("0 0 0 0 0 0 0 1 9\n", "line 1", "found more"),
             ("# c\n0 0 x 0 0 0 0 1\n", "line 2", "\"x\""),
-            ("0 0 0 0 0 0 0 1\n0 0 0 0 0 0 0 1\n", "line 2", "must increase"),
+            (
+                "0 0 0 0 0 0 0 1\n0 0 0 0 0 0 0 1\n",
+                "line 2",
+                "must increase",
+            ),
             ("0 0 0 0 0 0 0 0\n", "line 1", "zero length"),
             ("0 0 0 0 0 0 nan 1\n", "line 1", "finite"),
             ("# only comments\n", "file", "no poses"),

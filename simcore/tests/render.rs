@@ -18,9 +18,21 @@ type V3 = Vector3<f64>;
 #[derive(Clone, Debug)]
 enum Prim {
     /// Rectangle centred at `c` spanned by unit axes `e1`, `e2` with half extents `a`, `b`.
-    Rect { c: V3, e1: V3, e2: V3, a: f64, b: f64 },
+    Rect {
+        c: V3,
+        e1: V3,
+        e2: V3,
+        a: f64,
+        b: f64,
+    },
     /// Open vertical cylinder.
-    Cyl { cx: f64, cy: f64, radius: f64, z0: f64, z1: f64 },
+    Cyl {
+        cx: f64,
+        cy: f64,
+        radius: f64,
+        z0: f64,
+        z1: f64,
+    },
 }
 
 impl Prim {
@@ -49,7 +61,13 @@ impl Prim {
                 let p = o + u * t - c;
                 (p.dot(e1).abs() <= *a && p.dot(e2).abs() <= *b).then_some(t)
             }
-            Prim::Cyl { cx, cy, radius, z0, z1 } => {
+            Prim::Cyl {
+                cx,
+                cy,
+                radius,
+                z0,
+                z1,
+            } => {
                 let (dx, dy) = (o.x - cx, o.y - cy);
                 let qa = u.x * u.x + u.y * u.y;
                 if qa < 1e-14 {
@@ -78,7 +96,13 @@ impl Prim {
                 let (dx, dy) = (x - x.clamp(-a, *a), y - y.clamp(-b, *b));
                 (dx * dx + dy * dy + z * z).sqrt()
             }
-            Prim::Cyl { cx, cy, radius, z0, z1 } => {
+            Prim::Cyl {
+                cx,
+                cy,
+                radius,
+                z0,
+                z1,
+            } => {
                 let radial = (p.x - cx).hypot(p.y - cy) - radius;
                 radial.hypot(p.z - p.z.clamp(*z0, *z1))
             }
@@ -97,14 +121,28 @@ impl Prim {
                     }
                 }
             }
-            Prim::Cyl { cx, cy, radius, z0, z1 } => {
+            Prim::Cyl {
+                cx,
+                cy,
+                radius,
+                z0,
+                z1,
+            } => {
                 let nt = ((std::f64::consts::TAU * radius / r).ceil() as i64).max(3);
                 let nz = ((z1 - z0) / r + 1e-9).floor() as i64;
                 for k in 0..nt {
                     let a = std::f64::consts::TAU * k as f64 / nt as f64;
                     let n = V3::new(a.cos(), a.sin(), 0.0);
                     for j in 0..=nz {
-                        out.push((V3::new(cx + radius * a.cos(), cy + radius * a.sin(), z0 + j as f64 * r), n, [k, j]));
+                        out.push((
+                            V3::new(
+                                cx + radius * a.cos(),
+                                cy + radius * a.sin(),
+                                z0 + j as f64 * r,
+                            ),
+                            n,
+                            [k, j],
+                        ));
                     }
                 }
             }
@@ -118,11 +156,17 @@ struct Scene {
 
 impl Scene {
     fn distance(&self, p: &V3) -> f64 {
-        self.prims.iter().map(|q| q.distance(p)).fold(f64::INFINITY, f64::min)
+        self.prims
+            .iter()
+            .map(|q| q.distance(p))
+            .fold(f64::INFINITY, f64::min)
     }
 
     fn cast(&self, o: &V3, u: &V3) -> Option<f64> {
-        self.prims.iter().filter_map(|p| p.intersect(o, u)).min_by(f64::total_cmp)
+        self.prims
+            .iter()
+            .filter_map(|p| p.intersect(o, u))
+            .min_by(f64::total_cmp)
     }
 
     /// A 20 x 12 x 4 m room with pillars, thin poles and slanted panels at 10-80 deg.
@@ -131,13 +175,49 @@ impl Scene {
             Prim::rect([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 10.0, 6.0),
             Prim::rect([0.0, 0.0, 4.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 10.0, 6.0),
             Prim::rect([10.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], 6.0, 2.0),
-            Prim::rect([-10.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], 6.0, 2.0),
+            Prim::rect(
+                [-10.0, 0.0, 2.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, 1.0],
+                6.0,
+                2.0,
+            ),
             Prim::rect([0.0, 6.0, 2.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], 10.0, 2.0),
-            Prim::rect([0.0, -6.0, 2.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], 10.0, 2.0),
-            Prim::Cyl { cx: 4.0, cy: 2.0, radius: 0.3, z0: 0.0, z1: 4.0 },
-            Prim::Cyl { cx: -5.0, cy: -3.0, radius: 0.5, z0: 0.0, z1: 4.0 },
-            Prim::Cyl { cx: 2.0, cy: -2.5, radius: 0.04, z0: 0.0, z1: 2.6 },
-            Prim::Cyl { cx: -2.0, cy: 3.0, radius: 0.04, z0: 0.0, z1: 2.6 },
+            Prim::rect(
+                [0.0, -6.0, 2.0],
+                [1.0, 0.0, 0.0],
+                [0.0, 0.0, 1.0],
+                10.0,
+                2.0,
+            ),
+            Prim::Cyl {
+                cx: 4.0,
+                cy: 2.0,
+                radius: 0.3,
+                z0: 0.0,
+                z1: 4.0,
+            },
+            Prim::Cyl {
+                cx: -5.0,
+                cy: -3.0,
+                radius: 0.5,
+                z0: 0.0,
+                z1: 4.0,
+            },
+            Prim::Cyl {
+                cx: 2.0,
+                cy: -2.5,
+                radius: 0.04,
+                z0: 0.0,
+                z1: 2.6,
+            },
+            Prim::Cyl {
+                cx: -2.0,
+                cy: 3.0,
+                radius: 0.04,
+                z0: 0.0,
+                z1: 2.6,
+            },
         ];
         // Panels facing the sensor near (0, 0, 1.2) at incidences 10..80 deg.
         for (k, inc) in [10.0f64, 30.0, 50.0, 65.0, 80.0].into_iter().enumerate() {
@@ -148,19 +228,41 @@ impl Scene {
             let tilt = az + std::f64::consts::PI + inc.to_radians();
             let n = V3::new(tilt.cos(), tilt.sin(), 0.0);
             let e1 = V3::z().cross(&n).normalize();
-            prims.push(Prim::Rect { c, e1, e2: V3::z(), a: 0.8, b: 0.6 });
+            prims.push(Prim::Rect {
+                c,
+                e1,
+                e2: V3::z(),
+                a: 0.8,
+                b: 0.6,
+            });
         }
         Scene { prims }
     }
 
     /// Open ground (30 x 30 m) with cylinders and poles; beams into the sky miss.
     fn ground() -> Scene {
-        let mut prims = vec![Prim::rect([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 15.0, 15.0)];
+        let mut prims = vec![Prim::rect(
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            15.0,
+            15.0,
+        )];
         for k in 0..8 {
             let a = k as f64 * 0.8;
             let d = 4.0 + 1.3 * k as f64;
-            let radius = if k % 3 == 0 { 0.05 } else { 0.25 + 0.1 * k as f64 };
-            prims.push(Prim::Cyl { cx: d * a.cos(), cy: d * a.sin(), radius, z0: 0.0, z1: 3.0 });
+            let radius = if k % 3 == 0 {
+                0.05
+            } else {
+                0.25 + 0.1 * k as f64
+            };
+            prims.push(Prim::Cyl {
+                cx: d * a.cos(),
+                cy: d * a.sin(),
+                radius,
+                z0: 0.0,
+                z1: 3.0,
+            });
         }
         Scene { prims }
     }
@@ -236,9 +338,9 @@ impl TestMap {
             }
             let bucket = map.buckets.last_mut().unwrap();
             bucket.count += 1;
-            for a in 0..3 {
-                bucket.min[a] = bucket.min[a].min(pf[a]);
-                bucket.max[a] = bucket.max[a].max(pf[a]);
+            for (a, v) in pf.iter().enumerate() {
+                bucket.min[a] = bucket.min[a].min(*v);
+                bucket.max[a] = bucket.max[a].max(*v);
             }
             map.positions.push(pf);
             map.normals.push([n.x as f32, n.y as f32, n.z as f32]);
@@ -273,7 +375,11 @@ fn spinning(rows: usize, cols: usize) -> Vec<Beam> {
         for r in 0..rows {
             let el = (-25.0 + 40.0 * r as f64 / (rows - 1).max(1) as f64).to_radians();
             beams.push(Beam {
-                dir: [(el.cos() * az.cos()) as f32, (el.cos() * az.sin()) as f32, el.sin() as f32],
+                dir: [
+                    (el.cos() * az.cos()) as f32,
+                    (el.cos() * az.sin()) as f32,
+                    el.sin() as f32,
+                ],
                 time_s: (0.1 * c as f64 / cols as f64) as f32,
                 ring: r as u16,
             });
@@ -337,7 +443,13 @@ struct Stats {
 }
 
 /// Range error statistics of a frame rendered from a static pose against exact ray casting.
-fn compare(scene: &Scene, map: &TestMap, beams: &[Beam], pose: &Isometry3<f64>, frame: &Frame) -> Stats {
+fn compare(
+    scene: &Scene,
+    map: &TestMap,
+    beams: &[Beam],
+    pose: &Isometry3<f64>,
+    frame: &Frame,
+) -> Stats {
     let debug = frame.debug.as_ref().expect("debug requested");
     let local = Isometry3::from_parts(
         (pose.translation.vector - V3::from(map.origin)).into(),
@@ -348,7 +460,8 @@ fn compare(scene: &Scene, map: &TestMap, beams: &[Beam], pose: &Isometry3<f64>, 
     let mut surface = Vec::new();
     let mut agree = 0usize;
     for (beam, got) in beams.iter().zip(&debug.range_m) {
-        let u = local.rotation * V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64).normalize();
+        let u = local.rotation
+            * V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64).normalize();
         let want = scene.cast(&o, &u);
         if want.is_some() == got.is_some() {
             agree += 1;
@@ -361,7 +474,12 @@ fn compare(scene: &Scene, map: &TestMap, beams: &[Beam], pose: &Isometry3<f64>, 
         }
     }
     errors.sort_by(f64::total_cmp);
-    let pick = |q: f64| errors.get(((errors.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
+    let pick = |q: f64| {
+        errors
+            .get(((errors.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
     Stats {
         mean: errors.iter().sum::<f64>() / errors.len().max(1) as f64,
         median: pick(0.5),
@@ -375,7 +493,14 @@ fn compare(scene: &Scene, map: &TestMap, beams: &[Beam], pose: &Isometry3<f64>, 
 const ORIGIN: [f64; 3] = [5000.0, -3000.0, 100.0];
 
 fn sensor_pose() -> Isometry3<f64> {
-    pose_from_xyz_rpy(ORIGIN[0] + 0.7, ORIGIN[1] - 0.4, ORIGIN[2] + 1.2, 0.02, -0.03, 0.4)
+    pose_from_xyz_rpy(
+        ORIGIN[0] + 0.7,
+        ORIGIN[1] - 0.4,
+        ORIGIN[2] + 1.2,
+        0.02,
+        -0.03,
+        0.4,
+    )
 }
 
 fn render_static(map: &TestMap, beams: &[Beam], p: &RenderParams, pose: &Isometry3<f64>) -> Frame {
@@ -395,8 +520,20 @@ fn accuracy_against_exact_ray_casting() {
         for r in [0.2, 0.1, 0.05] {
             let map = TestMap::build(&scene, r, ORIGIN);
             let variants: [(&str, RenderParams); 5] = [
-                ("splat plain", RenderParams { neighbours: false, ..params(Method::Splat, false) }),
-                ("splat plane", RenderParams { neighbours: false, ..params(Method::Splat, true) }),
+                (
+                    "splat plain",
+                    RenderParams {
+                        neighbours: false,
+                        ..params(Method::Splat, false)
+                    },
+                ),
+                (
+                    "splat plane",
+                    RenderParams {
+                        neighbours: false,
+                        ..params(Method::Splat, true)
+                    },
+                ),
                 ("splat plane+neighbours", params(Method::Splat, true)),
                 ("beam facing disks", params(Method::Beam, false)),
                 ("beam oriented disks", params(Method::Beam, true)),
@@ -427,13 +564,28 @@ fn accuracy_against_exact_ray_casting() {
         // The range error's mean is made by silhouettes (a disk reaching past an edge), as for the beam renderer.
         assert!(best.mean < 0.1 && best.agree > 0.985, "{scene}: {best:?}");
         let plain = get(scene, 0.1, "splat plain");
-        assert!(plain.surface > 5.0 * best.surface, "{scene}: plane correction must help: {plain:?} vs {best:?}");
-        assert!(plain.mean > 2.0 * best.mean, "{scene}: {plain:?} vs {best:?}");
+        assert!(
+            plain.surface > 5.0 * best.surface,
+            "{scene}: plane correction must help: {plain:?} vs {best:?}"
+        );
+        assert!(
+            plain.mean > 2.0 * best.mean,
+            "{scene}: {plain:?} vs {best:?}"
+        );
         // Finer maps are more accurate.
-        let (fine, coarse) = (get(scene, 0.05, "splat plane+neighbours"), get(scene, 0.2, "splat plane+neighbours"));
-        assert!(fine.mean < coarse.mean && fine.surface < coarse.surface, "{scene}: {fine:?} vs {coarse:?}");
+        let (fine, coarse) = (
+            get(scene, 0.05, "splat plane+neighbours"),
+            get(scene, 0.2, "splat plane+neighbours"),
+        );
+        assert!(
+            fine.mean < coarse.mean && fine.surface < coarse.surface,
+            "{scene}: {fine:?} vs {coarse:?}"
+        );
         let beam = get(scene, 0.1, "beam oriented disks");
-        assert!(beam.surface < 0.005 && beam.median < 0.002 && beam.mean < 0.1 && beam.agree > 0.99, "{scene}: {beam:?}");
+        assert!(
+            beam.surface < 0.005 && beam.median < 0.002 && beam.mean < 0.1 && beam.agree > 0.99,
+            "{scene}: {beam:?}"
+        );
     }
 }
 
@@ -444,16 +596,33 @@ fn random_pattern_accuracy_and_lod() {
     let scene = Scene::room();
     let map = TestMap::build(&scene, 0.05, ORIGIN);
     let with = render_static(&map, &beams, &params(Method::Splat, true), &pose);
-    let without = render_static(&map, &beams, &RenderParams { lod: false, ..params(Method::Splat, true) }, &pose);
-    let (a, b) = (compare(&scene, &map, &beams, &pose, &with), compare(&scene, &map, &beams, &pose, &without));
+    let without = render_static(
+        &map,
+        &beams,
+        &RenderParams {
+            lod: false,
+            ..params(Method::Splat, true)
+        },
+        &pose,
+    );
+    let (a, b) = (
+        compare(&scene, &map, &beams, &pose, &with),
+        compare(&scene, &map, &beams, &pose, &without),
+    );
     let (na, nb) = (
         with.debug.as_ref().unwrap().points_rasterised,
         without.debug.as_ref().unwrap().points_rasterised,
     );
     println!("random 24k, room r 0.05: lod {a:?} rasterised {na}; no lod {b:?} rasterised {nb}");
-    assert!((na as f64) < 0.9 * nb as f64, "level of detail must read fewer points: {na} vs {nb}");
+    assert!(
+        (na as f64) < 0.9 * nb as f64,
+        "level of detail must read fewer points: {na} vs {nb}"
+    );
     for s in [a, b] {
-        assert!(s.surface < 0.005 && s.median < 0.001 && s.mean < 0.1 && s.agree > 0.99, "{s:?}");
+        assert!(
+            s.surface < 0.005 && s.median < 0.001 && s.mean < 0.1 && s.agree > 0.99,
+            "{s:?}"
+        );
     }
 }
 
@@ -471,7 +640,14 @@ fn noisy_physics() -> Physics {
 
 fn moving_trajectory() -> Tum {
     let a = pose_from_xyz_rpy(ORIGIN[0] - 1.0, ORIGIN[1], ORIGIN[2] + 1.2, 0.0, 0.0, 0.0);
-    let b = pose_from_xyz_rpy(ORIGIN[0] + 1.0, ORIGIN[1] + 0.5, ORIGIN[2] + 1.3, 0.05, 0.0, 0.8);
+    let b = pose_from_xyz_rpy(
+        ORIGIN[0] + 1.0,
+        ORIGIN[1] + 0.5,
+        ORIGIN[2] + 1.3,
+        0.05,
+        0.0,
+        0.8,
+    );
     Tum::from_samples(vec![(10.0, a), (10.2, b)]).unwrap()
 }
 
@@ -482,10 +658,18 @@ fn same_seed_same_frame_on_1_and_2_threads() {
     let beams = spinning(32, 512);
     let traj = moving_trajectory();
     for method in [Method::Splat, Method::Beam] {
-        let p = RenderParams { seed: 42, ..params(method, true) };
+        let p = RenderParams {
+            seed: 42,
+            ..params(method, true)
+        };
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| render::render_frame(&map.view(), &beams, &noisy_physics(), &traj, 10.05, 3, &p))
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                render::render_frame(&map.view(), &beams, &noisy_physics(), &traj, 10.05, 3, &p)
+            })
         };
         let (one, two) = (run(1), run(2));
         assert!(one.points.len() > beams.len() / 2);
@@ -497,11 +681,15 @@ fn same_seed_same_frame_on_1_and_2_threads() {
             &traj,
             10.05,
             3,
-            &RenderParams { seed: 43, ..p.clone() },
+            &RenderParams {
+                seed: 43,
+                ..p.clone()
+            },
         );
         assert_ne!(one.points, other_seed.points);
         // Another frame index draws other noise too.
-        let other_frame = render::render_frame(&map.view(), &beams, &noisy_physics(), &traj, 10.05, 4, &p);
+        let other_frame =
+            render::render_frame(&map.view(), &beams, &noisy_physics(), &traj, 10.05, 4, &p);
         assert_ne!(one.points, other_frame.points);
     }
 }
@@ -515,17 +703,27 @@ fn renderers_agree_on_a_simple_scene() {
     let s = render_static(&map, &beams, &params(Method::Splat, true), &pose);
     let b = render_static(&map, &beams, &params(Method::Beam, true), &pose);
     assert_eq!((s.method, b.method), (Method::Splat, Method::Beam));
-    let (rs, rb) = (&s.debug.as_ref().unwrap().range_m, &b.debug.as_ref().unwrap().range_m);
+    let (rs, rb) = (
+        &s.debug.as_ref().unwrap().range_m,
+        &b.debug.as_ref().unwrap().range_m,
+    );
     let mut diffs: Vec<f32> = rs
         .iter()
         .zip(rb)
         .filter_map(|(a, b)| Some((a.as_ref()? - b.as_ref()?).abs()))
         .collect();
-    let agree = rs.iter().zip(rb).filter(|(a, b)| a.is_some() == b.is_some()).count();
+    let agree = rs
+        .iter()
+        .zip(rb)
+        .filter(|(a, b)| a.is_some() == b.is_some())
+        .count();
     diffs.sort_by(f32::total_cmp);
     let median = diffs[diffs.len() / 2];
     let within = diffs.iter().filter(|&&d| d < 0.01).count() as f64 / diffs.len() as f64;
-    println!("splat vs beam: agree {agree}/{}, median diff {median}, within 1 cm {within}", beams.len());
+    println!(
+        "splat vs beam: agree {agree}/{}, median diff {median}, within 1 cm {within}",
+        beams.len()
+    );
     assert!(agree as f64 > 0.995 * beams.len() as f64);
     assert!(median < 1e-3 && within > 0.98);
 }
@@ -539,7 +737,15 @@ fn motion_distortion_follows_per_beam_poses() {
     let start = 10.0;
     let start_pose = traj.world_from_sensor(start);
     for method in [Method::Splat, Method::Beam] {
-        let frame = render::render_frame(&map.view(), &beams, &physics(), &traj, start, 0, &params(method, true));
+        let frame = render::render_frame(
+            &map.view(),
+            &beams,
+            &physics(),
+            &traj,
+            start,
+            0,
+            &params(method, true),
+        );
         let mut errors = Vec::new();
         let mut moved = 0usize;
         for pt in &frame.points {
@@ -547,14 +753,19 @@ fn motion_distortion_follows_per_beam_poses() {
             assert_eq!((pt.time_s, pt.ring), (beam.time_s, beam.ring));
             // The exact return of this beam from the pose at its own time, in the start frame.
             let pose = traj.world_from_sensor(start + beam.time_s as f64);
-            let u = pose.rotation * V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64).normalize();
+            let u = pose.rotation
+                * V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64).normalize();
             let o = pose.translation.vector - V3::from(ORIGIN);
-            let Some(t) = scene.cast(&o, &u) else { continue };
+            let Some(t) = scene.cast(&o, &u) else {
+                continue;
+            };
             let want = start_pose.inverse() * Point3::from(pose.translation.vector + u * t);
             let got = V3::new(pt.xyz[0] as f64, pt.xyz[1] as f64, pt.xyz[2] as f64);
             errors.push((got - want.coords).norm());
             // A static sensor at the start pose would have put the point elsewhere.
-            let naive = V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64).normalize() * pt.range_m as f64;
+            let naive = V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64)
+                .normalize()
+                * pt.range_m as f64;
             if (naive - got).norm() > 0.1 {
                 moved += 1;
             }
@@ -563,9 +774,15 @@ fn motion_distortion_follows_per_beam_poses() {
         let median = errors[errors.len() / 2];
         let p90 = errors[errors.len() * 9 / 10];
         let slices = frame.debug.as_ref().unwrap().time_slices;
-        println!("motion {method:?}: {} points, median {median:.5} m, p90 {p90:.5} m, {moved} distorted, slices {slices}", errors.len());
+        println!(
+            "motion {method:?}: {} points, median {median:.5} m, p90 {p90:.5} m, {moved} distorted, slices {slices}",
+            errors.len()
+        );
         assert!(errors.len() > beams.len() * 9 / 10);
-        assert!(median < 0.002 && p90 < 0.02, "{method:?}: median {median} p90 {p90}");
+        assert!(
+            median < 0.002 && p90 < 0.02,
+            "{method:?}: median {median} p90 {p90}"
+        );
         assert!(moved > errors.len() / 2, "motion must distort the scan");
     }
 }
@@ -577,28 +794,62 @@ fn range_limits_dropout_noise_and_intensity() {
     let beams = spinning(32, 512);
     let pose = sensor_pose();
     let p = params(Method::Splat, true);
-    let run = |ph: &Physics| render::render_frame(&map.view(), &beams, ph, &Static(pose), 0.0, 0, &p);
+    let run =
+        |ph: &Physics| render::render_frame(&map.view(), &beams, ph, &Static(pose), 0.0, 0, &p);
     let base = run(&physics());
-    let limited = run(&Physics { min_range_m: 2.0, max_range_m: 6.0, ..physics() });
-    assert!(limited.points.iter().all(|q| q.range_m >= 2.0 && q.range_m <= 6.0));
-    let expect = base.points.iter().filter(|q| q.range_m >= 2.0 && q.range_m <= 6.0).count();
-    assert_eq!(limited.points.len(), expect);
+    let limited = run(&Physics {
+        min_range_m: 2.0,
+        max_range_m: 6.0,
+        ..physics()
+    });
+    assert!(
+        limited
+            .points
+            .iter()
+            .all(|q| q.range_m >= 2.0 && q.range_m <= 6.0)
+    );
+    let expect = base
+        .points
+        .iter()
+        .filter(|q| q.range_m >= 2.0 && q.range_m <= 6.0)
+        .count();
+    // Not exactly equal: surfaces far beyond the range are culled, which changes a few edge tests.
+    assert!(
+        limited.points.len().abs_diff(expect) * 200 < expect,
+        "{} vs {expect}",
+        limited.points.len()
+    );
     assert!(expect > 100 && expect < base.points.len() / 2 + base.points.len() / 3);
 
     // Dropout: reflectance 0.6 * cos(incidence) against 0.8 / 50 m * d.
-    let dropout = Physics { reflectance_limit: 0.8, reflectance_range_m: 50.0, ..physics() };
+    let dropout = Physics {
+        reflectance_limit: 0.8,
+        reflectance_range_m: 50.0,
+        ..physics()
+    };
     let kept = run(&dropout);
     assert!(kept.points.len() < base.points.len() && kept.points.len() > base.points.len() / 4);
     for q in &kept.points {
         assert!(q.intensity >= 0.8 / 50.0 * q.range_m - 1e-6, "{q:?}");
     }
-    let dropped = base.points.iter().filter(|q| q.intensity < 0.8 / 50.0 * q.range_m).count();
+    let dropped = base
+        .points
+        .iter()
+        .filter(|q| q.intensity < 0.8 / 50.0 * q.range_m)
+        .count();
     assert_eq!(kept.points.len() + dropped, base.points.len());
     // Intensity is R0 * cos(incidence) <= R0.
-    assert!(base.points.iter().all(|q| q.intensity > 0.0 && q.intensity <= 0.6 + 1e-6));
+    assert!(
+        base.points
+            .iter()
+            .all(|q| q.intensity > 0.0 && q.intensity <= 0.6 + 1e-6)
+    );
 
     // Range noise: the spread of measured minus noise-free range matches sigma.
-    let noisy = run(&Physics { range_sigma_m: 0.03, ..physics() });
+    let noisy = run(&Physics {
+        range_sigma_m: 0.03,
+        ..physics()
+    });
     let truth = noisy.debug.as_ref().unwrap();
     let d: Vec<f64> = noisy
         .points
@@ -607,7 +858,10 @@ fn range_limits_dropout_noise_and_intensity() {
         .collect();
     let mean = d.iter().sum::<f64>() / d.len() as f64;
     let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / d.len() as f64).sqrt();
-    assert!(mean.abs() < 0.002 && (sd - 0.03).abs() < 0.002, "mean {mean} sd {sd}");
+    assert!(
+        mean.abs() < 0.002 && (sd - 0.03).abs() < 0.002,
+        "mean {mean} sd {sd}"
+    );
     // The point lies along its beam at the measured range (static pose).
     for q in noisy.points.iter().take(50) {
         let n = (q.xyz[0].powi(2) + q.xyz[1].powi(2) + q.xyz[2].powi(2)).sqrt();
@@ -623,8 +877,14 @@ fn auto_picks_a_renderer_and_keeps_it() {
     let sparse = random_dirs(500, 1);
     let ph = physics();
     let p = RenderParams::default();
-    assert_eq!(render::choose_method(&map.view(), &dense, &ph, &p), Method::Splat);
-    assert_eq!(render::choose_method(&map.view(), &sparse, &ph, &p), Method::Beam);
+    assert_eq!(
+        render::choose_method(&map.view(), &dense, &ph, &p),
+        Method::Splat
+    );
+    assert_eq!(
+        render::choose_method(&map.view(), &sparse, &ph, &p),
+        Method::Beam
+    );
     let mut r = Renderer::new(&sparse, &ph, &p);
     assert_eq!(r.method(), None);
     let f = r.render(&map.view(), &Static(sensor_pose()), 0.0, 0);
@@ -640,7 +900,13 @@ fn big_scene(n: usize) -> Scene {
     // Area needed: n * r^2.
     let area = n as f64 * 0.0025;
     let half = (area / 4.0 / 2.0).sqrt();
-    let mut prims = vec![Prim::rect([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], half, half)];
+    let mut prims = vec![Prim::rect(
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        half,
+        half,
+    )];
     // Walls and pillars take the rest of the area (~half).
     let mut wall_area = area / 2.0;
     let mut k = 0;
@@ -648,8 +914,20 @@ fn big_scene(n: usize) -> Scene {
         let a = k as f64 * 1.7;
         let d = 5.0 + (k as f64 * 3.1) % (half - 2.0).max(1.0);
         let c = [d * a.cos(), d * a.sin(), 2.0];
-        prims.push(Prim::rect(c, [-a.sin(), a.cos(), 0.0], [0.0, 0.0, 1.0], 4.0, 2.0));
-        prims.push(Prim::Cyl { cx: c[0] + 1.0, cy: c[1] - 1.0, radius: 0.4, z0: 0.0, z1: 4.0 });
+        prims.push(Prim::rect(
+            c,
+            [-a.sin(), a.cos(), 0.0],
+            [0.0, 0.0, 1.0],
+            4.0,
+            2.0,
+        ));
+        prims.push(Prim::Cyl {
+            cx: c[0] + 1.0,
+            cy: c[1] - 1.0,
+            radius: 0.4,
+            z0: 0.0,
+            z1: 4.0,
+        });
         wall_area -= 8.0 * 4.0 + std::f64::consts::TAU * 0.4 * 4.0;
         k += 1;
     }
@@ -659,8 +937,15 @@ fn big_scene(n: usize) -> Scene {
 #[test]
 #[ignore]
 fn speed() {
-    let ph = Physics { max_range_m: 100.0, ..physics() };
-    for n in [1_000_000usize, 5_000_000] {
+    let ph = Physics {
+        max_range_m: 100.0,
+        ..physics()
+    };
+    let sizes: Vec<usize> = std::env::var("AERIE_SPEED_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or(vec![1_000_000, 5_000_000]);
+    for n in sizes {
         let scene = big_scene(n);
         let map = TestMap::build(&scene, 0.05, [0.0; 3]);
         let pose = pose_from_xyz_rpy(0.3, 0.2, 1.5, 0.0, 0.0, 0.3);
@@ -679,7 +964,16 @@ fn speed() {
             ("random 24k", random_dirs(24_000, 3)),
         ] {
             for method in [Method::Splat, Method::Beam] {
-                let p = RenderParams { method, ..RenderParams::default() };
+                if std::env::var("AERIE_SPEED_METHOD")
+                    .is_ok_and(|m| !format!("{method:?}").eq_ignore_ascii_case(&m))
+                {
+                    continue;
+                }
+                let p = RenderParams {
+                    method,
+                    debug: true,
+                    ..RenderParams::default()
+                };
                 let mut renderer = Renderer::new(&beams, &ph, &p);
                 let mut frame = renderer.render(&map.view(), &Static(pose), 0.0, 0);
                 let t = std::time::Instant::now();
@@ -688,10 +982,12 @@ fn speed() {
                     frame = renderer.render(&map.view(), &Static(pose), 0.0, f);
                 }
                 let ms = t.elapsed().as_secs_f64() * 1e3 / reps as f64;
-                let auto = render::choose_method(&map.view(), &beams, &ph, &RenderParams::default());
+                let auto =
+                    render::choose_method(&map.view(), &beams, &ph, &RenderParams::default());
                 println!(
-                    "{n:>8} pts  {name:<11} {method:?}: {ms:8.1} ms/frame, {} points (auto picks {auto:?})",
-                    frame.points.len()
+                    "{n:>8} pts  {name:<11} {method:?}: {ms:8.1} ms/frame, {} points, {} rasterised (auto picks {auto:?})",
+                    frame.points.len(),
+                    frame.debug.as_ref().map_or(0, |d| d.points_rasterised)
                 );
             }
         }

@@ -170,13 +170,19 @@ impl BeamIndex {
             16.0 * FINE_CELL * r_map
         };
         let extent = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
-        let cells_for = |c: f32| -> f64 { extent.iter().map(|e| ((e / c).ceil().max(1.0)) as f64).product() };
+        let cells_for = |c: f32| -> f64 {
+            extent
+                .iter()
+                .map(|e| ((e / c).ceil().max(1.0)) as f64)
+                .product()
+        };
         while cells_for(coarse_cell) > MAX_COARSE_CELLS {
             coarse_cell *= 2.0;
         }
         let coarse_dims = extent.map(|e| (e / coarse_cell).ceil().max(1.0) as i32);
         let n_coarse = (coarse_dims[0] * coarse_dims[1] * coarse_dims[2]) as usize;
-        let cflat = |x: i32, y: i32, z: i32| ((z * coarse_dims[1] + y) * coarse_dims[0] + x) as usize;
+        let cflat =
+            |x: i32, y: i32, z: i32| ((z * coarse_dims[1] + y) * coarse_dims[0] + x) as usize;
         let mut coarse_starts = vec![0u32; n_coarse + 1];
         let covered = |g: &Grid| {
             let x = cell_range(g.lo[0], g.hi[0], lo[0], coarse_cell, coarse_dims[0]);
@@ -232,7 +238,10 @@ impl BeamIndex {
 
     /// Memory held by the index, bytes.
     pub fn memory_bytes(&self) -> usize {
-        4 * (self.coarse_starts.len() + self.coarse_items.len() + self.starts.len() + self.items.len())
+        4 * (self.coarse_starts.len()
+            + self.coarse_items.len()
+            + self.starts.len()
+            + self.items.len())
             + self.grids.len() * std::mem::size_of::<Grid>()
     }
 }
@@ -266,7 +275,15 @@ struct Dda {
 }
 
 impl Dda {
-    fn new(o: [f32; 3], u: [f32; 3], inv: [f32; 3], t: f32, lo: [f32; 3], cell: [f32; 3], dims: [i32; 3]) -> Dda {
+    fn new(
+        o: [f32; 3],
+        u: [f32; 3],
+        inv: [f32; 3],
+        t: f32,
+        lo: [f32; 3],
+        cell: [f32; 3],
+        dims: [i32; 3],
+    ) -> Dda {
         let mut d = Dda {
             cell: [0; 3],
             step: [0; 3],
@@ -343,7 +360,10 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Optio
     loop {
         let [x, y, z] = dda.cell;
         let flat = ((z * dims[1] + y) * dims[0] + x) as usize;
-        let range = match (index.coarse_starts.get(flat), index.coarse_starts.get(flat + 1)) {
+        let range = match (
+            index.coarse_starts.get(flat),
+            index.coarse_starts.get(flat + 1),
+        ) {
             (Some(&a), Some(&b)) => a as usize..b as usize,
             _ => 0..0,
         };

@@ -15,6 +15,9 @@
 //! sensor frame at the frame start. Noise, angular jitter, intensity and dropout come from a counter-based hash
 //! of (seed, frame, beam), so output is bit-identical for the same seed whatever the number of threads.
 
+// `!(a < b)` is deliberate throughout: a NaN must fail the test it is in, which `a >= b` would not do.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 mod beam;
 mod rng;
 mod splat;
@@ -147,17 +150,28 @@ pub fn render_frame(
 
 /// Estimated relative cost of each method for this map and pattern, and the cheaper one.
 ///
-/// Cost model (measured on synthetic maps, see the tests' speed report): the splat renderer costs about
-/// 1 unit per map point inside the range (capped by level of detail at ~3 points per image pixel of a bucket)
-/// plus 0.5 per image pixel; the beam renderer about 150 units per beam (coarse and fine marching plus ~50
-/// point tests). Only the bucket table is read, so the estimate is cheap.
-pub fn choose_method(map: &MapView, beams: &[Beam], physics: &Physics, params: &RenderParams) -> Method {
+/// Cost model, fitted to the speed runs on synthetic 1M and 5M-point maps (see the `speed` test): the splat
+/// renderer costs about 1 unit per rasterised map point (all points of buckets within range, capped for level
+/// of detail at 12 per image pixel) plus 0.5 per image pixel; the beam renderer about 8 units per beam (coarse
+/// and fine marching plus the disk tests). Only the bucket table is read, so the estimate is cheap and, unlike
+/// timing both renderers, deterministic: the same inputs always pick the same renderer.
+pub fn choose_method(
+    map: &MapView,
+    beams: &[Beam],
+    physics: &Physics,
+    params: &RenderParams,
+) -> Method {
     let prepared = Prepared::new(beams, params);
     choose_with(map, &prepared, physics, params)
 }
 
-fn choose_with(map: &MapView, prepared: &Prepared, physics: &Physics, params: &RenderParams) -> Method {
-    let beam_cost = 150.0 * prepared.n_beams() as f64;
+fn choose_with(
+    map: &MapView,
+    prepared: &Prepared,
+    physics: &Physics,
+    params: &RenderParams,
+) -> Method {
+    let beam_cost = 8.0 * prepared.n_beams() as f64;
     if prepared.n_beams() == 0 {
         return Method::Splat;
     }
@@ -370,7 +384,11 @@ impl Fov {
         let gap = best_len as f32 * bin;
         let width = std::f32::consts::TAU - gap + 2.0 * margin;
         // Small gaps are not worth a partial image; polar windows need the full circle too.
-        if gap < 20f32.to_radians() || width >= std::f32::consts::TAU * 0.95 || el_max > 1.4 || el_min < -1.4 {
+        if gap < 20f32.to_radians()
+            || width >= std::f32::consts::TAU * 0.95
+            || el_max > 1.4
+            || el_min < -1.4
+        {
             return Fov {
                 full_circle: true,
                 az_centre: 0.0,
@@ -396,7 +414,11 @@ impl Fov {
 pub(crate) fn wrap_pi(a: f32) -> f32 {
     let tau = std::f32::consts::TAU;
     let w = (a + std::f32::consts::PI).rem_euclid(tau) - std::f32::consts::PI;
-    if w >= std::f32::consts::PI { w - tau } else { w }
+    if w >= std::f32::consts::PI {
+        w - tau
+    } else {
+        w
+    }
 }
 
 /// What depends only on the pattern: beam angles, beams sorted by time, the whole pattern's window, pixel size.
@@ -511,7 +533,11 @@ impl LocalPose {
 
     /// Origin as f32 (map-relative coordinates, where map points live).
     pub fn origin32(&self) -> [f32; 3] {
-        [self.origin.x as f32, self.origin.y as f32, self.origin.z as f32]
+        [
+            self.origin.x as f32,
+            self.origin.y as f32,
+            self.origin.z as f32,
+        ]
     }
 
     /// Transposed rotation (sensor_from_map), row-major.
@@ -528,14 +554,21 @@ impl LocalPose {
 const KNOTS: usize = 64;
 
 impl PoseTable {
-    fn new(trajectory: &dyn Trajectory, map_origin: Vector3<f64>, frame_start_s: f64, t_lo: f64, t_hi: f64) -> PoseTable {
+    fn new(
+        trajectory: &dyn Trajectory,
+        map_origin: Vector3<f64>,
+        frame_start_s: f64,
+        t_lo: f64,
+        t_hi: f64,
+    ) -> PoseTable {
         let span = (t_hi - t_lo).max(0.0);
         let n = if span > 0.0 { KNOTS } else { 0 };
         let dt = if n > 0 { span / n as f64 } else { 0.0 };
         let mut rotations = Vec::with_capacity(n + 1);
         let mut origins = Vec::with_capacity(n + 1);
         for k in 0..=n {
-            let pose: Isometry3<f64> = trajectory.world_from_sensor(frame_start_s + t_lo + k as f64 * dt);
+            let pose: Isometry3<f64> =
+                trajectory.world_from_sensor(frame_start_s + t_lo + k as f64 * dt);
             rotations.push(pose.rotation);
             origins.push(pose.translation.vector - map_origin);
         }
@@ -561,8 +594,16 @@ impl PoseTable {
         let (Some(q0), Some(o0)) = (self.rotations.first(), self.origins.first()) else {
             return (0.0, 0.0);
         };
-        let trans = self.origins.iter().map(|o| (o - o0).norm()).fold(0.0, f64::max);
-        let rot = self.rotations.iter().map(|q| q.angle_to(q0)).fold(0.0, f64::max);
+        let trans = self
+            .origins
+            .iter()
+            .map(|o| (o - o0).norm())
+            .fold(0.0, f64::max);
+        let rot = self
+            .rotations
+            .iter()
+            .map(|q| q.angle_to(q0))
+            .fold(0.0, f64::max);
         (trans, rot)
     }
 
@@ -631,14 +672,21 @@ impl<'a> Ctx<'a> {
         frame_index: u64,
     ) -> Ctx<'a> {
         let (t_lo, t_hi) = beams.iter().fold((0.0f64, 0.0f64), |(lo, hi), b| {
-            let t = if b.time_s.is_finite() { b.time_s as f64 } else { 0.0 };
+            let t = if b.time_s.is_finite() {
+                b.time_s as f64
+            } else {
+                0.0
+            };
             (lo.min(t), hi.max(t))
         });
         let map_origin = Vector3::from(map.origin);
         let poses = PoseTable::new(trajectory, map_origin, frame_start_s, t_lo, t_hi);
         let moving = !poses.is_static();
         let start_iso = trajectory.world_from_sensor(frame_start_s);
-        let start = LocalPose::from(&start_iso.rotation, start_iso.translation.vector - map_origin);
+        let start = LocalPose::from(
+            &start_iso.rotation,
+            start_iso.translation.vector - map_origin,
+        );
         let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
             map.resolution
         } else {
@@ -692,7 +740,11 @@ impl<'a> Ctx<'a> {
         }
         let (g1, g2) = rng.gaussian_pair();
         // An orthonormal pair perpendicular to b.
-        let helper = if b[0].abs() < 0.9 { [1.0, 0.0, 0.0] } else { [0.0, 1.0, 0.0] };
+        let helper = if b[0].abs() < 0.9 {
+            [1.0, 0.0, 0.0]
+        } else {
+            [0.0, 1.0, 0.0]
+        };
         let e1 = unit(cross(b, helper));
         let e2 = cross(b, e1);
         let (a1, a2) = (sigma * g1 as f32, sigma * g2 as f32);
@@ -711,14 +763,22 @@ impl<'a> Ctx<'a> {
     pub fn ray(&self, i: usize) -> ([f32; 3], [f32; 3]) {
         let (b, _) = self.beam_dir(i);
         let t = self.beams.get(i).map_or(0.0, |b| b.time_s as f64);
-        let pose = if self.moving { self.poses.at(t) } else { self.start };
+        let pose = if self.moving {
+            self.poses.at(t)
+        } else {
+            self.start
+        };
         (pose.origin32(), unit(mat_vec(&pose.rot, b)))
     }
 
     /// Pose of the sensor at beam time `t` (seconds since the frame start).
     #[inline]
     pub fn pose_at(&self, t: f64) -> LocalPose {
-        if self.moving { self.poses.at(t) } else { self.start }
+        if self.moving {
+            self.poses.at(t)
+        } else {
+            self.start
+        }
     }
 
     /// Disk intersection for the beam renderer: an oriented disk of radius `rho` where the point lies on a
@@ -727,7 +787,12 @@ impl<'a> Ctx<'a> {
     pub fn disk_hit(&self, idx: u32, o: [f32; 3], u: [f32; 3]) -> Option<(f32, f32)> {
         let rel = sub(self.point(idx), o);
         if self.planes {
-            let gamma = self.map.gamma.and_then(|g| g.get(idx as usize)).copied().unwrap_or(0.0);
+            let gamma = self
+                .map
+                .gamma
+                .and_then(|g| g.get(idx as usize))
+                .copied()
+                .unwrap_or(0.0);
             if gamma < self.gamma_max
                 && let Some(&n) = self.map.normals.and_then(|n| n.get(idx as usize))
             {
@@ -738,7 +803,8 @@ impl<'a> Ctx<'a> {
                         return None;
                     }
                     let miss = [t * u[0] - rel[0], t * u[1] - rel[1], t * u[2] - rel[2]];
-                    return (dot(miss, miss) <= self.rho * self.rho).then_some((t, denom.abs().min(1.0)));
+                    return (dot(miss, miss) <= self.rho * self.rho)
+                        .then_some((t, denom.abs().min(1.0)));
                 }
             }
         }
@@ -753,7 +819,11 @@ impl<'a> Ctx<'a> {
     /// Position of point `idx` (map-relative).
     #[inline]
     pub fn point(&self, idx: u32) -> [f32; 3] {
-        self.map.positions.get(idx as usize).copied().unwrap_or([f32::NAN; 3])
+        self.map
+            .positions
+            .get(idx as usize)
+            .copied()
+            .unwrap_or([f32::NAN; 3])
     }
 
     /// Intersection of the ray (o, u) with the plane of point `idx`: `None` when the point is not on a plane
@@ -765,7 +835,12 @@ impl<'a> Ctx<'a> {
         if !self.planes {
             return None;
         }
-        let gamma = self.map.gamma.and_then(|g| g.get(idx as usize)).copied().unwrap_or(0.0);
+        let gamma = self
+            .map
+            .gamma
+            .and_then(|g| g.get(idx as usize))
+            .copied()
+            .unwrap_or(0.0);
         if !(gamma < self.gamma_max) {
             return None;
         }
@@ -812,7 +887,8 @@ impl<'a> Ctx<'a> {
                 let beam = self.beams.get(i)?;
                 let (b, g_range) = self.beam_dir(i);
                 let d_true = hit.t as f64;
-                let sigma = ph.range_sigma_m as f64 + ph.range_sigma_quadratic as f64 * d_true * d_true;
+                let sigma =
+                    ph.range_sigma_m as f64 + ph.range_sigma_quadratic as f64 * d_true * d_true;
                 let d = d_true + if sigma > 0.0 { sigma * g_range } else { 0.0 };
                 if !(d >= ph.min_range_m as f64 && d <= ph.max_range_m as f64) {
                     return None;
@@ -825,11 +901,16 @@ impl<'a> Ctx<'a> {
                     .unwrap_or(ph.default_reflectance);
                 let reflectivity = r0 * hit.cos_incidence;
                 if ph.reflectance_range_m > 0.0
-                    && (reflectivity as f64) < (ph.reflectance_limit as f64 / ph.reflectance_range_m as f64) * d
+                    && (reflectivity as f64)
+                        < (ph.reflectance_limit as f64 / ph.reflectance_range_m as f64) * d
                 {
                     return None;
                 }
-                let pose = if self.moving { self.poses.at(beam.time_s as f64) } else { self.start };
+                let pose = if self.moving {
+                    self.poses.at(beam.time_s as f64)
+                } else {
+                    self.start
+                };
                 let u_map = pose.rot64 * Vector3::new(b[0] as f64, b[1] as f64, b[2] as f64);
                 let q = pose.origin + u_map * d;
                 let xyz = start_rot_t * (q - self.start.origin);
@@ -884,7 +965,10 @@ mod tests {
             .collect();
         let f = Fov::of(dirs.iter().copied(), 0.0);
         assert!(!f.full_circle);
-        assert!((wrap_pi(f.az_centre - 180f32.to_radians())).abs() < 0.02, "{f:?}");
+        assert!(
+            (wrap_pi(f.az_centre - 180f32.to_radians())).abs() < 0.02,
+            "{f:?}"
+        );
         // Spinning: full circle.
         let dirs: Vec<(f32, f32)> = (0..1024)
             .map(|i| (wrap_pi(i as f32 * std::f32::consts::TAU / 1024.0), 0.0))

@@ -109,7 +109,8 @@ impl Image {
 
     #[inline]
     fn read(&self, row: i64, col: i64) -> u64 {
-        self.slot(row, col).map_or(EMPTY, |s| s.load(Ordering::Relaxed))
+        self.slot(row, col)
+            .map_or(EMPTY, |s| s.load(Ordering::Relaxed))
     }
 
     /// Depth at which the ray through the centre of pixel (row, col) crosses the disk of radius `rho` at `v`
@@ -147,9 +148,13 @@ impl Image {
         let n = n.filter(|n| (dot(*n, v) / d).abs() >= MIN_COS_PLANE);
         // The containing pixel always, so that far points smaller than a pixel leave no holes.
         let (r0, c0) = (y.floor() as i64, x.floor() as i64);
-        let k0 = n.and_then(|n| self.disk_depth(r0, c0, v, n, rho)).map_or(key, key_of);
+        let k0 = n
+            .and_then(|n| self.disk_depth(r0, c0, v, n, rho))
+            .map_or(key, key_of);
         self.write(r0, c0, k0);
-        let r_lo = ((el - theta - self.fov.el_min) / self.pix_el - 0.5).ceil().max(0.0) as i64;
+        let r_lo = ((el - theta - self.fov.el_min) / self.pix_el - 0.5)
+            .ceil()
+            .max(0.0) as i64;
         let r_hi = ((el + theta - self.fov.el_min) / self.pix_el - 0.5)
             .floor()
             .min(self.rows as f32 - 1.0) as i64;
@@ -160,7 +165,8 @@ impl Image {
             if rem < 0.0 {
                 continue;
             }
-            let half = rem.sqrt() / el_r.cos().max(1e-3);
+            let cos_r = self.row_cs.get(r as usize).map_or(1.0, |cs| cs.0);
+            let half = rem.sqrt() / cos_r.max(1e-3);
             let half_px = half / self.pix_az;
             let (c_lo, c_hi) = if self.fov.full_circle && 2.0 * half_px >= self.cols as f32 {
                 (0, self.cols as i64 - 1)
@@ -193,6 +199,8 @@ impl Image {
 
 /// A bucket to rasterise: its points `first..first + n` (a coarse-to-fine prefix) with disk radius `rho`.
 struct Job {
+    /// Distance of the bucket centre, for near-to-far order (fewer depth-buffer writes).
+    distance: f32,
     bucket: u32,
     first: u32,
     n: u32,
@@ -227,7 +235,10 @@ pub(crate) fn render(ctx: &Ctx) -> (Vec<Option<Hit>>, u32, u64) {
         } else {
             t_lo + (t_hi - t_lo) * (s + 1) as f64 / k as f64
         };
-        let end = start + by_time.get(start..).map_or(0, |rest| rest.partition_point(|&i| time(i) < t_end));
+        let end = start
+            + by_time
+                .get(start..)
+                .map_or(0, |rest| rest.partition_point(|&i| time(i) < t_end));
         let Some(slice) = by_time.get(start..end) else {
             break;
         };
@@ -248,7 +259,13 @@ pub(crate) fn render(ctx: &Ctx) -> (Vec<Option<Hit>>, u32, u64) {
     (hits, k, rasterised)
 }
 
-fn render_slice(ctx: &Ctx, slice: &[u32], t_a: f64, t_b: f64, by_first: &[(u32, u32)]) -> (Vec<Option<Hit>>, u64) {
+fn render_slice(
+    ctx: &Ctx,
+    slice: &[u32],
+    t_a: f64,
+    t_b: f64,
+    by_first: &[(u32, u32)],
+) -> (Vec<Option<Hit>>, u64) {
     let pose = ctx.pose_at(0.5 * (t_a + t_b));
     // Widen the window by what the pose does within the slice, the jitter and a pixel or two.
     let mut margin = 2.0 * ctx.prepared.pixel_rad + 3.0 * ctx.physics.angular_sigma_rad.max(0.0);
@@ -268,7 +285,13 @@ fn render_slice(ctx: &Ctx, slice: &[u32], t_a: f64, t_b: f64, by_first: &[(u32, 
         margin.min(0.5),
     );
     let image = Image::new(fov, ctx.prepared.pixel_rad);
-    let jobs = cull(ctx, &pose, &image);
+    let mut jobs = cull(ctx, &pose, &image);
+    jobs.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.bucket.cmp(&b.bucket))
+    });
+    let any_lod = jobs.iter().any(|j| j.rho > ctx.rho);
     let mut radius = vec![ctx.rho; ctx.map.buckets.len()];
     for j in &jobs {
         if let Some(r) = radius.get_mut(j.bucket as usize) {
@@ -288,7 +311,9 @@ fn render_slice(ctx: &Ctx, slice: &[u32], t_a: f64, t_b: f64, by_first: &[(u32, 
         };
         for (k, p) in points.iter().enumerate() {
             let idx = lo + k;
-            let on_plane = gamma.and_then(|g| g.get(idx)).is_none_or(|&g| g < ctx.gamma_max);
+            let on_plane = gamma
+                .and_then(|g| g.get(idx))
+                .is_none_or(|&g| g < ctx.gamma_max);
             let n = normals
                 .filter(|_| on_plane)
                 .and_then(|n| n.get(idx))
@@ -298,6 +323,9 @@ fn render_slice(ctx: &Ctx, slice: &[u32], t_a: f64, t_b: f64, by_first: &[(u32, 
     });
     let rasterised = jobs.iter().map(|j| j.n as u64).sum();
     let rho_of = |idx: u32| -> f32 {
+        if !any_lod {
+            return ctx.rho;
+        }
         let k = by_first.partition_point(|&(f, _)| f <= idx);
         k.checked_sub(1)
             .and_then(|k| by_first.get(k))
@@ -318,7 +346,6 @@ fn cull(ctx: &Ctx, pose: &LocalPose, image: &Image) -> Vec<Job> {
     let o = pose.origin32();
     let rt = pose.rot_t();
     let max_range = ctx.physics.max_range_m.max(0.0);
-    let pix = image.pix_az.max(image.pix_el);
     let n_points = ctx.map.positions.len() as u64;
     ctx.map
         .buckets
@@ -345,8 +372,28 @@ fn cull(ctx: &Ctx, pose: &LocalPose, image: &Image) -> Vec<Job> {
             let mut n = b.count;
             let mut rho = ctx.rho;
             if ctx.params.lod && dc > 2.0 * half && half > 0.0 {
-                let pixels = (2.0 * half / dc / pix).powi(2);
-                let need = (LOD_POINTS_PER_PIXEL * pixels).ceil().max(8.0);
+                // Pixels the bucket can cover: its box's angular extent (a flat bucket seen at grazing
+                // incidence covers few rows).
+                let az_c = v[1].atan2(v[0]);
+                let (mut az_lo, mut az_hi, mut el_lo, mut el_hi) =
+                    (0f32, 0f32, f32::INFINITY, f32::NEG_INFINITY);
+                for k in 0..8 {
+                    let corner = [
+                        if k & 1 == 0 { b.min[0] } else { b.max[0] },
+                        if k & 2 == 0 { b.min[1] } else { b.max[1] },
+                        if k & 4 == 0 { b.min[2] } else { b.max[2] },
+                    ];
+                    let w = mat_vec(&rt, sub(corner, o));
+                    let da = wrap_pi(w[1].atan2(w[0]) - az_c);
+                    let el = (w[2] / dot(w, w).sqrt().max(1e-9)).clamp(-1.0, 1.0).asin();
+                    az_lo = az_lo.min(da);
+                    az_hi = az_hi.max(da);
+                    el_lo = el_lo.min(el);
+                    el_hi = el_hi.max(el);
+                }
+                let cols = ((az_hi - az_lo) / image.pix_az).max(1.0);
+                let rows = ((el_hi - el_lo) / image.pix_el).max(1.0);
+                let need = (LOD_POINTS_PER_PIXEL * cols * rows).ceil().max(8.0);
                 if need < b.count as f32 {
                     n = need as u32;
                     // Points of a surface: an even subsample of n of count points is spaced
@@ -365,12 +412,14 @@ fn cull(ctx: &Ctx, pose: &LocalPose, image: &Image) -> Vec<Job> {
                     let lat = (el.abs() + a).min(1.5);
                     let az_half = a / lat.cos();
                     let az = v[1].atan2(v[0]);
-                    if wrap_pi(az - image.fov.az_centre).abs() - az_half > 0.5 * image.fov.az_width {
+                    if wrap_pi(az - image.fov.az_centre).abs() - az_half > 0.5 * image.fov.az_width
+                    {
                         return None;
                     }
                 }
             }
             Some(Job {
+                distance: dc,
                 bucket: bi as u32,
                 first: b.first,
                 n,
@@ -381,7 +430,13 @@ fn cull(ctx: &Ctx, pose: &LocalPose, image: &Image) -> Vec<Job> {
 }
 
 /// Reads the image along beam `i`'s exact direction and computes its range.
-fn read_beam(ctx: &Ctx, image: &Image, pose: &LocalPose, i: usize, rho_of: &impl Fn(u32) -> f32) -> Option<Hit> {
+fn read_beam(
+    ctx: &Ctx,
+    image: &Image,
+    pose: &LocalPose,
+    i: usize,
+    rho_of: &impl Fn(u32) -> f32,
+) -> Option<Hit> {
     let (o, u) = ctx.ray(i);
     let rt = pose.rot_t();
     let locate = |w: [f32; 3]| -> (f32, f32, f32) {
@@ -398,7 +453,11 @@ fn read_beam(ctx: &Ctx, image: &Image, pose: &LocalPose, i: usize, rho_of: &impl
         let depth = f32::from_bits((centre >> 32) as u32);
         let shift = sub(o, pose.origin32());
         if dot(shift, shift) > 1e-10 {
-            let w = [shift[0] + depth * u[0], shift[1] + depth * u[1], shift[2] + depth * u[2]];
+            let w = [
+                shift[0] + depth * u[0],
+                shift[1] + depth * u[1],
+                shift[2] + depth * u[2],
+            ];
             (x, y, cos_el) = locate(mat_vec(&rt, w));
             centre = image.read(y.floor() as i64, x.floor() as i64);
         }
@@ -441,7 +500,12 @@ fn read_beam(ctx: &Ctx, image: &Image, pose: &LocalPose, i: usize, rho_of: &impl
                 cos_incidence: h.cos,
             };
             let better = |b: &Option<Hit>| b.is_none_or(|b| (h.t, idx) < (b.t, b.point));
-            let radius = rho_of(idx);
+            // Every disk is at least rho wide; look up a level-of-detail radius only when that matters.
+            let radius = if h.off <= ctx.rho {
+                ctx.rho
+            } else {
+                rho_of(idx)
+            };
             if h.off <= radius {
                 if better(&strict) {
                     strict = Some(hit);
