@@ -877,9 +877,20 @@ fn auto_picks_a_renderer_and_keeps_it() {
     let sparse = random_dirs(500, 1);
     let ph = physics();
     let p = RenderParams::default();
+    // Coarse pixels on a small map: one image is cheaper than marching 65k beams.
+    let coarse = RenderParams {
+        pixel_rad: Some(0.03),
+        lod: false,
+        ..p.clone()
+    };
+    assert_eq!(
+        render::choose_method(&map.view(), &dense, &ph, &coarse),
+        Method::Splat
+    );
+    // Default pixels (4 per beam): marching is cheaper, and all the more for a sparse pattern.
     assert_eq!(
         render::choose_method(&map.view(), &dense, &ph, &p),
-        Method::Splat
+        Method::Beam
     );
     assert_eq!(
         render::choose_method(&map.view(), &sparse, &ph, &p),
@@ -890,6 +901,19 @@ fn auto_picks_a_renderer_and_keeps_it() {
     let f = r.render(&map.view(), &Static(sensor_pose()), 0.0, 0);
     assert_eq!((f.method, r.method()), (Method::Beam, Some(Method::Beam)));
     assert!(f.points.len() > 450);
+    let mut r = Renderer::new(&dense, &ph, &coarse);
+    let f = r.render(&map.view(), &Static(sensor_pose()), 0.0, 0);
+    assert_eq!((f.method, r.method()), (Method::Splat, Some(Method::Splat)));
+    // The choice is kept for the sensor, even on a map where the model would pick the other.
+    let big = TestMap::build(&scene, 0.025, ORIGIN);
+    assert_eq!(
+        render::choose_method(&big.view(), &dense, &ph, &coarse),
+        Method::Beam
+    );
+    assert_eq!(
+        r.render(&big.view(), &Static(sensor_pose()), 0.0, 1).method,
+        Method::Splat
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -150,11 +150,13 @@ pub fn render_frame(
 
 /// Estimated relative cost of each method for this map and pattern, and the cheaper one.
 ///
-/// Cost model, fitted to the speed runs on synthetic 1M and 5M-point maps (see the `speed` test): the splat
-/// renderer costs about 1 unit per rasterised map point (all points of buckets within range, capped for level
-/// of detail at 12 per image pixel) plus 0.5 per image pixel; the beam renderer about 8 units per beam (coarse
-/// and fine marching plus the disk tests). Only the bucket table is read, so the estimate is cheap and, unlike
-/// timing both renderers, deterministic: the same inputs always pick the same renderer.
+/// Cost model, fitted to the speed runs on synthetic 1M and 5M-point maps at r_map 0.05 (the `speed` test in
+/// tests/render.rs; 2 loaded cores): the splat renderer costs about 1 unit per rasterised map point (all points
+/// of buckets within range, capped for level of detail at 12 per image pixel) plus 2 per image pixel; the
+/// beam renderer about 3 units per beam (coarse and fine marching plus the disk tests). With the default pixel
+/// size (4 pixels per beam) the beam renderer wins on CPU; the splat renderer wins with coarse pixels on small
+/// maps. Only the bucket table is read, so the estimate is cheap and, unlike timing both renderers,
+/// deterministic: the same inputs always pick the same renderer.
 pub fn choose_method(
     map: &MapView,
     beams: &[Beam],
@@ -171,7 +173,7 @@ fn choose_with(
     physics: &Physics,
     params: &RenderParams,
 ) -> Method {
-    let beam_cost = 8.0 * prepared.n_beams() as f64;
+    let beam_cost = 3.0 * prepared.n_beams() as f64;
     if prepared.n_beams() == 0 {
         return Method::Splat;
     }
@@ -194,7 +196,7 @@ fn choose_with(
     if params.lod {
         points = points.min(12.0 * pixels);
     }
-    let splat_cost = points + 0.5 * pixels;
+    let splat_cost = points + 2.0 * pixels;
     if splat_cost <= beam_cost {
         Method::Splat
     } else {

@@ -152,6 +152,12 @@ impl Image {
             .and_then(|n| self.disk_depth(r0, c0, v, n, rho))
             .map_or(key, key_of);
         self.write(r0, c0, k0);
+        if let Some(n) = n
+            && theta < 0.2
+            && self.splat_ellipse(v, d, n, rho, x, el, index)
+        {
+            return;
+        }
         let r_lo = ((el - theta - self.fov.el_min) / self.pix_el - 0.5)
             .ceil()
             .max(0.0) as i64;
@@ -194,6 +200,88 @@ impl Image {
                 }
             }
         }
+    }
+}
+
+impl Image {
+    /// Rasterises the oriented disk of a point at `v` (distance `d`, pixel column `x`, elevation `el`) over
+    /// the rows and columns of its projected ellipse (small-angle approximation, padded by a pixel), each
+    /// pixel still decided by the exact ray-disk test. A disk seen at grazing incidence covers a few rows
+    /// where its bounding circle covers many. Returns false (nothing drawn) where the ellipse is degenerate.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn splat_ellipse(
+        &self,
+        v: [f32; 3],
+        d: f32,
+        n: [f32; 3],
+        rho: f32,
+        x: f32,
+        el: f32,
+        index: u32,
+    ) -> bool {
+        let vh = [v[0] / d, v[1] / d, v[2] / d];
+        let c = dot(n, vh);
+        let mp = [n[0] - c * vh[0], n[1] - c * vh[1], n[2] - c * vh[2]];
+        let mlen = dot(mp, mp).sqrt();
+        let hxy = vh[0].hypot(vh[1]);
+        if mlen < 1e-4 || hxy < 1e-3 {
+            return false;
+        }
+        // Minor axis m (the normal's projection, foreshortened by cos(incidence)), major axis mm.
+        let m = [mp[0] / mlen, mp[1] / mlen, mp[2] / mlen];
+        let mm = super::cross(vh, m);
+        let (ca, sa) = (vh[0] / hxy, vh[1] / hxy);
+        let (ce, se) = (hxy, vh[2]);
+        let e_az = [-sa, ca, 0.0];
+        let e_el = [-se * ca, -se * sa, ce];
+        let r1 = rho / d;
+        let r2 = (r1 * c.abs()).max(1e-6);
+        let (a1, b1, a2, b2) = (dot(e_az, mm), dot(e_el, mm), dot(e_az, m), dot(e_el, m));
+        let half_el = ((r1 * b1).powi(2) + (r2 * b2).powi(2)).sqrt();
+        let (i1, i2) = (1.0 / (r1 * r1), 1.0 / (r2 * r2));
+        let qa = a1 * a1 * i1 + a2 * a2 * i2;
+        let qb = a1 * b1 * i1 + a2 * b2 * i2;
+        let qc = b1 * b1 * i1 + b2 * b2 * i2;
+        if !(qa > 0.0) {
+            return false;
+        }
+        let key_of = |depth: f32| ((depth.to_bits() as u64) << 32) | index as u64;
+        // Rows whose centres may be inside, padded by one.
+        let r_lo =
+            (((el - half_el - self.fov.el_min) / self.pix_el - 0.5).ceil() - 1.0).max(0.0) as i64;
+        let r_hi = (((el + half_el - self.fov.el_min) / self.pix_el - 0.5).floor() + 1.0)
+            .min(self.rows as f32 - 1.0) as i64;
+        for r in r_lo..=r_hi {
+            let el_r = self.fov.el_min + (r as f32 + 0.5) * self.pix_el;
+            let y = (el_r - el).clamp(-half_el, half_el);
+            // (x a1 + y b1)^2 / r1^2 + (x a2 + y b2)^2 / r2^2 <= 1, a quadratic in x.
+            let disc = (qb * y).powi(2) - qa * (qc * y * y - 1.0);
+            let root = disc.max(0.0).sqrt();
+            let (x_lo, x_hi) = ((-qb * y - root) / qa, (-qb * y + root) / qa);
+            let cos_r = self.row_cs.get(r as usize).map_or(1.0, |cs| cs.0).max(1e-3);
+            let scale = 1.0 / (cos_r * self.pix_az);
+            let c_lo = (x + x_lo * scale - 0.5).ceil() - 1.0;
+            let c_hi = (x + x_hi * scale - 0.5).floor() + 1.0;
+            let (c_lo, c_hi) = if self.fov.full_circle {
+                if c_hi - c_lo >= self.cols as f32 {
+                    (0, self.cols as i64 - 1)
+                } else {
+                    (c_lo as i64, c_hi as i64)
+                }
+            } else {
+                (
+                    c_lo.max(0.0) as i64,
+                    c_hi.min(self.cols as f32 - 1.0) as i64,
+                )
+            };
+            for col in c_lo..=c_hi {
+                if let Some(t) = self.disk_depth(r, col, v, n, rho) {
+                    self.write(r, col, key_of(t));
+                }
+            }
+        }
+        true
     }
 }
 
