@@ -15,7 +15,7 @@ const EMPTY: u64 = u64::MAX;
 /// Level of detail: points read per image pixel that a far bucket covers.
 const LOD_POINTS_PER_PIXEL: f32 = 2.0;
 /// Largest image, pixels (the pixel size grows beyond it).
-const MAX_PIXELS: f32 = 16.0e6;
+const MAX_PIXELS: f32 = 4.0e6;
 
 struct Image {
     fov: Fov,
