@@ -1,1 +1,989 @@
-//! Scan rendering from a packed map (not yet written).
+//! Scan rendering from a packed map (ALGORITHMS.md section 5).
+//!
+//! Two renderers produce the same output from a [`MapView`], a scan pattern (`&[Beam]`), the sensor physics
+//! and a [`Trajectory`]:
+//! - [`Method::Splat`]: MARSIM's point rendering, completed. Map points are rasterised into an angular depth
+//!   image (nearest wins, each point covering the angle of its cube), then each beam reads the image along its
+//!   exact direction and intersects the winning points' planes (plane correction). Cost grows with the visible
+//!   points (far buckets are read at the density their pixels need, level of detail) and the image size; best
+//!   for dense patterns.
+//! - [`Method::Beam`]: each beam is marched through the bucket grid and intersected with oriented disks (points
+//!   with a normal and a small plane thickness) or disks facing the beam (other points). Cost grows with the
+//!   beams; best for sparse patterns. Needs a per-map index, built once by [`Renderer`] and reused.
+//!
+//! Both take every beam from the pose at its own firing time (motion distortion) and express the points in the
+//! sensor frame at the frame start. Noise, angular jitter, intensity and dropout come from a counter-based hash
+//! of (seed, frame, beam), so output is bit-identical for the same seed whatever the number of threads.
+
+// `!(a < b)` is deliberate throughout: a NaN must fail the test it is in, which `a >= b` would not do.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+mod beam;
+mod rng;
+mod splat;
+
+use std::sync::Arc;
+
+use aerie_pipeline::map::MapView;
+use nalgebra::{Isometry3, Matrix3, UnitQuaternion, Vector3};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::sensor::{Beam, Physics};
+use crate::trajectory::Trajectory;
+
+pub use beam::BeamIndex;
+
+/// Which renderer to use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// Angular depth image (MARSIM's method with plane correction and level of detail).
+    Splat,
+    /// Per-beam marching through the bucket grid against oriented disks.
+    Beam,
+    /// Chosen per sensor from a cost model (see [`choose_method`]); a [`Renderer`] decides on its first frame
+    /// and keeps the choice, so a run does not switch renderer half-way.
+    #[default]
+    Auto,
+}
+
+/// Rendering parameters. Every field has a default (`#[serde(default)]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenderParams {
+    /// Renderer. By default, [`Method::Auto`].
+    pub method: Method,
+    /// Intersect beams with the winning point's plane where its plane thickness is below `gamma_max_m`.
+    /// By default, true.
+    pub plane_correction: bool,
+    /// Plane thickness below which a point is treated as lying on a plane, metres. By default, `None`:
+    /// 0.5 * r_map.
+    pub gamma_max_m: Option<f32>,
+    /// Read far buckets only to the density their pixels need (splat renderer). By default, true.
+    pub lod: bool,
+    /// Seed of the noise. By default, 0.
+    pub seed: u64,
+    /// Number of time slices per frame for motion (splat renderer: one depth image per slice, from the
+    /// slice's mid pose). By default, `None`: 1 when the pose does not change over the frame, else one slice
+    /// per r_map of travel, at most 8. Beams are always cast from their own exact pose.
+    pub time_slices: Option<u32>,
+    /// Splat renderer: also test the winners of the 8 neighbouring pixels and take the nearest valid plane
+    /// hit, which removes most of the error at footprint edges. By default, true.
+    pub neighbours: bool,
+    /// Angular pixel size of the depth image, radians. By default, `None`: half the mean angular spacing of
+    /// the beams.
+    pub pixel_rad: Option<f32>,
+    /// Keep each beam's geometric range before noise and dropout in [`Frame::debug`]. By default, false.
+    pub debug: bool,
+}
+
+impl Default for RenderParams {
+    fn default() -> Self {
+        RenderParams {
+            method: Method::Auto,
+            plane_correction: true,
+            gamma_max_m: None,
+            lod: true,
+            seed: 0,
+            time_slices: None,
+            neighbours: true,
+            pixel_rad: None,
+            debug: false,
+        }
+    }
+}
+
+/// One return of a rendered scan.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScanPoint {
+    /// Position in the sensor frame at the frame start, metres (motion distortion included, as a real
+    /// sensor reports it).
+    pub xyz: [f32; 3],
+    /// Measured range along the beam, metres (noise included).
+    pub range_m: f32,
+    /// Simulated reflectivity R0 * cos(incidence), 0..1.
+    pub intensity: f32,
+    /// Firing time since the frame start, seconds.
+    pub time_s: f32,
+    pub ring: u16,
+    /// Index of the beam in the scan pattern.
+    pub beam: u32,
+}
+
+/// A rendered frame.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Frame {
+    /// Returns, in beam order.
+    pub points: Vec<ScanPoint>,
+    /// The renderer that produced the frame (never `Auto`).
+    pub method: Method,
+    /// Present when [`RenderParams::debug`] is set.
+    pub debug: Option<FrameDebug>,
+}
+
+/// Per-beam results before noise, dropout and range limits, for analysis.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameDebug {
+    /// Geometric range of each beam (index as in the pattern), `None` where the beam hit nothing.
+    pub range_m: Vec<Option<f32>>,
+    /// Number of time slices (splat renderer) used.
+    pub time_slices: u32,
+    /// Number of map points rasterised (splat renderer, after culling and level of detail).
+    pub points_rasterised: u64,
+}
+
+/// Renders one frame with no state kept between calls. For a sequence of frames prefer [`Renderer`], which
+/// keeps the beam-derived tables, the `Auto` choice and the beam renderer's map index.
+pub fn render_frame(
+    map: &MapView,
+    beams: &[Beam],
+    physics: &Physics,
+    trajectory: &dyn Trajectory,
+    frame_start_s: f64,
+    frame_index: u64,
+    params: &RenderParams,
+) -> Frame {
+    let mut renderer = Renderer::new(beams, physics, params);
+    renderer.render(map, trajectory, frame_start_s, frame_index)
+}
+
+/// Estimated relative cost of each method for this map and pattern, and the cheaper one.
+///
+/// Cost model, fitted to the speed runs on synthetic 1M and 5M-point maps at r_map 0.05 (the `speed` test in
+/// tests/render.rs; 2 loaded cores): the splat renderer costs about 1 unit per rasterised map point (all points
+/// of buckets within range, capped for level of detail at 12 per image pixel) plus 2 per image pixel; the
+/// beam renderer about 3 units per beam (coarse and fine marching plus the disk tests). With the default pixel
+/// size (4 pixels per beam) the beam renderer wins on CPU; the splat renderer wins with coarse pixels on small
+/// maps. Only the bucket table is read, so the estimate is cheap and, unlike timing both renderers,
+/// deterministic: the same inputs always pick the same renderer.
+pub fn choose_method(
+    map: &MapView,
+    beams: &[Beam],
+    physics: &Physics,
+    params: &RenderParams,
+) -> Method {
+    let prepared = Prepared::new(beams, params);
+    choose_with(map, &prepared, physics, params)
+}
+
+fn choose_with(
+    map: &MapView,
+    prepared: &Prepared,
+    physics: &Physics,
+    params: &RenderParams,
+) -> Method {
+    let beam_cost = 3.0 * prepared.n_beams() as f64;
+    if prepared.n_beams() == 0 {
+        return Method::Splat;
+    }
+    let pix = prepared.pixel_rad as f64;
+    let fov = &prepared.fov_all;
+    let pixels = fov.width_rad() as f64 * (fov.el_max - fov.el_min) as f64 / (pix * pix);
+    // Points within range of the bucket-table centroid of beams' origin are unknown here (no pose); use all
+    // points, capped by the level-of-detail budget of ~3 points per pixel per depth layer (4 layers).
+    let max_range = physics.max_range_m.max(0.0) as f64;
+    let mut points = 0.0;
+    for b in map.buckets {
+        let extent: f64 = (0..3)
+            .map(|k| (b.max[k] - b.min[k]) as f64)
+            .fold(0.0, f64::max);
+        if extent > 2.0 * max_range + map.bucket_size as f64 * 2.0 {
+            continue;
+        }
+        points += b.count as f64;
+    }
+    if params.lod {
+        points = points.min(12.0 * pixels);
+    }
+    let splat_cost = points + 2.0 * pixels;
+    if splat_cost <= beam_cost {
+        Method::Splat
+    } else {
+        Method::Beam
+    }
+}
+
+/// A renderer for one sensor: keeps what depends only on the scan pattern (beam angles, image field of view,
+/// pixel size), the `Auto` choice made on the first frame, and the beam renderer's map index.
+pub struct Renderer {
+    beams: Vec<Beam>,
+    physics: Physics,
+    params: RenderParams,
+    prepared: Prepared,
+    chosen: Option<Method>,
+    index: Option<(MapKey, Arc<BeamIndex>)>,
+}
+
+/// Identity of a map view (addresses and lengths of its slices), to know when a cached index is stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MapKey([usize; 4]);
+
+impl MapKey {
+    fn of(map: &MapView) -> MapKey {
+        MapKey([
+            map.positions.as_ptr() as usize,
+            map.positions.len(),
+            map.buckets.as_ptr() as usize,
+            map.buckets.len(),
+        ])
+    }
+}
+
+impl Renderer {
+    pub fn new(beams: &[Beam], physics: &Physics, params: &RenderParams) -> Renderer {
+        Renderer {
+            beams: beams.to_vec(),
+            physics: physics.clone(),
+            params: params.clone(),
+            prepared: Prepared::new(beams, params),
+            chosen: match params.method {
+                Method::Auto => None,
+                m => Some(m),
+            },
+            index: None,
+        }
+    }
+
+    /// The method in use (`None` until the first `Auto` frame).
+    pub fn method(&self) -> Option<Method> {
+        self.chosen
+    }
+
+    /// Renders frame `frame_index` whose beam times count from `frame_start_s` (trajectory clock).
+    pub fn render(
+        &mut self,
+        map: &MapView,
+        trajectory: &dyn Trajectory,
+        frame_start_s: f64,
+        frame_index: u64,
+    ) -> Frame {
+        let method = match self.chosen {
+            Some(m) => m,
+            None => {
+                let m = choose_with(map, &self.prepared, &self.physics, &self.params);
+                self.chosen = Some(m);
+                m
+            }
+        };
+        let ctx = Ctx::new(
+            map,
+            &self.beams,
+            &self.physics,
+            &self.params,
+            &self.prepared,
+            trajectory,
+            frame_start_s,
+            frame_index,
+        );
+        let (hits, slices, rasterised) = match method {
+            Method::Beam => {
+                let key = MapKey::of(map);
+                let index = match &self.index {
+                    Some((k, index)) if *k == key => index.clone(),
+                    _ => {
+                        let index = Arc::new(BeamIndex::build(map));
+                        self.index = Some((key, index.clone()));
+                        index
+                    }
+                };
+                (beam::render(&ctx, &index), 1, 0)
+            }
+            _ => splat::render(&ctx),
+        };
+        let mut frame = ctx.finish(&hits);
+        frame.method = if method == Method::Beam {
+            Method::Beam
+        } else {
+            Method::Splat
+        };
+        if let Some(debug) = frame.debug.as_mut() {
+            debug.time_slices = slices;
+            debug.points_rasterised = rasterised;
+        }
+        frame
+    }
+}
+
+/// Where a beam hit: range along the (jittered) ray, the map point, and cos(incidence).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Hit {
+    pub t: f32,
+    pub point: u32,
+    pub cos_incidence: f32,
+}
+
+/// A ray-plane intersection (see `Ctx::plane_hit`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlaneHit {
+    pub t: f32,
+    pub cos: f32,
+    /// Distance from the point to the hit, metres.
+    pub off: f32,
+}
+
+/// An angular window of the sensor frame: azimuth centre and width, elevation bounds (radians).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Fov {
+    pub full_circle: bool,
+    pub az_centre: f32,
+    pub az_width: f32,
+    pub el_min: f32,
+    pub el_max: f32,
+}
+
+impl Fov {
+    pub fn width_rad(&self) -> f32 {
+        if self.full_circle {
+            std::f32::consts::TAU
+        } else {
+            self.az_width
+        }
+    }
+
+    /// The window covering directions with the given azimuths/elevations, widened by `margin` radians.
+    pub fn of(az_el: impl Iterator<Item = (f32, f32)>, margin: f32) -> Fov {
+        const BINS: usize = 720;
+        let mut occupied = [false; BINS];
+        let (mut el_min, mut el_max) = (f32::INFINITY, f32::NEG_INFINITY);
+        let mut any = false;
+        for (az, el) in az_el {
+            any = true;
+            let b = (((az + std::f32::consts::PI) / std::f32::consts::TAU) * BINS as f32) as usize;
+            if let Some(slot) = occupied.get_mut(b.min(BINS - 1)) {
+                *slot = true;
+            }
+            el_min = el_min.min(el);
+            el_max = el_max.max(el);
+        }
+        if !any {
+            return Fov {
+                full_circle: false,
+                az_centre: 0.0,
+                az_width: 0.0,
+                el_min: 0.0,
+                el_max: 0.0,
+            };
+        }
+        // Largest circular run of empty bins: the azimuths outside the window.
+        let (mut best_len, mut best_end) = (0usize, 0usize);
+        let mut run = 0usize;
+        for i in 0..2 * BINS {
+            if occupied[i % BINS] {
+                run = 0;
+            } else {
+                run += 1;
+                if run > best_len && run <= BINS {
+                    best_len = run;
+                    best_end = i % BINS;
+                }
+            }
+        }
+        let bin = std::f32::consts::TAU / BINS as f32;
+        let half_pi = std::f32::consts::FRAC_PI_2;
+        let el_min = (el_min - margin).max(-half_pi);
+        let el_max = (el_max + margin).min(half_pi);
+        let gap = best_len as f32 * bin;
+        let width = std::f32::consts::TAU - gap + 2.0 * margin;
+        // Small gaps are not worth a partial image; polar windows need the full circle too.
+        if gap < 20f32.to_radians()
+            || width >= std::f32::consts::TAU * 0.95
+            || el_max > 1.4
+            || el_min < -1.4
+        {
+            return Fov {
+                full_circle: true,
+                az_centre: 0.0,
+                az_width: std::f32::consts::TAU,
+                el_min,
+                el_max,
+            };
+        }
+        // The window starts right after the gap.
+        let start = -std::f32::consts::PI + (best_end + 1) as f32 * bin - margin;
+        Fov {
+            full_circle: false,
+            az_centre: wrap_pi(start + 0.5 * width),
+            az_width: width,
+            el_min,
+            el_max,
+        }
+    }
+}
+
+/// Angle wrapped to [-pi, pi).
+#[inline]
+pub(crate) fn wrap_pi(a: f32) -> f32 {
+    let tau = std::f32::consts::TAU;
+    let w = (a + std::f32::consts::PI).rem_euclid(tau) - std::f32::consts::PI;
+    if w >= std::f32::consts::PI {
+        w - tau
+    } else {
+        w
+    }
+}
+
+/// What depends only on the pattern: beam angles, beams sorted by time, the whole pattern's window, pixel size.
+pub(crate) struct Prepared {
+    /// (azimuth, elevation) of each beam's nominal direction in the sensor frame.
+    pub az_el: Vec<(f32, f32)>,
+    /// Beam indices sorted by (time, index).
+    pub by_time: Vec<u32>,
+    pub fov_all: Fov,
+    pub pixel_rad: f32,
+}
+
+impl Prepared {
+    fn new(beams: &[Beam], params: &RenderParams) -> Prepared {
+        let az_el: Vec<(f32, f32)> = beams
+            .par_iter()
+            .map(|b| {
+                let [x, y, z] = unit(b.dir);
+                (y.atan2(x), z.clamp(-1.0, 1.0).asin())
+            })
+            .collect();
+        let mut by_time: Vec<u32> = (0..beams.len() as u32).collect();
+        by_time.sort_by(|&a, &b| {
+            let ta = beams.get(a as usize).map_or(0.0, |x| x.time_s);
+            let tb = beams.get(b as usize).map_or(0.0, |x| x.time_s);
+            ta.total_cmp(&tb).then(a.cmp(&b))
+        });
+        let fov_all = Fov::of(az_el.iter().copied(), 0.0);
+        let area = (fov_all.width_rad() * (fov_all.el_max - fov_all.el_min).max(1e-3)).max(1e-6);
+        let spacing = (area / beams.len().max(1) as f32).sqrt();
+        let pixel_rad = params
+            .pixel_rad
+            .filter(|p| p.is_finite() && *p > 0.0)
+            .unwrap_or(0.5 * spacing)
+            .clamp(2e-4, 0.1);
+        Prepared {
+            az_el,
+            by_time,
+            fov_all,
+            pixel_rad,
+        }
+    }
+
+    fn n_beams(&self) -> usize {
+        self.az_el.len()
+    }
+}
+
+/// `v` normalised (unit x when degenerate).
+#[inline]
+pub(crate) fn unit(v: [f32; 3]) -> [f32; 3] {
+    let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    if n > 0.0 && n.is_finite() {
+        [v[0] / n, v[1] / n, v[2] / n]
+    } else {
+        [1.0, 0.0, 0.0]
+    }
+}
+
+#[inline]
+pub(crate) fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+#[inline]
+pub(crate) fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+/// Row-major 3x3 matrix times vector.
+#[inline]
+pub(crate) fn mat_vec(m: &[[f32; 3]; 3], v: [f32; 3]) -> [f32; 3] {
+    [dot(m[0], v), dot(m[1], v), dot(m[2], v)]
+}
+
+/// Sensor poses over a frame: the trajectory sampled at knots (relative to the map origin), interpolated per
+/// beam (translation linearly, rotation by normalised lerp, which matches slerp to third order in the small
+/// angle between knots).
+pub(crate) struct PoseTable {
+    /// Beam time of the first knot and knot spacing, seconds (relative to the frame start).
+    t0: f64,
+    dt: f64,
+    rotations: Vec<UnitQuaternion<f64>>,
+    /// Sensor origins relative to the map origin.
+    origins: Vec<Vector3<f64>>,
+}
+
+/// The pose of the sensor at one instant, relative to the map origin.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LocalPose {
+    /// Row-major map_from_sensor rotation.
+    pub rot: [[f32; 3]; 3],
+    pub rot64: Matrix3<f64>,
+    pub origin: Vector3<f64>,
+}
+
+impl LocalPose {
+    fn from(q: &UnitQuaternion<f64>, origin: Vector3<f64>) -> LocalPose {
+        let m = q.to_rotation_matrix().into_inner();
+        let mut rot = [[0.0f32; 3]; 3];
+        for (r, row) in rot.iter_mut().enumerate() {
+            for (c, v) in row.iter_mut().enumerate() {
+                *v = m[(r, c)] as f32;
+            }
+        }
+        LocalPose {
+            rot,
+            rot64: m,
+            origin,
+        }
+    }
+
+    /// Origin as f32 (map-relative coordinates, where map points live).
+    pub fn origin32(&self) -> [f32; 3] {
+        [
+            self.origin.x as f32,
+            self.origin.y as f32,
+            self.origin.z as f32,
+        ]
+    }
+
+    /// Transposed rotation (sensor_from_map), row-major.
+    pub fn rot_t(&self) -> [[f32; 3]; 3] {
+        let r = &self.rot;
+        [
+            [r[0][0], r[1][0], r[2][0]],
+            [r[0][1], r[1][1], r[2][1]],
+            [r[0][2], r[1][2], r[2][2]],
+        ]
+    }
+}
+
+const KNOTS: usize = 64;
+
+impl PoseTable {
+    fn new(
+        trajectory: &dyn Trajectory,
+        map_origin: Vector3<f64>,
+        frame_start_s: f64,
+        t_lo: f64,
+        t_hi: f64,
+    ) -> PoseTable {
+        let span = (t_hi - t_lo).max(0.0);
+        let n = if span > 0.0 { KNOTS } else { 0 };
+        let dt = if n > 0 { span / n as f64 } else { 0.0 };
+        let mut rotations = Vec::with_capacity(n + 1);
+        let mut origins = Vec::with_capacity(n + 1);
+        for k in 0..=n {
+            let pose: Isometry3<f64> =
+                trajectory.world_from_sensor(frame_start_s + t_lo + k as f64 * dt);
+            rotations.push(pose.rotation);
+            origins.push(pose.translation.vector - map_origin);
+        }
+        PoseTable {
+            t0: t_lo,
+            dt,
+            rotations,
+            origins,
+        }
+    }
+
+    /// True when the pose is the same at every knot (no motion over the frame).
+    fn is_static(&self) -> bool {
+        let (Some(q0), Some(o0)) = (self.rotations.first(), self.origins.first()) else {
+            return true;
+        };
+        self.rotations.iter().all(|q| q.angle_to(q0) < 1e-9)
+            && self.origins.iter().all(|o| (o - o0).norm() < 1e-9)
+    }
+
+    /// Largest translation (metres) and rotation (radians) from the first knot.
+    fn motion(&self) -> (f64, f64) {
+        let (Some(q0), Some(o0)) = (self.rotations.first(), self.origins.first()) else {
+            return (0.0, 0.0);
+        };
+        let trans = self
+            .origins
+            .iter()
+            .map(|o| (o - o0).norm())
+            .fold(0.0, f64::max);
+        let rot = self
+            .rotations
+            .iter()
+            .map(|q| q.angle_to(q0))
+            .fold(0.0, f64::max);
+        (trans, rot)
+    }
+
+    /// Pose at beam time `t` (seconds since the frame start).
+    pub fn at(&self, t: f64) -> LocalPose {
+        let last = self.rotations.len().saturating_sub(1);
+        let (i, f) = if self.dt > 0.0 {
+            let x = ((t - self.t0) / self.dt).clamp(0.0, last as f64);
+            let i = (x.floor() as usize).min(last.saturating_sub(1));
+            (i, x - i as f64)
+        } else {
+            (0, 0.0)
+        };
+        let (Some(q0), Some(o0)) = (self.rotations.get(i), self.origins.get(i)) else {
+            return LocalPose::from(&UnitQuaternion::identity(), Vector3::zeros());
+        };
+        let (q1, o1) = match (self.rotations.get(i + 1), self.origins.get(i + 1)) {
+            (Some(q), Some(o)) if f > 0.0 => (q, o),
+            _ => return LocalPose::from(q0, *o0),
+        };
+        let a = q0.as_ref().coords;
+        let mut b = q1.as_ref().coords;
+        if a.dot(&b) < 0.0 {
+            b = -b;
+        }
+        let q = UnitQuaternion::from_quaternion(nalgebra::Quaternion::from(a.lerp(&b, f)));
+        LocalPose::from(&q, o0.lerp(o1, f))
+    }
+}
+
+/// Everything a renderer needs for one frame.
+pub(crate) struct Ctx<'a> {
+    pub map: &'a MapView<'a>,
+    pub beams: &'a [Beam],
+    pub physics: &'a Physics,
+    pub params: &'a RenderParams,
+    pub prepared: &'a Prepared,
+    pub poses: PoseTable,
+    pub moving: bool,
+    pub r_map: f32,
+    /// sqrt(3)/2 * r_map: the half-diagonal of a point's cube, the radius of its disk.
+    pub rho: f32,
+    pub gamma_max: f32,
+    /// Plane correction possible (asked for and the map has normals).
+    pub planes: bool,
+    frame_index: u64,
+    /// Pose at the frame start, for output coordinates.
+    start: LocalPose,
+}
+
+/// Below this |cos| between beam and normal (~88.9 deg incidence) the plane is treated as parallel to the beam.
+/// The intersection stays well conditioned far beyond 85 deg (ground seen from a vehicle is hit at 85-89 deg);
+/// what bounds its error is the check that the hit lands within the point's disk.
+pub(crate) const MIN_COS_PLANE: f32 = 0.02;
+
+impl<'a> Ctx<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        map: &'a MapView<'a>,
+        beams: &'a [Beam],
+        physics: &'a Physics,
+        params: &'a RenderParams,
+        prepared: &'a Prepared,
+        trajectory: &dyn Trajectory,
+        frame_start_s: f64,
+        frame_index: u64,
+    ) -> Ctx<'a> {
+        let (t_lo, t_hi) = beams.iter().fold((0.0f64, 0.0f64), |(lo, hi), b| {
+            let t = if b.time_s.is_finite() {
+                b.time_s as f64
+            } else {
+                0.0
+            };
+            (lo.min(t), hi.max(t))
+        });
+        let map_origin = Vector3::from(map.origin);
+        let poses = PoseTable::new(trajectory, map_origin, frame_start_s, t_lo, t_hi);
+        let moving = !poses.is_static();
+        let start_iso = trajectory.world_from_sensor(frame_start_s);
+        let start = LocalPose::from(
+            &start_iso.rotation,
+            start_iso.translation.vector - map_origin,
+        );
+        let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
+            map.resolution
+        } else {
+            0.1
+        };
+        let gamma_max = params
+            .gamma_max_m
+            .filter(|g| !g.is_nan())
+            .unwrap_or(0.5 * r_map);
+        Ctx {
+            map,
+            beams,
+            physics,
+            params,
+            prepared,
+            poses,
+            moving,
+            r_map,
+            rho: 0.5 * 3f32.sqrt() * r_map,
+            gamma_max,
+            planes: params.plane_correction && map.normals.is_some(),
+            frame_index,
+            start,
+        }
+    }
+
+    /// Number of time slices for the splat renderer.
+    pub fn time_slices(&self) -> u32 {
+        if let Some(k) = self.params.time_slices {
+            return k.clamp(1, 1024);
+        }
+        if !self.moving {
+            return 1;
+        }
+        let (trans, _rot) = self.poses.motion();
+        ((trans / self.r_map as f64).ceil() as u32).clamp(1, 8)
+    }
+
+    /// The jittered unit direction of beam `i` in the sensor frame and its range-noise sample.
+    #[inline]
+    pub fn beam_dir(&self, i: usize) -> ([f32; 3], f64) {
+        let Some(beam) = self.beams.get(i) else {
+            return ([1.0, 0.0, 0.0], 0.0);
+        };
+        let b = unit(beam.dir);
+        let mut rng = rng::BeamRng::new(self.params.seed, self.frame_index, i as u64);
+        let (g_range, _) = rng.gaussian_pair();
+        let sigma = self.physics.angular_sigma_rad;
+        if !(sigma > 0.0) {
+            return (b, g_range);
+        }
+        let (g1, g2) = rng.gaussian_pair();
+        // An orthonormal pair perpendicular to b.
+        let helper = if b[0].abs() < 0.9 {
+            [1.0, 0.0, 0.0]
+        } else {
+            [0.0, 1.0, 0.0]
+        };
+        let e1 = unit(cross(b, helper));
+        let e2 = cross(b, e1);
+        let (a1, a2) = (sigma * g1 as f32, sigma * g2 as f32);
+        (
+            unit([
+                b[0] + a1 * e1[0] + a2 * e2[0],
+                b[1] + a1 * e1[1] + a2 * e2[1],
+                b[2] + a1 * e1[2] + a2 * e2[2],
+            ]),
+            g_range,
+        )
+    }
+
+    /// Ray of beam `i` in map-relative coordinates: origin, unit direction, and the pose it was cast from.
+    #[inline]
+    pub fn ray(&self, i: usize) -> ([f32; 3], [f32; 3]) {
+        let (b, _) = self.beam_dir(i);
+        let t = self.beams.get(i).map_or(0.0, |b| b.time_s as f64);
+        let pose = if self.moving {
+            self.poses.at(t)
+        } else {
+            self.start
+        };
+        (pose.origin32(), unit(mat_vec(&pose.rot, b)))
+    }
+
+    /// Pose of the sensor at beam time `t` (seconds since the frame start).
+    #[inline]
+    pub fn pose_at(&self, t: f64) -> LocalPose {
+        if self.moving {
+            self.poses.at(t)
+        } else {
+            self.start
+        }
+    }
+
+    /// Disk intersection for the beam renderer: an oriented disk of radius `rho` where the point lies on a
+    /// plane and the ray is not near-parallel to it, else a disk facing the ray (the plain range).
+    #[inline]
+    pub fn disk_hit(&self, idx: u32, o: [f32; 3], u: [f32; 3]) -> Option<(f32, f32)> {
+        let rel = sub(self.point(idx), o);
+        if self.planes {
+            let gamma = self
+                .map
+                .gamma
+                .and_then(|g| g.get(idx as usize))
+                .copied()
+                .unwrap_or(0.0);
+            if gamma < self.gamma_max
+                && let Some(&n) = self.map.normals.and_then(|n| n.get(idx as usize))
+            {
+                let denom = dot(n, u);
+                if denom.abs() >= MIN_COS_PLANE {
+                    let t = dot(n, rel) / denom;
+                    if !(t > 0.0) {
+                        return None;
+                    }
+                    let miss = [t * u[0] - rel[0], t * u[1] - rel[1], t * u[2] - rel[2]];
+                    return (dot(miss, miss) <= self.rho * self.rho)
+                        .then_some((t, denom.abs().min(1.0)));
+                }
+            }
+        }
+        let t = dot(rel, u);
+        if !(t > 0.0) {
+            return None;
+        }
+        let perp2 = dot(rel, rel) - t * t;
+        (perp2 <= self.rho * self.rho).then(|| (t, self.cos_incidence(idx, u)))
+    }
+
+    /// Position of point `idx` (map-relative).
+    #[inline]
+    pub fn point(&self, idx: u32) -> [f32; 3] {
+        self.map
+            .positions
+            .get(idx as usize)
+            .copied()
+            .unwrap_or([f32::NAN; 3])
+    }
+
+    /// Intersection of the ray (o, u) with the plane of point `idx`: `None` when the point is not on a plane
+    /// (no normal, gamma >= gamma_max, plane correction off) or the ray is near-parallel to it; else the ray
+    /// parameter (NaN or <= 0 when the plane is behind), cos(incidence), and the distance from the point to
+    /// the hit (the caller checks it against the disk radius).
+    #[inline]
+    pub fn plane_hit(&self, idx: u32, o: [f32; 3], u: [f32; 3]) -> Option<PlaneHit> {
+        if !self.planes {
+            return None;
+        }
+        let gamma = self
+            .map
+            .gamma
+            .and_then(|g| g.get(idx as usize))
+            .copied()
+            .unwrap_or(0.0);
+        if !(gamma < self.gamma_max) {
+            return None;
+        }
+        let n = *self.map.normals?.get(idx as usize)?;
+        let denom = dot(n, u);
+        if !(denom.abs() >= MIN_COS_PLANE) {
+            return None;
+        }
+        let rel = sub(self.point(idx), o);
+        let t = dot(n, rel) / denom;
+        let miss = [t * u[0] - rel[0], t * u[1] - rel[1], t * u[2] - rel[2]];
+        Some(PlaneHit {
+            t,
+            cos: denom.abs().min(1.0),
+            off: dot(miss, miss).sqrt(),
+        })
+    }
+
+    /// The plain range: the point projected on the ray, with cos(incidence) from its normal if any.
+    #[inline]
+    pub fn plain_hit(&self, idx: u32, o: [f32; 3], u: [f32; 3]) -> Option<(f32, f32)> {
+        let t = dot(sub(self.point(idx), o), u);
+        (t > 0.0).then(|| (t, self.cos_incidence(idx, u)))
+    }
+
+    #[inline]
+    pub fn cos_incidence(&self, idx: u32, u: [f32; 3]) -> f32 {
+        match self.map.normals.and_then(|n| n.get(idx as usize)) {
+            Some(&n) => dot(n, u).abs().min(1.0),
+            None => 1.0,
+        }
+    }
+
+    /// Turns per-beam hits into the frame: range noise, intensity, dropout, range limits, output frame.
+    fn finish(&self, hits: &[Option<Hit>]) -> Frame {
+        let ph = self.physics;
+        let start_rot_t = self.start.rot64.transpose();
+        let points: Vec<ScanPoint> = hits
+            .par_iter()
+            .enumerate()
+            .with_min_len(1024)
+            .filter_map(|(i, hit)| {
+                let hit = hit.as_ref()?;
+                let beam = self.beams.get(i)?;
+                let (b, g_range) = self.beam_dir(i);
+                let d_true = hit.t as f64;
+                let sigma =
+                    ph.range_sigma_m as f64 + ph.range_sigma_quadratic as f64 * d_true * d_true;
+                let d = d_true + if sigma > 0.0 { sigma * g_range } else { 0.0 };
+                if !(d >= ph.min_range_m as f64 && d <= ph.max_range_m as f64) {
+                    return None;
+                }
+                let r0 = self
+                    .map
+                    .reflectance
+                    .and_then(|r| r.get(hit.point as usize))
+                    .copied()
+                    .unwrap_or(ph.default_reflectance);
+                let reflectivity = r0 * hit.cos_incidence;
+                if ph.reflectance_range_m > 0.0
+                    && (reflectivity as f64)
+                        < (ph.reflectance_limit as f64 / ph.reflectance_range_m as f64) * d
+                {
+                    return None;
+                }
+                let pose = if self.moving {
+                    self.poses.at(beam.time_s as f64)
+                } else {
+                    self.start
+                };
+                let u_map = pose.rot64 * Vector3::new(b[0] as f64, b[1] as f64, b[2] as f64);
+                let q = pose.origin + u_map * d;
+                let xyz = start_rot_t * (q - self.start.origin);
+                Some(ScanPoint {
+                    xyz: [xyz.x as f32, xyz.y as f32, xyz.z as f32],
+                    range_m: d as f32,
+                    intensity: reflectivity.clamp(0.0, 1.0),
+                    time_s: beam.time_s,
+                    ring: beam.ring,
+                    beam: i as u32,
+                })
+            })
+            .collect();
+        Frame {
+            points,
+            method: Method::Splat,
+            debug: self.params.debug.then(|| FrameDebug {
+                range_m: hits.iter().map(|h| h.map(|h| h.t)).collect(),
+                time_slices: 1,
+                points_rasterised: 0,
+            }),
+        }
+    }
+}
+
+#[inline]
+pub(crate) fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fov_of_partial_and_full_patterns() {
+        // A 70 deg wide window centred at 0.
+        let dirs: Vec<(f32, f32)> = (0..100)
+            .map(|i| ((-35.0 + 0.7 * i as f32).to_radians(), 0.1))
+            .collect();
+        let f = Fov::of(dirs.iter().copied(), 0.0);
+        assert!(!f.full_circle);
+        assert!(f.az_centre.abs() < 0.02, "{f:?}");
+        assert!((f.az_width - 70f32.to_radians()).abs() < 0.03, "{f:?}");
+        // A window straddling +-180 deg.
+        let dirs: Vec<(f32, f32)> = (0..100)
+            .map(|i| (wrap_pi((145.0 + 0.7 * i as f32).to_radians()), 0.0))
+            .collect();
+        let f = Fov::of(dirs.iter().copied(), 0.0);
+        assert!(!f.full_circle);
+        assert!(
+            (wrap_pi(f.az_centre - 180f32.to_radians())).abs() < 0.02,
+            "{f:?}"
+        );
+        // Spinning: full circle.
+        let dirs: Vec<(f32, f32)> = (0..1024)
+            .map(|i| (wrap_pi(i as f32 * std::f32::consts::TAU / 1024.0), 0.0))
+            .collect();
+        assert!(Fov::of(dirs.iter().copied(), 0.0).full_circle);
+    }
+
+    #[test]
+    fn params_serde_defaults() {
+        let p: RenderParams = toml::from_str("method = \"splat\"\nseed = 3\n").unwrap();
+        assert_eq!(p.method, Method::Splat);
+        assert_eq!(p.seed, 3);
+        assert!(p.plane_correction && p.lod && p.neighbours);
+        assert!(toml::from_str::<RenderParams>("bogus = 1").is_err());
+    }
+}

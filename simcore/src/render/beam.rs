@@ -1,0 +1,443 @@
+//! The beam-driven renderer: each beam marches through a coarse grid over the buckets, then through a fine
+//! grid inside each bucket it meets, and takes the nearest disk it crosses (oriented disks of radius
+//! sqrt(3)/2 * r_map for points on planes, disks facing the beam for the others). Beams are independent, so
+//! the result does not depend on the number of threads.
+
+use rayon::prelude::*;
+
+use aerie_pipeline::map::MapView;
+
+use super::{Ctx, Hit};
+
+/// Fine cell edge in units of r_map: ~16 points of a surface per cell, each inserted in ~3 cells.
+const FINE_CELL: f32 = 4.0;
+const MAX_FINE_DIM: f32 = 64.0;
+const MAX_COARSE_CELLS: f64 = 16.0e6;
+
+/// Fine grid over one bucket's points (expanded by the disk radius).
+#[derive(Clone, Copy, Debug)]
+struct Grid {
+    lo: [f32; 3],
+    hi: [f32; 3],
+    cell: [f32; 3],
+    dims: [i32; 3],
+    /// Offset of this grid's cell starts in `BeamIndex::starts`.
+    starts: usize,
+}
+
+/// Acceleration structure of the beam renderer for one map (built once per map, O(points)).
+pub struct BeamIndex {
+    rho: f32,
+    /// Coarse grid: origin, cell edge, dims; cell -> range of `coarse_items` (bucket ids).
+    coarse_lo: [f32; 3],
+    coarse_cell: f32,
+    coarse_dims: [i32; 3],
+    coarse_starts: Vec<u32>,
+    coarse_items: Vec<u32>,
+    grids: Vec<Grid>,
+    starts: Vec<u32>,
+    items: Vec<u32>,
+}
+
+/// Range of cells `[lo, hi]` along one axis touched by the interval `[a, b]`.
+#[inline]
+fn cell_range(a: f32, b: f32, lo: f32, cell: f32, dim: i32) -> (i32, i32) {
+    let i0 = (((a - lo) / cell).floor() as i32).clamp(0, dim - 1);
+    let i1 = (((b - lo) / cell).floor() as i32).clamp(0, dim - 1);
+    (i0, i1)
+}
+
+impl BeamIndex {
+    /// Builds the index of `map` (parallel over buckets).
+    pub fn build(map: &MapView) -> BeamIndex {
+        let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
+            map.resolution
+        } else {
+            0.1
+        };
+        let rho = 0.5 * 3f32.sqrt() * r_map;
+        let n_points = map.positions.len() as u64;
+        let valid = |b: &aerie_pipeline::map::Bucket| {
+            b.count > 0
+                && b.first as u64 + b.count as u64 <= n_points
+                && b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
+        };
+        // Per-bucket fine grids, built independently then concatenated in bucket order.
+        let parts: Vec<(Grid, Vec<u32>, Vec<u32>)> = map
+            .buckets
+            .par_iter()
+            .map(|b| {
+                if !valid(b) {
+                    let empty = Grid {
+                        lo: [0.0; 3],
+                        hi: [-1.0; 3],
+                        cell: [1.0; 3],
+                        dims: [1; 3],
+                        starts: 0,
+                    };
+                    return (empty, vec![0, 0], Vec::new());
+                }
+                let lo = [b.min[0] - rho, b.min[1] - rho, b.min[2] - rho];
+                let hi = [b.max[0] + rho, b.max[1] + rho, b.max[2] + rho];
+                let mut dims = [1i32; 3];
+                let mut cell = [1f32; 3];
+                for k in 0..3 {
+                    let ext = hi[k] - lo[k];
+                    dims[k] = ((ext / (FINE_CELL * r_map)).ceil().clamp(1.0, MAX_FINE_DIM)) as i32;
+                    cell[k] = ext / dims[k] as f32;
+                }
+                let n_cells = (dims[0] * dims[1] * dims[2]) as usize;
+                let mut counts = vec![0u32; n_cells + 1];
+                let points = map
+                    .positions
+                    .get(b.first as usize..(b.first + b.count) as usize)
+                    .unwrap_or(&[]);
+                let cells_of = |p: &[f32; 3]| {
+                    let x = cell_range(p[0] - rho, p[0] + rho, lo[0], cell[0], dims[0]);
+                    let y = cell_range(p[1] - rho, p[1] + rho, lo[1], cell[1], dims[1]);
+                    let z = cell_range(p[2] - rho, p[2] + rho, lo[2], cell[2], dims[2]);
+                    (x, y, z)
+                };
+                let flat = |x: i32, y: i32, z: i32| ((z * dims[1] + y) * dims[0] + x) as usize;
+                for p in points {
+                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(p);
+                    for z in z0..=z1 {
+                        for y in y0..=y1 {
+                            for x in x0..=x1 {
+                                if let Some(c) = counts.get_mut(flat(x, y, z) + 1) {
+                                    *c += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+                for i in 1..counts.len() {
+                    counts[i] += counts[i - 1];
+                }
+                let mut fill = counts.clone();
+                let mut items = vec![0u32; counts.last().copied().unwrap_or(0) as usize];
+                for (k, p) in points.iter().enumerate() {
+                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(p);
+                    for z in z0..=z1 {
+                        for y in y0..=y1 {
+                            for x in x0..=x1 {
+                                if let Some(f) = fill.get_mut(flat(x, y, z))
+                                    && let Some(slot) = items.get_mut(*f as usize)
+                                {
+                                    *slot = b.first + k as u32;
+                                    *f += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+                let grid = Grid {
+                    lo,
+                    hi,
+                    cell,
+                    dims,
+                    starts: 0,
+                };
+                (grid, counts, items)
+            })
+            .collect();
+        let mut grids = Vec::with_capacity(parts.len());
+        let mut starts = Vec::new();
+        let mut items = Vec::new();
+        for (mut grid, counts, its) in parts {
+            grid.starts = starts.len();
+            let base = items.len() as u32;
+            starts.extend(counts.iter().map(|c| c + base));
+            items.extend_from_slice(&its);
+            grids.push(grid);
+        }
+        // Coarse grid over all expanded bucket bounds.
+        let mut lo = [f32::INFINITY; 3];
+        let mut hi = [f32::NEG_INFINITY; 3];
+        for g in grids.iter().filter(|g| g.hi[0] >= g.lo[0]) {
+            for k in 0..3 {
+                lo[k] = lo[k].min(g.lo[k]);
+                hi[k] = hi[k].max(g.hi[k]);
+            }
+        }
+        if !(lo[0] <= hi[0]) {
+            lo = [0.0; 3];
+            hi = [0.0; 3];
+        }
+        let mut coarse_cell = if map.bucket_size.is_finite() && map.bucket_size > 0.0 {
+            map.bucket_size
+        } else {
+            16.0 * FINE_CELL * r_map
+        };
+        let extent = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
+        let cells_for = |c: f32| -> f64 {
+            extent
+                .iter()
+                .map(|e| ((e / c).ceil().max(1.0)) as f64)
+                .product()
+        };
+        while cells_for(coarse_cell) > MAX_COARSE_CELLS {
+            coarse_cell *= 2.0;
+        }
+        let coarse_dims = extent.map(|e| (e / coarse_cell).ceil().max(1.0) as i32);
+        let n_coarse = (coarse_dims[0] * coarse_dims[1] * coarse_dims[2]) as usize;
+        let cflat =
+            |x: i32, y: i32, z: i32| ((z * coarse_dims[1] + y) * coarse_dims[0] + x) as usize;
+        let mut coarse_starts = vec![0u32; n_coarse + 1];
+        let covered = |g: &Grid| {
+            let x = cell_range(g.lo[0], g.hi[0], lo[0], coarse_cell, coarse_dims[0]);
+            let y = cell_range(g.lo[1], g.hi[1], lo[1], coarse_cell, coarse_dims[1]);
+            let z = cell_range(g.lo[2], g.hi[2], lo[2], coarse_cell, coarse_dims[2]);
+            (x, y, z)
+        };
+        let live = |g: &Grid| g.hi[0] >= g.lo[0];
+        for g in grids.iter().filter(|g| live(g)) {
+            let ((x0, x1), (y0, y1), (z0, z1)) = covered(g);
+            for z in z0..=z1 {
+                for y in y0..=y1 {
+                    for x in x0..=x1 {
+                        if let Some(c) = coarse_starts.get_mut(cflat(x, y, z) + 1) {
+                            *c += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for i in 1..coarse_starts.len() {
+            coarse_starts[i] += coarse_starts[i - 1];
+        }
+        let mut fill = coarse_starts.clone();
+        let mut coarse_items = vec![0u32; coarse_starts.last().copied().unwrap_or(0) as usize];
+        for (bi, g) in grids.iter().enumerate().filter(|(_, g)| live(g)) {
+            let ((x0, x1), (y0, y1), (z0, z1)) = covered(g);
+            for z in z0..=z1 {
+                for y in y0..=y1 {
+                    for x in x0..=x1 {
+                        if let Some(f) = fill.get_mut(cflat(x, y, z))
+                            && let Some(slot) = coarse_items.get_mut(*f as usize)
+                        {
+                            *slot = bi as u32;
+                            *f += 1;
+                        }
+                    }
+                }
+            }
+        }
+        BeamIndex {
+            rho,
+            coarse_lo: lo,
+            coarse_cell,
+            coarse_dims,
+            coarse_starts,
+            coarse_items,
+            grids,
+            starts,
+            items,
+        }
+    }
+
+    /// Memory held by the index, bytes.
+    pub fn memory_bytes(&self) -> usize {
+        4 * (self.coarse_starts.len()
+            + self.coarse_items.len()
+            + self.starts.len()
+            + self.items.len())
+            + self.grids.len() * std::mem::size_of::<Grid>()
+    }
+}
+
+/// Ray parameter interval inside the box `[lo, hi]`, if any.
+#[inline]
+fn slab(o: [f32; 3], inv: [f32; 3], lo: [f32; 3], hi: [f32; 3]) -> Option<(f32, f32)> {
+    let mut t0 = f32::NEG_INFINITY;
+    let mut t1 = f32::INFINITY;
+    for k in 0..3 {
+        let a = (lo[k] - o[k]) * inv[k];
+        let b = (hi[k] - o[k]) * inv[k];
+        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+        // NaN (ray parallel and on the slab plane) keeps the other bounds.
+        if a > t0 {
+            t0 = a;
+        }
+        if b < t1 {
+            t1 = b;
+        }
+    }
+    (t0 <= t1).then_some((t0, t1))
+}
+
+/// 3D digital differential analyser state over a grid.
+struct Dda {
+    cell: [i32; 3],
+    step: [i32; 3],
+    t_next: [f32; 3],
+    t_delta: [f32; 3],
+}
+
+impl Dda {
+    fn new(
+        o: [f32; 3],
+        u: [f32; 3],
+        inv: [f32; 3],
+        t: f32,
+        lo: [f32; 3],
+        cell: [f32; 3],
+        dims: [i32; 3],
+    ) -> Dda {
+        let mut d = Dda {
+            cell: [0; 3],
+            step: [0; 3],
+            t_next: [f32::INFINITY; 3],
+            t_delta: [f32::INFINITY; 3],
+        };
+        for k in 0..3 {
+            let p = o[k] + t * u[k];
+            let c = (((p - lo[k]) / cell[k]).floor() as i32).clamp(0, dims[k] - 1);
+            d.cell[k] = c;
+            if u[k] > 0.0 {
+                d.step[k] = 1;
+                d.t_next[k] = (lo[k] + (c + 1) as f32 * cell[k] - o[k]) * inv[k];
+                d.t_delta[k] = cell[k] * inv[k];
+            } else if u[k] < 0.0 {
+                d.step[k] = -1;
+                d.t_next[k] = (lo[k] + c as f32 * cell[k] - o[k]) * inv[k];
+                d.t_delta[k] = -cell[k] * inv[k];
+            }
+        }
+        d
+    }
+
+    #[inline]
+    fn exit(&self) -> f32 {
+        self.t_next[0].min(self.t_next[1]).min(self.t_next[2])
+    }
+
+    /// Steps to the next cell; false when it leaves the grid.
+    #[inline]
+    fn advance(&mut self, dims: [i32; 3]) -> bool {
+        let k = if self.t_next[0] <= self.t_next[1] && self.t_next[0] <= self.t_next[2] {
+            0
+        } else if self.t_next[1] <= self.t_next[2] {
+            1
+        } else {
+            2
+        };
+        self.cell[k] += self.step[k];
+        self.t_next[k] += self.t_delta[k];
+        self.cell[k] >= 0 && self.cell[k] < dims[k]
+    }
+}
+
+pub(crate) fn render(ctx: &Ctx, index: &BeamIndex) -> Vec<Option<Hit>> {
+    (0..ctx.beams.len())
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(Vec::new, |visited, i| cast(ctx, index, i, visited))
+        .collect()
+}
+
+fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Option<Hit> {
+    let (o, u) = ctx.ray(i);
+    let inv = u.map(|c| 1.0 / c);
+    let t_max = ctx.physics.max_range_m.max(0.0) + index.rho;
+    let c = index.coarse_cell;
+    let lo = index.coarse_lo;
+    let dims = index.coarse_dims;
+    let hi = [
+        lo[0] + dims[0] as f32 * c,
+        lo[1] + dims[1] as f32 * c,
+        lo[2] + dims[2] as f32 * c,
+    ];
+    let (t0, t1) = slab(o, inv, lo, hi)?;
+    let t_start = t0.max(0.0);
+    let t_end = t1.min(t_max);
+    if t_start > t_end {
+        return None;
+    }
+    visited.clear();
+    let mut best: Option<Hit> = None;
+    let mut dda = Dda::new(o, u, inv, t_start, lo, [c; 3], dims);
+    loop {
+        let [x, y, z] = dda.cell;
+        let flat = ((z * dims[1] + y) * dims[0] + x) as usize;
+        let range = match (
+            index.coarse_starts.get(flat),
+            index.coarse_starts.get(flat + 1),
+        ) {
+            (Some(&a), Some(&b)) => a as usize..b as usize,
+            _ => 0..0,
+        };
+        for &bucket in index.coarse_items.get(range).unwrap_or(&[]) {
+            if visited.contains(&bucket) {
+                continue;
+            }
+            visited.push(bucket);
+            if let Some(g) = index.grids.get(bucket as usize) {
+                trace_bucket(ctx, index, g, o, u, inv, t_end, &mut best);
+            }
+        }
+        let exit = dda.exit();
+        if best.is_some_and(|b| b.t <= exit) || exit > t_end || !dda.advance(dims) {
+            break;
+        }
+    }
+    best
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn trace_bucket(
+    ctx: &Ctx,
+    index: &BeamIndex,
+    g: &Grid,
+    o: [f32; 3],
+    u: [f32; 3],
+    inv: [f32; 3],
+    t_end: f32,
+    best: &mut Option<Hit>,
+) {
+    let Some((ta, tb)) = slab(o, inv, g.lo, g.hi) else {
+        return;
+    };
+    let ta = ta.max(0.0);
+    let tb = tb.min(t_end).min(best.map_or(f32::INFINITY, |b| b.t));
+    if ta > tb {
+        return;
+    }
+    let mut dda = Dda::new(o, u, inv, ta, g.lo, g.cell, g.dims);
+    loop {
+        let [x, y, z] = dda.cell;
+        let flat = g.starts + ((z * g.dims[1] + y) * g.dims[0] + x) as usize;
+        if let (Some(&a), Some(&b)) = (index.starts.get(flat), index.starts.get(flat + 1)) {
+            for &idx in index.items.get(a as usize..b as usize).unwrap_or(&[]) {
+                if let Some((t, cos)) = ctx.disk_hit(idx, o, u)
+                    && t <= t_end
+                    && best.is_none_or(|b| (t, idx) < (b.t, b.point))
+                {
+                    *best = Some(Hit {
+                        t,
+                        point: idx,
+                        cos_incidence: cos,
+                    });
+                }
+            }
+        }
+        let exit = dda.exit();
+        if best.is_some_and(|b| b.t <= exit) || exit > tb || !dda.advance(g.dims) {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_hits_and_misses() {
+        let inv = [1.0, f32::INFINITY, f32::INFINITY];
+        let hit = slab([0.0, 0.5, 0.5], inv, [1.0, 0.0, 0.0], [2.0, 1.0, 1.0]).unwrap();
+        assert_eq!(hit, (1.0, 2.0));
+        assert!(slab([0.0, 1.5, 0.5], inv, [1.0, 0.0, 0.0], [2.0, 1.0, 1.0]).is_none());
+    }
+}
