@@ -7,6 +7,7 @@ mod export;
 mod info;
 mod prepare;
 mod report;
+mod scan;
 mod sensors;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +30,8 @@ enum Command {
     Prepare(prepare::Args),
     /// Write a prepared map for another tool (PCD for MARSIM/ROS, PLY with normals, LAS/LAZ, E57, XYZ).
     Export(export::Args),
+    /// Render what a LiDAR or depth camera would measure in a map, from a pose or along a trajectory.
+    Scan(scan::Args),
     /// List the sensor presets (`--show NAME` prints one as TOML to copy and edit).
     Sensors(sensors::Args),
     /// Measure the speed of reading, preparing and scanning (see docs/benchmarks.md).
@@ -41,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Convert(a) => convert::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Sensors(a) => sensors::run(a),
+        Command::Scan(a) => scan::run(a),
         Command::Prepare(a) => prepare::run(a),
         Command::Export(a) => export::run(a),
     }
@@ -76,4 +80,25 @@ pub fn parse_format(s: &str) -> Result<aerie_pipeline::io::Format, String> {
     aerie_pipeline::io::Format::from_name(s).ok_or_else(|| {
         format!("unknown format {s:?}; expected las, laz, e57, ply, pcd, xyz, kitti")
     })
+}
+
+/// Parse `N` comma-separated numbers, e.g. a pose `x,y,z,roll,pitch,yaw`.
+pub fn parse_numbers<const N: usize>(s: &str) -> Result<[f64; N], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.len() != N {
+        return Err(format!(
+            "expected {N} comma-separated numbers, got {} in {s:?}",
+            parts.len()
+        ));
+    }
+    let mut out = [0.0; N];
+    for (o, p) in out.iter_mut().zip(&parts) {
+        *o = p
+            .parse::<f64>()
+            .map_err(|_| format!("{p:?} is not a number"))?;
+        if !o.is_finite() {
+            return Err(format!("{p:?} is not a finite number"));
+        }
+    }
+    Ok(out)
 }

@@ -50,8 +50,8 @@ pub struct Args {
     #[arg(long)]
     bucket_size: Option<f32>,
     /// Keep only the points inside this box: xmin,ymin,zmin,xmax,ymax,zmax (map frame, metres).
-    #[arg(long, value_delimiter = ',', num_args = 6)]
-    crop: Option<Vec<f64>>,
+    #[arg(long, value_parser = super::parse_numbers::<6>, allow_hyphen_values = true)]
+    crop: Option<[f64; 6]>,
     /// Read the inputs as this format instead of guessing from their extension.
     #[arg(long, value_parser = super::parse_format)]
     format: Option<Format>,

@@ -245,6 +245,14 @@ impl Renderer {
         }
     }
 
+    /// Replace the scan pattern (Livox patterns differ from frame to frame), keeping the `Auto` choice and
+    /// the beam renderer's map index.
+    pub fn set_beams(&mut self, beams: &[Beam]) {
+        self.beams.clear();
+        self.beams.extend_from_slice(beams);
+        self.prepared = Prepared::new(beams, &self.params);
+    }
+
     /// The method in use (`None` until the first `Auto` frame).
     pub fn method(&self) -> Option<Method> {
         self.chosen
