@@ -88,7 +88,7 @@ pub fn load_sensor(spec: &str) -> anyhow::Result<SensorModel> {
 /// The map: memory-mapped when prepared, else prepared in memory from a scan file.
 enum LoadedMap {
     File(AmapFile),
-    Memory(PackedMap),
+    Memory(Box<PackedMap>),
 }
 
 impl LoadedMap {
@@ -117,7 +117,7 @@ fn load_map(path: &Path, resolution: Option<f64>) -> anyhow::Result<LoadedMap> {
         ..Recipe::default()
     };
     let prepared = prepare(vec![(cloud, None)], &recipe, &NoProgress)?;
-    Ok(LoadedMap::Memory(prepared.map))
+    Ok(LoadedMap::Memory(Box::new(prepared.map)))
 }
 
 /// `scan.pcd`, frame 3 -> `scan_000003.pcd`.
@@ -167,6 +167,9 @@ fn frame_cloud(
     cloud
 }
 
+/// Maps a beam index to a pixel index of the range image.
+type PixelOf = Box<dyn Fn(u32) -> Option<usize>>;
+
 /// A 16-bit range image: depth cameras by pixel, LiDARs by azimuth/elevation at the sensor's angular resolution.
 fn write_depth_png(
     path: &Path,
@@ -174,8 +177,7 @@ fn write_depth_png(
     beams: &[Beam],
     frame: &Frame,
 ) -> anyhow::Result<()> {
-    let (w, h, pixel_of): (usize, usize, Box<dyn Fn(u32) -> Option<usize>>) = match &sensor.pattern
-    {
+    let (w, h, pixel_of): (usize, usize, PixelOf) = match &sensor.pattern {
         Pattern::Pinhole(p) => {
             let (w, h) = (p.width as usize, p.height as usize);
             (
