@@ -87,7 +87,7 @@ pub fn load_sensor(spec: &str) -> anyhow::Result<SensorModel> {
 
 /// The map: memory-mapped when prepared, else prepared in memory from a scan file.
 enum LoadedMap {
-    File(AmapFile),
+    File(Box<AmapFile>),
     Memory(Box<PackedMap>),
 }
 
@@ -106,9 +106,9 @@ fn load_map(path: &Path, resolution: Option<f64>) -> anyhow::Result<LoadedMap> {
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("amap"))
     {
-        return Ok(LoadedMap::File(
+        return Ok(LoadedMap::File(Box::new(
             AmapFile::open(path).with_context(|| format!("cannot open map {}", path.display()))?,
-        ));
+        )));
     }
     let cloud = io::read(path, None, &ReadOptions::default())
         .with_context(|| format!("cannot read {}", path.display()))?;
