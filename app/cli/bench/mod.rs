@@ -1,5 +1,7 @@
-//! `aerie bench`: reproducible speed measurements of the library, printed as a table or JSON, for
-//! docs/benchmarks.md and the peer comparison scripts under bench/.
+//! `aerie bench`: reproducible speed measurements of the library, printed as a table or JSON lines, for
+//! docs/benchmarks.md and the peer comparison scripts under bench/. One module per measured job.
+
+mod prepare;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -26,6 +28,8 @@ enum What {
         #[arg(long)]
         json: bool,
     },
+    /// Time each preparation stage on a file (median of N runs), with the same parameters as the peers.
+    Prepare(prepare::Args),
 }
 
 #[derive(Serialize)]
@@ -94,5 +98,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        What::Prepare(a) => prepare::run(a),
     }
+}
+
+/// Median and the per-run times of calling `f` `repeat` times (at least once).
+pub fn time_runs<T>(repeat: usize, mut f: impl FnMut() -> anyhow::Result<T>) -> anyhow::Result<(f64, T)> {
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..repeat.max(1) {
+        let t = Instant::now();
+        last = Some(f()?);
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let out = last.ok_or_else(|| anyhow::anyhow!("no runs"))?;
+    Ok((median(times), out))
 }
