@@ -109,8 +109,11 @@ fn c_str(b: &[u8]) -> &[u8] {
     &b[..end]
 }
 
-/// Standard record length of a point format and the offsets of its optional fields (time, RGB, NIR).
-fn format_layout(format: u8) -> Option<(usize, Option<usize>, Option<usize>, Option<usize>)> {
+/// Standard record length of a point format and the byte offsets of its optional fields: time, RGB, NIR.
+type FormatLayout = (usize, Option<usize>, Option<usize>, Option<usize>);
+
+/// The [`FormatLayout`] of a point format (0-10).
+fn format_layout(format: u8) -> Option<FormatLayout> {
     Some(match format {
         0 => (20, None, None, None),
         1 => (28, Some(20), None, None),
@@ -1378,16 +1381,22 @@ pub fn write(cloud: &Cloud, path: &Path, compress: bool, opts: &WriteOptions) ->
         let transforms = *writer.header().transforms();
         let batch = 1 << 20;
         let mut start = 0;
-        while start < cloud.len() {
+        let mut result = Ok(());
+        while start < cloud.len() && result.is_ok() {
             let end = (start + batch).min(cloud.len());
             let bytes = plan.encode(cloud, start..end);
-            let pd = las::PointDataBuilder::new()
+            result = las::PointDataBuilder::new()
                 .with_format(format)
                 .with_transforms(transforms)
                 .build_from_bytes(bytes)
-                .map_err(las_err)?;
-            writer.write_points(&pd).map_err(las_err)?;
+                .and_then(|pd| writer.write_points(&pd));
             start = end;
+        }
+        if let Err(e) = result.and_then(|()| writer.close()) {
+            // The las writer closes itself on drop and panics if that fails; the output is a temporary file
+            // that is deleted anyway, so let the writer go without dropping it.
+            std::mem::forget(writer);
+            return Err(las_err(e));
         }
         let mut inner = writer.into_inner().map_err(las_err)?;
         inner.flush().map_err(|e| Error::io(path, e))?;
@@ -1480,6 +1489,9 @@ impl<'a> Plan<'a> {
             .copied()
             .max()
             .unwrap_or(0);
+        let max_return_number = return_number
+            .and_then(|v| v.iter().copied().max())
+            .unwrap_or(0);
         let max_class = classification
             .and_then(|c| c.iter().copied().max())
             .unwrap_or(0);
@@ -1489,8 +1501,10 @@ impl<'a> Plan<'a> {
                     Some(format!("{n} points"))
                 } else if max_class > 31 {
                     Some(format!("classification {max_class}"))
+                } else if max_return_number > 5 {
+                    Some(format!("return number {max_return_number}"))
                 } else if max_return > 7 {
-                    Some(format!("return number {max_return}"))
+                    Some(format!("number of returns {max_return}"))
                 } else {
                     None
                 };
