@@ -1,20 +1,1814 @@
-//! las reader and writer (not yet written).
+//! LAS 1.0–1.4 and LAZ reading and writing.
+//!
+//! Reading parses the header, VLRs and EVLRs here (every offset and count is checked against the bytes present
+//! before anything is allocated from it) and decodes point records with fixed offsets, in parallel, straight
+//! into the cloud's arrays. LAZ point data is decompressed with the `laz` crate chunk by chunk, several chunks
+//! at a time in parallel; its chunk table, item list and (for LAS 1.4 layered chunks) layer sizes are validated
+//! first, because `laz` allocates from them without checking.
+//!
+//! Writing builds the point records here and hands them to the `las` crate's writer in batches (it compresses
+//! LAZ in parallel).
+//!
+//! Attribute mapping (both directions):
+//! - intensity <-> `Cloud::intensity` (u16 as f32; written scaled by 65535 when every value is in [0, 1]);
+//! - RGB <-> `Cloud::color` (files whose channels never exceed 255 hold 8-bit colour in 16-bit fields, a
+//!   common convention: they are widened by 257 so 255 -> 65535);
+//! - GPS time <-> `time`; return number, number of returns, classification <-> their fields;
+//! - NIR, scan angle (degrees), user data and point source id <-> extra dims `nir` (U16), `scan_angle` (I8 for
+//!   formats 0-5, F32 for 6-10), `user_data` (U8), `point_source_id` (U16);
+//! - extra-bytes dimensions <-> extra dims by name (scaled ones become F64); normals (`nx`, `ny`, `nz`), `gamma`
+//!   and `ring` are written as extra-bytes dimensions.
 
+use std::io::{BufWriter, Cursor, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use crate::io::{ReadOptions, WriteOptions};
+use crate::cloud::{ExtraDim, ScalarKind, origin_for};
+use crate::io::atomic::write_atomic;
+use crate::io::{LasVersion, ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
 
-pub fn read_bytes(_data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
-    Err(Error::unsupported(
-        path,
-        "las reading is not implemented yet",
-    ))
+/// Points decoded per parallel work item: big enough to amortise scheduling, small enough to stay in cache.
+const FILL_GRAIN: usize = 1 << 16;
+/// Points decompressed per LAZ batch (whole chunks are added until the batch holds at least this many).
+const LAZ_BATCH_POINTS: u64 = 1 << 21;
+/// A LAZ chunk claiming more decoded bytes than this multiple of its compressed size (plus a slack) is decoded
+/// sequentially in bounded pieces instead of being given a buffer of the claimed size up front.
+const LAZ_TRUSTED_RATIO: u64 = 64;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Parse a LAS or LAZ file held in `data` (the whole file). `path` names it in errors.
+///
+/// Handles LAS 1.0–1.4, point formats 0–10, compressed or not (LAZ is recognised by the point format's
+/// compression bit, so a `.las` name holding LAZ data reads fine). The cloud's origin is the minimum corner of
+/// the header bounds rounded down to whole metres (or the first point, when the bounds do not contain it).
+pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
+    let header = parse_header(data, path)?;
+    let layout = Layout::new(&header, path)?;
+    let mut cols = Columns::new(&layout);
+
+    if header.count > 0 {
+        if header.compressed {
+            read_laz_points(data, path, &header, &layout, &mut cols)?;
+        } else {
+            read_las_points(data, path, &header, &layout, &mut cols)?;
+        }
+    }
+    Ok(cols.into_cloud(&header, &layout))
 }
 
-pub fn write(_cloud: &Cloud, path: &Path, _compress: bool, _opts: &WriteOptions) -> Result<()> {
-    Err(Error::unsupported(
-        path,
-        "las writing is not implemented yet",
-    ))
+/// What the file header says, with offsets already checked against the file size.
+struct Header<'a> {
+    version: (u8, u8),
+    offset_to_points: usize,
+    format: u8,
+    compressed: bool,
+    record_len: usize,
+    count: u64,
+    scale: [f64; 3],
+    offset: [f64; 3],
+    min: [f64; 3],
+    max: [f64; 3],
+    vlrs: Vec<Vlr<'a>>,
+}
+
+/// A variable length record (or extended one), borrowing its payload from the file.
+struct Vlr<'a> {
+    user_id: &'a [u8],
+    record_id: u16,
+    data: &'a [u8],
+    /// Byte offset of the payload in the file, for error messages.
+    at: usize,
+}
+
+impl Vlr<'_> {
+    fn is(&self, user_id: &str, record_id: u16) -> bool {
+        self.user_id == user_id.as_bytes() && self.record_id == record_id
+    }
+}
+
+fn le_u16(b: &[u8], o: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?))
+}
+fn le_u32(b: &[u8], o: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?))
+}
+fn le_u64(b: &[u8], o: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
+}
+fn le_f64(b: &[u8], o: usize) -> Option<f64> {
+    Some(f64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
+}
+
+/// A fixed-size text field up to its first NUL.
+fn c_str(b: &[u8]) -> &[u8] {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    &b[..end]
+}
+
+/// Standard record length of a point format and the byte offsets of its optional fields: time, RGB, NIR.
+type FormatLayout = (usize, Option<usize>, Option<usize>, Option<usize>);
+
+/// The [`FormatLayout`] of a point format (0-10).
+fn format_layout(format: u8) -> Option<FormatLayout> {
+    Some(match format {
+        0 => (20, None, None, None),
+        1 => (28, Some(20), None, None),
+        2 => (26, None, Some(20), None),
+        3 => (34, Some(20), Some(28), None),
+        4 => (57, Some(20), None, None),
+        5 => (63, Some(20), Some(28), None),
+        6 => (30, Some(22), None, None),
+        7 => (36, Some(22), Some(30), None),
+        8 => (38, Some(22), Some(30), Some(36)),
+        9 => (59, Some(22), None, None),
+        10 => (67, Some(22), Some(30), Some(36)),
+        _ => return None,
+    })
+}
+
+fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
+    let fmt_err = |place: &str, message: String| Error::format(path, place, message);
+    if !data.starts_with(b"LASF") {
+        return Err(fmt_err(
+            "byte 0 (file signature)",
+            "expected \"LASF\"; this is not a LAS or LAZ file".into(),
+        ));
+    }
+    if data.len() < 227 {
+        return Err(fmt_err(
+            "header",
+            format!(
+                "file is {} bytes, shorter than the 227-byte LAS header",
+                data.len()
+            ),
+        ));
+    }
+    let short = || fmt_err("header", "file ends inside the header".into());
+    let major = data[24];
+    let minor = data[25];
+    if major != 1 || minor > 4 {
+        return Err(Error::unsupported(
+            path,
+            format!("LAS version {major}.{minor} (expected 1.0 to 1.4)"),
+        ));
+    }
+    let min_header = match minor {
+        0..=2 => 227,
+        3 => 235,
+        _ => 375,
+    };
+    let header_size = usize::from(le_u16(data, 94).ok_or_else(short)?);
+    if header_size < min_header {
+        return Err(fmt_err(
+            "byte 94 (header size)",
+            format!(
+                "header size {header_size} is smaller than the {min_header} bytes of LAS 1.{minor}"
+            ),
+        ));
+    }
+    if header_size > data.len() {
+        return Err(fmt_err(
+            "byte 94 (header size)",
+            format!(
+                "header size {header_size} exceeds the file size {}",
+                data.len()
+            ),
+        ));
+    }
+    let offset_to_points = le_u32(data, 96).ok_or_else(short)? as usize;
+    if offset_to_points < header_size || offset_to_points > data.len() {
+        return Err(fmt_err(
+            "byte 96 (offset to point data)",
+            format!(
+                "offset {offset_to_points} must lie between the header size {header_size} and the file size {}",
+                data.len()
+            ),
+        ));
+    }
+    let n_vlrs = le_u32(data, 100).ok_or_else(short)?;
+    let raw_format = data[104];
+    let compressed = raw_format & 0x80 != 0;
+    let format = raw_format & 0x3f;
+    let Some((std_len, ..)) = format_layout(format) else {
+        return Err(Error::unsupported(
+            path,
+            format!("point data record format {format} (expected 0 to 10)"),
+        ));
+    };
+    let record_len = usize::from(le_u16(data, 105).ok_or_else(short)?);
+    if record_len < std_len {
+        return Err(fmt_err(
+            "byte 105 (point data record length)",
+            format!(
+                "record length {record_len} is shorter than the {std_len} bytes of point format {format}"
+            ),
+        ));
+    }
+    let legacy_count = u64::from(le_u32(data, 107).ok_or_else(short)?);
+    let count = if minor >= 4 && legacy_count == 0 {
+        le_u64(data, 247).ok_or_else(short)?
+    } else {
+        legacy_count
+    };
+    let mut f = [0.0f64; 12];
+    for (i, v) in f.iter_mut().enumerate() {
+        *v = le_f64(data, 131 + 8 * i).ok_or_else(short)?;
+    }
+    let scale = [f[0], f[1], f[2]];
+    let offset = [f[3], f[4], f[5]];
+    let max = [f[6], f[8], f[10]];
+    let min = [f[7], f[9], f[11]];
+    for k in 0..3 {
+        if !scale[k].is_finite() || scale[k] == 0.0 || !offset[k].is_finite() {
+            return Err(fmt_err(
+                &format!("byte {} (scale and offset)", 131 + 8 * k),
+                format!(
+                    "{} scale {} and offset {} must be finite and the scale non-zero",
+                    ["x", "y", "z"][k],
+                    scale[k],
+                    offset[k]
+                ),
+            ));
+        }
+    }
+
+    let mut vlrs = Vec::new();
+    let mut pos = header_size;
+    for i in 0..n_vlrs {
+        let place = format!("vlr {i} at byte {pos}");
+        let head = data.get(pos..pos + 54).ok_or_else(|| {
+            fmt_err(
+                &place,
+                "file ends inside the vlr header (54 bytes expected)".into(),
+            )
+        })?;
+        let len = usize::from(le_u16(head, 20).ok_or_else(short)?);
+        let start = pos + 54;
+        let payload = data.get(start..start + len).ok_or_else(|| {
+            fmt_err(
+                &place,
+                format!("vlr claims {len} bytes but the file ends first"),
+            )
+        })?;
+        vlrs.push(Vlr {
+            user_id: c_str(&head[2..18]),
+            record_id: le_u16(head, 18).ok_or_else(short)?,
+            data: payload,
+            at: start,
+        });
+        pos = start + len;
+    }
+    if pos > offset_to_points {
+        return Err(fmt_err(
+            "byte 96 (offset to point data)",
+            format!("the vlrs end at byte {pos}, after the point data offset {offset_to_points}"),
+        ));
+    }
+    if minor >= 4 {
+        let start = le_u64(data, 235).ok_or_else(short)?;
+        let n = le_u32(data, 243).ok_or_else(short)?;
+        if start != 0 && n > 0 {
+            let mut pos = usize::try_from(start).unwrap_or(usize::MAX);
+            for i in 0..n {
+                let place = format!("evlr {i} at byte {pos}");
+                let head = data.get(pos..pos.saturating_add(60)).ok_or_else(|| {
+                    fmt_err(&place, "evlr header lies beyond the end of the file".into())
+                })?;
+                let len = le_u64(head, 20).ok_or_else(short)?;
+                let start = pos + 60;
+                let end = usize::try_from(len)
+                    .ok()
+                    .and_then(|l| start.checked_add(l))
+                    .filter(|&e| e <= data.len())
+                    .ok_or_else(|| {
+                        fmt_err(
+                            &place,
+                            format!("evlr claims {len} bytes but the file ends first"),
+                        )
+                    })?;
+                vlrs.push(Vlr {
+                    user_id: c_str(&head[2..18]),
+                    record_id: le_u16(head, 18).ok_or_else(short)?,
+                    data: &data[start..end],
+                    at: start,
+                });
+                pos = end;
+            }
+        }
+    }
+
+    Ok(Header {
+        version: (major, minor),
+        offset_to_points,
+        format,
+        compressed,
+        record_len,
+        count,
+        scale,
+        offset,
+        min,
+        max,
+        vlrs,
+    })
+}
+
+/// Where each field lives in a point record.
+struct Layout {
+    record_len: usize,
+    extended: bool,
+    time_at: Option<usize>,
+    color_at: Option<usize>,
+    nir_at: Option<usize>,
+    extras: Vec<ExtraField>,
+}
+
+/// One extra-bytes dimension (or one element of an array dimension).
+struct ExtraField {
+    name: String,
+    /// How the file stores it.
+    stored: ScalarKind,
+    at: usize,
+    /// Scale and offset to apply (`None`: the raw value is the value).
+    transform: Option<(f64, f64)>,
+}
+
+const SCALAR_KINDS: [ScalarKind; 10] = [
+    ScalarKind::U8,
+    ScalarKind::I8,
+    ScalarKind::U16,
+    ScalarKind::I16,
+    ScalarKind::U32,
+    ScalarKind::I32,
+    ScalarKind::U64,
+    ScalarKind::I64,
+    ScalarKind::F32,
+    ScalarKind::F64,
+];
+
+/// The extra-bytes VLR data type code of a scalar kind.
+fn extra_bytes_code(kind: ScalarKind) -> u8 {
+    SCALAR_KINDS
+        .iter()
+        .position(|&k| k == kind)
+        .map_or(10, |i| i as u8 + 1)
+}
+
+impl Layout {
+    fn new(header: &Header, path: &Path) -> Result<Layout> {
+        let (std_len, time_at, color_at, nir_at) =
+            format_layout(header.format).unwrap_or((20, None, None, None));
+        let extra_len = header.record_len - std_len;
+        let mut extras = Vec::new();
+        // Some writers put each descriptor in its own VLR: take them all, in order.
+        let mut at = std_len;
+        for vlr in header.vlrs.iter().filter(|v| v.is("LASF_Spec", 4)) {
+            for (i, d) in vlr.data.chunks(192).enumerate() {
+                let place = format!(
+                    "extra bytes vlr, descriptor {i} (byte {})",
+                    vlr.at + 192 * i
+                );
+                if d.len() < 192 {
+                    return Err(Error::format(
+                        path,
+                        place,
+                        format!("descriptor is {} bytes, expected 192", d.len()),
+                    ));
+                }
+                let data_type = d[2];
+                let options = d[3];
+                let name = String::from_utf8_lossy(c_str(&d[4..36])).trim().to_string();
+                let (kind, n) = match data_type {
+                    0 => {
+                        // Undocumented bytes: `options` holds their count; skip them.
+                        at += usize::from(options);
+                        continue;
+                    }
+                    1..=30 => {
+                        let t = usize::from(data_type - 1);
+                        (SCALAR_KINDS[t % 10], t / 10 + 1)
+                    }
+                    _ => {
+                        return Err(Error::format(
+                            path,
+                            place,
+                            format!("data type {data_type} (expected 0 to 30)"),
+                        ));
+                    }
+                };
+                for e in 0..n {
+                    let scale = if options & 8 != 0 {
+                        le_f64(d, 112 + 8 * e).unwrap_or(1.0)
+                    } else {
+                        1.0
+                    };
+                    let offset = if options & 16 != 0 {
+                        le_f64(d, 136 + 8 * e).unwrap_or(0.0)
+                    } else {
+                        0.0
+                    };
+                    let transform = (options & 24 != 0 && (scale != 1.0 || offset != 0.0))
+                        .then_some((scale, offset))
+                        .filter(|(s, o)| s.is_finite() && o.is_finite());
+                    let base = if name.is_empty() {
+                        format!("extra_{i}")
+                    } else {
+                        name.clone()
+                    };
+                    let name = if n > 1 { format!("{base}[{e}]") } else { base };
+                    extras.push(ExtraField {
+                        name,
+                        stored: kind,
+                        at,
+                        transform,
+                    });
+                    at += kind.size();
+                }
+            }
+        }
+        if at > header.record_len {
+            return Err(Error::format(
+                path,
+                "extra bytes vlrs",
+                format!(
+                    "descriptors need {} extra bytes per point but records have {extra_len}",
+                    at - std_len
+                ),
+            ));
+        }
+        Ok(Layout {
+            record_len: header.record_len,
+            extended: header.format >= 6,
+            time_at,
+            color_at,
+            nir_at,
+            extras,
+        })
+    }
+}
+
+/// The decoded arrays, grown batch by batch.
+struct Columns {
+    origin: Option<[f64; 3]>,
+    positions: Vec<[f32; 3]>,
+    intensity: Vec<f32>,
+    return_number: Vec<u8>,
+    number_of_returns: Vec<u8>,
+    classification: Vec<u8>,
+    scan_angle: Vec<f64>,
+    user_data: Vec<f64>,
+    point_source_id: Vec<f64>,
+    time: Vec<f64>,
+    color: Vec<[u16; 3]>,
+    nir: Vec<f64>,
+    extras: Vec<Vec<f64>>,
+}
+
+/// Mutable views of the same `n` points in every present array.
+struct ColumnsMut<'a> {
+    positions: &'a mut [[f32; 3]],
+    intensity: &'a mut [f32],
+    return_number: &'a mut [u8],
+    number_of_returns: &'a mut [u8],
+    classification: &'a mut [u8],
+    scan_angle: &'a mut [f64],
+    user_data: &'a mut [f64],
+    point_source_id: &'a mut [f64],
+    time: &'a mut [f64],
+    color: &'a mut [[u16; 3]],
+    nir: &'a mut [f64],
+    extras: Vec<&'a mut [f64]>,
+}
+
+/// Split a view at `k`; an absent (empty) array stays empty on both sides.
+fn split<T>(s: &mut [T], k: usize) -> (&mut [T], &mut [T]) {
+    if s.is_empty() {
+        (&mut [], s)
+    } else {
+        s.split_at_mut(k)
+    }
+}
+
+impl<'a> ColumnsMut<'a> {
+    fn split_at(self, k: usize) -> (ColumnsMut<'a>, ColumnsMut<'a>) {
+        let (p0, p1) = split(self.positions, k);
+        let (i0, i1) = split(self.intensity, k);
+        let (r0, r1) = split(self.return_number, k);
+        let (n0, n1) = split(self.number_of_returns, k);
+        let (c0, c1) = split(self.classification, k);
+        let (s0, s1) = split(self.scan_angle, k);
+        let (u0, u1) = split(self.user_data, k);
+        let (q0, q1) = split(self.point_source_id, k);
+        let (t0, t1) = split(self.time, k);
+        let (k0, k1) = split(self.color, k);
+        let (x0, x1) = split(self.nir, k);
+        let (e0, e1): (Vec<_>, Vec<_>) = self.extras.into_iter().map(|e| split(e, k)).unzip();
+        (
+            ColumnsMut {
+                positions: p0,
+                intensity: i0,
+                return_number: r0,
+                number_of_returns: n0,
+                classification: c0,
+                scan_angle: s0,
+                user_data: u0,
+                point_source_id: q0,
+                time: t0,
+                color: k0,
+                nir: x0,
+                extras: e0,
+            },
+            ColumnsMut {
+                positions: p1,
+                intensity: i1,
+                return_number: r1,
+                number_of_returns: n1,
+                classification: c1,
+                scan_angle: s1,
+                user_data: u1,
+                point_source_id: q1,
+                time: t1,
+                color: k1,
+                nir: x1,
+                extras: e1,
+            },
+        )
+    }
+}
+
+#[inline(always)]
+fn rec_u16(r: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([r[o], r[o + 1]])
+}
+#[inline(always)]
+fn rec_i32(r: &[u8], o: usize) -> i32 {
+    i32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]])
+}
+#[inline(always)]
+fn rec_8(r: &[u8], o: usize) -> [u8; 8] {
+    [
+        r[o],
+        r[o + 1],
+        r[o + 2],
+        r[o + 3],
+        r[o + 4],
+        r[o + 5],
+        r[o + 6],
+        r[o + 7],
+    ]
+}
+
+/// Decode one stored scalar as f64.
+#[inline(always)]
+fn rec_scalar(r: &[u8], o: usize, kind: ScalarKind) -> f64 {
+    match kind {
+        ScalarKind::U8 => f64::from(r[o]),
+        ScalarKind::I8 => f64::from(r[o] as i8),
+        ScalarKind::U16 => f64::from(rec_u16(r, o)),
+        ScalarKind::I16 => f64::from(rec_u16(r, o) as i16),
+        ScalarKind::U32 => f64::from(rec_i32(r, o) as u32),
+        ScalarKind::I32 => f64::from(rec_i32(r, o)),
+        ScalarKind::U64 => u64::from_le_bytes(rec_8(r, o)) as f64,
+        ScalarKind::I64 => i64::from_le_bytes(rec_8(r, o)) as f64,
+        ScalarKind::F32 => f64::from(f32::from_bits(rec_i32(r, o) as u32)),
+        ScalarKind::F64 => f64::from_le_bytes(rec_8(r, o)),
+    }
+}
+
+/// Coordinate decoding: world = raw * scale + offset; stored = world - origin.
+#[derive(Clone, Copy)]
+struct Transform {
+    scale: [f64; 3],
+    /// `offset - origin`, so the subtraction happens once in f64.
+    shift: [f64; 3],
+}
+
+impl Columns {
+    fn new(layout: &Layout) -> Columns {
+        Columns {
+            origin: None,
+            positions: Vec::new(),
+            intensity: Vec::new(),
+            return_number: Vec::new(),
+            number_of_returns: Vec::new(),
+            classification: Vec::new(),
+            scan_angle: Vec::new(),
+            user_data: Vec::new(),
+            point_source_id: Vec::new(),
+            time: Vec::new(),
+            color: Vec::new(),
+            nir: Vec::new(),
+            extras: layout.extras.iter().map(|_| Vec::new()).collect(),
+        }
+    }
+
+    fn reserve(&mut self, n: usize, layout: &Layout) {
+        self.positions.reserve(n);
+        self.intensity.reserve(n);
+        self.return_number.reserve(n);
+        self.number_of_returns.reserve(n);
+        self.classification.reserve(n);
+        self.scan_angle.reserve(n);
+        self.user_data.reserve(n);
+        self.point_source_id.reserve(n);
+        if layout.time_at.is_some() {
+            self.time.reserve(n);
+        }
+        if layout.color_at.is_some() {
+            self.color.reserve(n);
+        }
+        if layout.nir_at.is_some() {
+            self.nir.reserve(n);
+        }
+        for e in &mut self.extras {
+            e.reserve(n);
+        }
+    }
+
+    /// Decode `records` (whole records, back to back) and append them. `first` is the index of the first one
+    /// in the file, for error messages.
+    fn append(
+        &mut self,
+        records: &[u8],
+        header: &Header,
+        layout: &Layout,
+        path: &Path,
+        first: u64,
+    ) -> Result<()> {
+        let rl = layout.record_len;
+        let n = records.len() / rl;
+        if n == 0 {
+            return Ok(());
+        }
+        let origin = match self.origin {
+            Some(o) => o,
+            None => {
+                let o = choose_origin(header, records);
+                self.origin = Some(o);
+                o
+            }
+        };
+        let tf = Transform {
+            scale: header.scale,
+            shift: [
+                header.offset[0] - origin[0],
+                header.offset[1] - origin[1],
+                header.offset[2] - origin[2],
+            ],
+        };
+        let start = self.positions.len();
+        let end = start + n;
+        self.positions.resize(end, [0.0; 3]);
+        self.intensity.resize(end, 0.0);
+        self.return_number.resize(end, 0);
+        self.number_of_returns.resize(end, 0);
+        self.classification.resize(end, 0);
+        self.scan_angle.resize(end, 0.0);
+        self.user_data.resize(end, 0.0);
+        self.point_source_id.resize(end, 0.0);
+        if layout.time_at.is_some() {
+            self.time.resize(end, 0.0);
+        }
+        if layout.color_at.is_some() {
+            self.color.resize(end, [0; 3]);
+        }
+        if layout.nir_at.is_some() {
+            self.nir.resize(end, 0.0);
+        }
+        for e in &mut self.extras {
+            e.resize(end, 0.0);
+        }
+        let view = ColumnsMut {
+            positions: &mut self.positions[start..],
+            intensity: &mut self.intensity[start..],
+            return_number: &mut self.return_number[start..],
+            number_of_returns: &mut self.number_of_returns[start..],
+            classification: &mut self.classification[start..],
+            scan_angle: &mut self.scan_angle[start..],
+            user_data: &mut self.user_data[start..],
+            point_source_id: &mut self.point_source_id[start..],
+            time: self.time.get_mut(start..).unwrap_or_default(),
+            color: self.color.get_mut(start..).unwrap_or_default(),
+            nir: self.nir.get_mut(start..).unwrap_or_default(),
+            extras: self.extras.iter_mut().map(|e| &mut e[start..]).collect(),
+        };
+        if let Some(bad) = fill_parallel(view, &records[..n * rl], layout, tf, n) {
+            let index = first + bad as u64;
+            return Err(Error::format(
+                path,
+                format!("point {index}"),
+                "coordinates are not finite (or too far from the others to hold as f32)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn into_cloud(self, header: &Header, layout: &Layout) -> Cloud {
+        let mut cloud = Cloud::with_origin(self.origin.unwrap_or_else(|| {
+            if header.min.iter().all(|v| v.is_finite()) {
+                origin_for(header.min)
+            } else {
+                [0.0; 3]
+            }
+        }));
+        cloud.positions = self.positions;
+        cloud.intensity = Some(self.intensity);
+        cloud.return_number = Some(self.return_number);
+        cloud.number_of_returns = Some(self.number_of_returns);
+        cloud.classification = Some(self.classification);
+        if layout.time_at.is_some() {
+            cloud.time = Some(self.time);
+        }
+        if layout.color_at.is_some() {
+            let mut color = self.color;
+            let max = color
+                .iter()
+                .flat_map(|c| c.iter())
+                .copied()
+                .max()
+                .unwrap_or(0);
+            if max > 0 && max <= 255 {
+                for c in &mut color {
+                    for v in c.iter_mut() {
+                        *v *= 257;
+                    }
+                }
+            }
+            cloud.color = Some(color);
+        }
+        if layout.nir_at.is_some() {
+            push_extra(&mut cloud.extra, "nir", ScalarKind::U16, self.nir);
+        }
+        let angle_kind = if layout.extended {
+            ScalarKind::F32
+        } else {
+            ScalarKind::I8
+        };
+        push_extra(&mut cloud.extra, "scan_angle", angle_kind, self.scan_angle);
+        push_extra(
+            &mut cloud.extra,
+            "user_data",
+            ScalarKind::U8,
+            self.user_data,
+        );
+        push_extra(
+            &mut cloud.extra,
+            "point_source_id",
+            ScalarKind::U16,
+            self.point_source_id,
+        );
+        for (f, values) in layout.extras.iter().zip(self.extras) {
+            let kind = if f.transform.is_some() {
+                ScalarKind::F64
+            } else {
+                f.stored
+            };
+            push_extra(&mut cloud.extra, &f.name, kind, values);
+        }
+        cloud.meta.format = Some(format!(
+            "{} {}.{}, point format {}",
+            if header.compressed { "LAZ" } else { "LAS" },
+            header.version.0,
+            header.version.1,
+            header.format
+        ));
+        cloud.meta.crs_wkt = header
+            .vlrs
+            .iter()
+            .find(|v| v.is("LASF_Projection", 2112))
+            .map(|v| String::from_utf8_lossy(c_str(v.data)).trim().to_string())
+            .filter(|s| !s.is_empty());
+        cloud
+    }
+}
+
+/// Add an extra dim, renaming it when the name is taken (a file's extra bytes may reuse our names).
+fn push_extra(extra: &mut Vec<ExtraDim>, name: &str, kind: ScalarKind, values: Vec<f64>) {
+    let mut unique = name.to_string();
+    let mut k = 2;
+    while extra.iter().any(|d| d.name == unique) {
+        unique = format!("{name}_{k}");
+        k += 1;
+    }
+    extra.push(ExtraDim {
+        name: unique,
+        kind,
+        values,
+    });
+}
+
+/// The cloud origin: the header's minimum corner (whole metres) when the header bounds are sane and contain
+/// the first point, else the first point's position (whole metres).
+fn choose_origin(header: &Header, records: &[u8]) -> [f64; 3] {
+    let mut first = [0.0f64; 3];
+    for (k, v) in first.iter_mut().enumerate() {
+        let raw = records
+            .get(4 * k..4 * k + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, i32::from_le_bytes);
+        *v = f64::from(raw) * header.scale[k] + header.offset[k];
+    }
+    let sane = (0..3).all(|k| {
+        let (lo, hi) = (header.min[k], header.max[k]);
+        lo.is_finite() && hi.is_finite() && lo <= hi && first[k] >= lo - 1.0 && first[k] <= hi + 1.0
+    });
+    if sane {
+        origin_for(header.min)
+    } else if first.iter().all(|v| v.is_finite()) {
+        origin_for(first)
+    } else {
+        [0.0; 3]
+    }
+}
+
+/// Decode `n` records into `view`, splitting the work across threads. Returns the index (within this batch)
+/// of the first point whose coordinates are not finite, if any.
+fn fill_parallel(
+    view: ColumnsMut<'_>,
+    records: &[u8],
+    layout: &Layout,
+    tf: Transform,
+    n: usize,
+) -> Option<usize> {
+    if n <= FILL_GRAIN {
+        return fill(view, records, layout, tf);
+    }
+    let k = n / 2;
+    let (a, b) = view.split_at(k);
+    let (ra, rb) = records.split_at(k * layout.record_len);
+    let (left, right) = rayon::join(
+        || fill_parallel(a, ra, layout, tf, k),
+        || fill_parallel(b, rb, layout, tf, n - k),
+    );
+    left.or(right.map(|i| i + k))
+}
+
+/// Decode records into `view` (single thread). Field by field, so each loop is tight.
+fn fill(v: ColumnsMut<'_>, records: &[u8], layout: &Layout, tf: Transform) -> Option<usize> {
+    let rl = layout.record_len;
+    let recs = || records.chunks_exact(rl);
+    let mut bad = None;
+    for (i, (p, r)) in v.positions.iter_mut().zip(recs()).enumerate() {
+        let x = (f64::from(rec_i32(r, 0)) * tf.scale[0] + tf.shift[0]) as f32;
+        let y = (f64::from(rec_i32(r, 4)) * tf.scale[1] + tf.shift[1]) as f32;
+        let z = (f64::from(rec_i32(r, 8)) * tf.scale[2] + tf.shift[2]) as f32;
+        *p = [x, y, z];
+        if bad.is_none() && !(x.is_finite() && y.is_finite() && z.is_finite()) {
+            bad = Some(i);
+        }
+    }
+    for (o, r) in v.intensity.iter_mut().zip(recs()) {
+        *o = f32::from(rec_u16(r, 12));
+    }
+    if layout.extended {
+        for ((rn, nr), r) in v
+            .return_number
+            .iter_mut()
+            .zip(v.number_of_returns.iter_mut())
+            .zip(recs())
+        {
+            *rn = r[14] & 0x0f;
+            *nr = r[14] >> 4;
+        }
+        for (o, r) in v.classification.iter_mut().zip(recs()) {
+            *o = r[16];
+        }
+        for (o, r) in v.scan_angle.iter_mut().zip(recs()) {
+            *o = f64::from(rec_u16(r, 18) as i16) * 0.006;
+        }
+        for (o, r) in v.point_source_id.iter_mut().zip(recs()) {
+            *o = f64::from(rec_u16(r, 20));
+        }
+    } else {
+        for ((rn, nr), r) in v
+            .return_number
+            .iter_mut()
+            .zip(v.number_of_returns.iter_mut())
+            .zip(recs())
+        {
+            *rn = r[14] & 0x07;
+            *nr = (r[14] >> 3) & 0x07;
+        }
+        for (o, r) in v.classification.iter_mut().zip(recs()) {
+            *o = r[15] & 0x1f;
+        }
+        for (o, r) in v.scan_angle.iter_mut().zip(recs()) {
+            *o = f64::from(r[16] as i8);
+        }
+        for (o, r) in v.point_source_id.iter_mut().zip(recs()) {
+            *o = f64::from(rec_u16(r, 18));
+        }
+    }
+    for (o, r) in v.user_data.iter_mut().zip(recs()) {
+        *o = f64::from(r[17]);
+    }
+    if let Some(at) = layout.time_at {
+        for (o, r) in v.time.iter_mut().zip(recs()) {
+            *o = f64::from_le_bytes(rec_8(r, at));
+        }
+    }
+    if let Some(at) = layout.color_at {
+        for (o, r) in v.color.iter_mut().zip(recs()) {
+            *o = [rec_u16(r, at), rec_u16(r, at + 2), rec_u16(r, at + 4)];
+        }
+    }
+    if let Some(at) = layout.nir_at {
+        for (o, r) in v.nir.iter_mut().zip(recs()) {
+            *o = f64::from(rec_u16(r, at));
+        }
+    }
+    for (f, out) in layout.extras.iter().zip(v.extras) {
+        let (at, kind) = (f.at, f.stored);
+        match f.transform {
+            Some((s, off)) => {
+                for (o, r) in out.iter_mut().zip(recs()) {
+                    *o = rec_scalar(r, at, kind) * s + off;
+                }
+            }
+            None => {
+                for (o, r) in out.iter_mut().zip(recs()) {
+                    *o = rec_scalar(r, at, kind);
+                }
+            }
+        }
+    }
+    bad
+}
+
+fn read_las_points(
+    data: &[u8],
+    path: &Path,
+    header: &Header,
+    layout: &Layout,
+    cols: &mut Columns,
+) -> Result<()> {
+    let avail = data.len() - header.offset_to_points;
+    let needed = header
+        .count
+        .checked_mul(header.record_len as u64)
+        .filter(|&b| b <= avail as u64)
+        .ok_or_else(|| {
+            Error::format(
+                path,
+                "header: number of point records",
+                format!(
+                    "the header claims {} points of {} bytes but only {avail} bytes follow the point data offset {}",
+                    header.count, header.record_len, header.offset_to_points
+                ),
+            )
+        })? as usize;
+    let records = &data[header.offset_to_points..header.offset_to_points + needed];
+    cols.reserve(header.count as usize, layout);
+    cols.append(records, header, layout, path, 0)
+}
+
+// --- LAZ ---------------------------------------------------------------------------------------------------------
+
+/// Run a `laz` call, turning a panic inside it (on data it did not expect) into a format error.
+fn guarded<T>(path: &Path, place: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::format(
+            path,
+            place,
+            "the laz decoder failed on this data (corrupt compressed points)",
+        ))
+    })
+}
+
+fn laz_err(path: &Path, place: impl Into<String>) -> impl Fn(laz::LasZipError) -> Error + '_ {
+    let place = place.into();
+    move |e| Error::format(path, place.clone(), format!("laz: {e}"))
+}
+
+/// Expected LAZ item types for a point format: (type code, size) in order, extra bytes last.
+fn expected_items(format: u8, extra: usize) -> Vec<(u16, usize)> {
+    let mut v = Vec::new();
+    if format < 6 {
+        v.push((6, 20));
+        if matches!(format, 1 | 3 | 4 | 5) {
+            v.push((7, 8));
+        }
+        if matches!(format, 2 | 3 | 5) {
+            v.push((8, 6));
+        }
+        if matches!(format, 4 | 5) {
+            v.push((9, 29));
+        }
+        if extra > 0 {
+            v.push((0, extra));
+        }
+    } else {
+        v.push((10, 30));
+        match format {
+            7 => v.push((11, 6)),
+            8 => v.push((12, 8)),
+            10 => v.push((12, 8)),
+            _ => {}
+        }
+        if matches!(format, 9 | 10) {
+            v.push((13, 29));
+        }
+        if extra > 0 {
+            v.push((14, extra));
+        }
+    }
+    v
+}
+
+/// Number of compressed layers each LAZ 1.4 item has in a layered chunk.
+fn layer_count(code: u16, size: usize) -> usize {
+    match code {
+        10 => 9,
+        12 => 2,
+        14 => size,
+        _ => 1,
+    }
+}
+
+fn read_laz_points(
+    data: &[u8],
+    path: &Path,
+    header: &Header,
+    layout: &Layout,
+    cols: &mut Columns,
+) -> Result<()> {
+    let rl = header.record_len;
+    let vlr = header
+        .vlrs
+        .iter()
+        .find(|v| v.is("laszip encoded", 22204))
+        .ok_or_else(|| {
+            Error::format(
+                path,
+                "vlrs",
+                "the point format is marked compressed but there is no laszip vlr",
+            )
+        })?;
+    let vlr_place = format!("laszip vlr (byte {})", vlr.at);
+    let compressor = le_u16(vlr.data, 0).unwrap_or(u16::MAX);
+    // Check the item list before `laz` sees it: it panics on an empty list and sums sizes in u16.
+    let n_items = usize::from(le_u16(vlr.data, 32).unwrap_or(0));
+    let mut items = Vec::new();
+    for i in 0..n_items {
+        let o = 34 + 6 * i;
+        match (
+            le_u16(vlr.data, o),
+            le_u16(vlr.data, o + 2),
+            le_u16(vlr.data, o + 4),
+        ) {
+            (Some(t), Some(s), Some(v)) => items.push((t, usize::from(s), v)),
+            _ => {
+                return Err(Error::format(
+                    path,
+                    vlr_place,
+                    "the item list is longer than the vlr",
+                ));
+            }
+        }
+    }
+    let (std_len, ..) = format_layout(header.format).unwrap_or((rl, None, None, None));
+    let expected = expected_items(header.format, rl - std_len);
+    let got: Vec<(u16, usize)> = items.iter().map(|&(t, s, _)| (t, s)).collect();
+    if got != expected {
+        return Err(Error::format(
+            path,
+            vlr_place,
+            format!(
+                "compressed items {got:?} (type, size) do not match point format {} with {rl}-byte records \
+                 (expected {expected:?})",
+                header.format
+            ),
+        ));
+    }
+    let layered = items.iter().all(|&(_, _, v)| v == 3 || v == 4);
+    let sequential_items = items.iter().all(|&(_, _, v)| v == 1 || v == 2);
+    let compressor_ok = match compressor {
+        1 | 2 => sequential_items,
+        3 => layered,
+        _ => false,
+    };
+    if !compressor_ok {
+        return Err(Error::unsupported(
+            path,
+            format!(
+                "laz compressor {compressor} with item versions {:?}",
+                items.iter().map(|i| i.2).collect::<Vec<_>>()
+            ),
+        ));
+    }
+    let laz_vlr = guarded(path, &vlr_place, || {
+        laz::LazVlr::from_buffer(vlr.data).map_err(laz_err(path, vlr_place.clone()))
+    })?;
+
+    let start = header.offset_to_points;
+    let count = header.count;
+    let reserve = count.min((data.len() - start) as u64 * LAZ_TRUSTED_RATIO / rl as u64);
+    cols.reserve(reserve as usize, layout);
+
+    if compressor == 1 {
+        return read_laz_sequential(data, path, header, layout, cols, laz_vlr);
+    }
+    let table = read_chunk_table(data, path, header, &laz_vlr)?;
+    let Some(table) = table else {
+        if layered {
+            return Err(Error::unsupported(
+                path,
+                "LAZ 1.4 (layered) data without a chunk table",
+            ));
+        }
+        if laz_vlr.uses_variable_size_chunks() {
+            return Err(Error::format(
+                path,
+                format!("byte {start} (chunk table offset)"),
+                "variable-size chunks need a chunk table but none was found",
+            ));
+        }
+        return read_laz_sequential(data, path, header, layout, cols, laz_vlr);
+    };
+    let (entries, chunk_starts) = table;
+    if layered {
+        for (i, (e, &at)) in entries.iter().zip(&chunk_starts).enumerate() {
+            check_layers(data, path, at, e.byte_count as usize, rl, &items, i)?;
+        }
+    }
+    // A chunk claiming far more points than its bytes could hold gets no up-front buffer: decode sequentially.
+    let implausible = entries.iter().any(|e| {
+        e.point_count.saturating_mul(rl as u64)
+            > e.byte_count.saturating_mul(LAZ_TRUSTED_RATIO) + (1 << 24)
+    });
+    if implausible {
+        return read_laz_sequential(data, path, header, layout, cols, laz_vlr);
+    }
+
+    let mut buf: Vec<u8> = Vec::new();
+    let mut c = 0;
+    let mut first = 0u64;
+    while c < entries.len() {
+        let mut points = 0u64;
+        let mut end = c;
+        while end < entries.len() && (points < LAZ_BATCH_POINTS || end == c) {
+            points += entries[end].point_count;
+            end += 1;
+        }
+        let from = chunk_starts[c];
+        let to = chunk_starts[end - 1] + entries[end - 1].byte_count as usize;
+        let place = format!(
+            "compressed chunks {c} to {} (bytes {from} to {to})",
+            end - 1
+        );
+        buf.clear();
+        buf.resize(points as usize * rl, 0);
+        guarded(path, &place, || {
+            laz::par_decompress(&data[from..to], &mut buf, &laz_vlr, &entries[c..end])
+                .map_err(laz_err(path, place.clone()))
+        })?;
+        cols.append(&buf, header, layout, path, first)?;
+        first += points;
+        c = end;
+    }
+    Ok(())
+}
+
+/// The chunk table (entries with their point counts filled in, and each chunk's byte offset in the file), or
+/// `None` when the file has none. Every count is checked against the header and the bytes present.
+#[allow(clippy::type_complexity)]
+fn read_chunk_table(
+    data: &[u8],
+    path: &Path,
+    header: &Header,
+    vlr: &laz::LazVlr,
+) -> Result<Option<(Vec<laz::laszip::ChunkTableEntry>, Vec<usize>)>> {
+    let start = header.offset_to_points;
+    let place = format!("byte {start} (chunk table offset)");
+    let Some(first) = data.get(start..start + 8) else {
+        return Err(Error::format(
+            path,
+            place,
+            "file ends before the compressed point data",
+        ));
+    };
+    let mut table_at = i64::from_le_bytes(first.try_into().unwrap_or([0; 8]));
+    if table_at <= start as i64 {
+        // A writer that could not seek back leaves the offset at the end of the file instead.
+        table_at = data
+            .len()
+            .checked_sub(8)
+            .and_then(|e| data.get(e..))
+            .and_then(|b| b.try_into().ok())
+            .map_or(-1, i64::from_le_bytes);
+        if table_at <= start as i64 {
+            return Ok(None);
+        }
+    }
+    let table_at = table_at as u64;
+    let n_chunks = usize::try_from(table_at)
+        .ok()
+        .and_then(|t| le_u32(data, t.checked_add(4)?))
+        .ok_or_else(|| {
+            Error::format(
+                path,
+                place.clone(),
+                format!(
+                    "chunk table offset {table_at} lies beyond the end of the file ({} bytes)",
+                    data.len()
+                ),
+            )
+        })? as usize;
+    let table_at = table_at as usize;
+    let compressed_len = table_at - start - 8;
+    // Every chunk holds at least its first point uncompressed; bound the table before `laz` allocates it.
+    if n_chunks > compressed_len / header.record_len.max(1) + 1 {
+        return Err(Error::format(
+            path,
+            format!("byte {table_at} (chunk table)"),
+            format!("{n_chunks} chunks cannot fit in {compressed_len} bytes of compressed points"),
+        ));
+    }
+    let variable = vlr.uses_variable_size_chunks();
+    let table_place = format!("byte {table_at} (chunk table)");
+    let table = guarded(path, &table_place, || {
+        let mut cur = Cursor::new(data);
+        cur.set_position(table_at as u64);
+        laz::laszip::ChunkTable::read(&mut cur, variable)
+            .map_err(|e| Error::format(path, table_place.clone(), format!("{e}")))
+    })?;
+    let mut entries: Vec<laz::laszip::ChunkTableEntry> = table.as_ref().to_vec();
+    let count = header.count;
+    let bad = |m: String| Error::format(path, table_place.clone(), m);
+    if variable {
+        let total = entries
+            .iter()
+            .try_fold(0u64, |a, e| a.checked_add(e.point_count));
+        if total != Some(count) {
+            return Err(bad(format!(
+                "chunks hold {total:?} points but the header says {count}"
+            )));
+        }
+    } else {
+        let cs = u64::from(vlr.chunk_size());
+        let n = entries.len() as u64;
+        if n == 0 || cs == 0 || (n - 1).saturating_mul(cs) >= count || n.saturating_mul(cs) < count
+        {
+            return Err(bad(format!(
+                "{n} chunks of {cs} points do not match the header's {count} points"
+            )));
+        }
+        for e in entries.iter_mut() {
+            e.point_count = cs;
+        }
+        if let Some(last) = entries.last_mut() {
+            last.point_count = count - (n - 1) * cs;
+        }
+    }
+    let mut starts = Vec::with_capacity(entries.len());
+    let mut at = start + 8;
+    for (i, e) in entries.iter().enumerate() {
+        starts.push(at);
+        let next = usize::try_from(e.byte_count)
+            .ok()
+            .and_then(|b| at.checked_add(b))
+            .filter(|&x| x <= table_at);
+        match next {
+            Some(x) if e.byte_count > 0 || e.point_count == 0 => at = x,
+            _ => {
+                return Err(bad(format!(
+                    "chunk {i} ({} bytes at byte {at}) does not fit before the chunk table",
+                    e.byte_count
+                )));
+            }
+        }
+    }
+    Ok(Some((entries, starts)))
+}
+
+/// Check a layered (LAZ 1.4) chunk's layer sizes against its byte count: `laz` allocates each layer's size
+/// before reading it.
+fn check_layers(
+    data: &[u8],
+    path: &Path,
+    at: usize,
+    len: usize,
+    rl: usize,
+    items: &[(u16, usize, u16)],
+    chunk: usize,
+) -> Result<()> {
+    let chunk_bytes = data.get(at..at + len).unwrap_or(&[]);
+    let n_layers: usize = items.iter().map(|&(t, s, _)| layer_count(t, s)).sum();
+    let sizes_at = rl + 4;
+    let payload = len.saturating_sub(sizes_at + 4 * n_layers);
+    let mut total = 0u64;
+    for l in 0..n_layers {
+        match le_u32(chunk_bytes, sizes_at + 4 * l) {
+            Some(s) => total += u64::from(s),
+            None => {
+                return Err(Error::format(
+                    path,
+                    format!("chunk {chunk} at byte {at}"),
+                    "chunk is too short for its layer sizes",
+                ));
+            }
+        }
+    }
+    if total > payload as u64 {
+        return Err(Error::format(
+            path,
+            format!("chunk {chunk} at byte {at}"),
+            format!("layers claim {total} bytes but the chunk holds {payload}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Decode LAZ data front to back in bounded batches (no chunk table, point-wise compression, or chunks whose
+/// claimed sizes we do not trust for an up-front buffer).
+fn read_laz_sequential(
+    data: &[u8],
+    path: &Path,
+    header: &Header,
+    layout: &Layout,
+    cols: &mut Columns,
+    vlr: laz::LazVlr,
+) -> Result<()> {
+    let rl = header.record_len;
+    let place = format!("compressed points (byte {})", header.offset_to_points);
+    let mut cur = Cursor::new(data);
+    cur.set_position(header.offset_to_points as u64);
+    let mut dec = guarded(path, &place, || {
+        laz::LasZipDecompressor::new(cur, vlr).map_err(laz_err(path, place.clone()))
+    })?;
+    let batch = (1usize << 16) as u64;
+    let mut buf = Vec::new();
+    let mut done = 0u64;
+    while done < header.count {
+        let n = (header.count - done).min(batch) as usize;
+        buf.clear();
+        buf.resize(n * rl, 0);
+        let place = format!("compressed points {done} to {}", done + n as u64 - 1);
+        guarded(path, &place, || {
+            dec.decompress_many(&mut buf)
+                .map_err(|e| Error::format(path, place.clone(), format!("laz: {e}")))
+        })?;
+        cols.append(&buf, header, layout, path, done)?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Write `cloud` as LAS (or LAZ when `compress`) at `path`, atomically.
+///
+/// Version: `opts.las_version`, else 1.2 unless the attributes need 1.4 (NIR, return numbers above 5,
+/// classes above 31, more than 2^32-1 points). Point format: the smallest that holds the attributes present
+/// (GPS time, RGB, NIR). Coordinates keep 0.1 mm (scale 0.0001) when the extent allows, else 1 mm; an extent
+/// too large for 1 mm in 32-bit integers is an error. Fields not modelled by LAS (normals, gamma, ring, other
+/// extra dims) become extra-bytes dimensions. `opts.fields`, when given, limits which optional fields are
+/// written.
+pub fn write(cloud: &Cloud, path: &Path, compress: bool, opts: &WriteOptions) -> Result<()> {
+    let plan = Plan::new(cloud, opts)?;
+    let header = plan.header(cloud, compress)?;
+    write_atomic(path, |file| {
+        let f = file.try_clone().map_err(|e| Error::io(path, e))?;
+        let las_err = |e: las::Error| Error::format(path, "las writer", format!("{e}"));
+        let mut writer =
+            las::Writer::new(BufWriter::with_capacity(1 << 20, f), header).map_err(las_err)?;
+        let format = *writer.header().point_format();
+        let transforms = *writer.header().transforms();
+        let batch = 1 << 20;
+        let mut start = 0;
+        let mut result = Ok(());
+        while start < cloud.len() && result.is_ok() {
+            let end = (start + batch).min(cloud.len());
+            let bytes = plan.encode(cloud, start..end);
+            result = las::PointDataBuilder::new()
+                .with_format(format)
+                .with_transforms(transforms)
+                .build_from_bytes(bytes)
+                .and_then(|pd| writer.write_points(&pd));
+            start = end;
+        }
+        if let Err(e) = result.and_then(|()| writer.close()) {
+            // The las writer closes itself on drop and panics if that fails; the output is a temporary file
+            // that is deleted anyway, so let the writer go without dropping it.
+            std::mem::forget(writer);
+            return Err(las_err(e));
+        }
+        let mut inner = writer.into_inner().map_err(las_err)?;
+        inner.flush().map_err(|e| Error::io(path, e))?;
+        Ok(())
+    })
+}
+
+/// An extra-bytes dimension to write: its name, storage and where its values come from.
+struct OutExtra<'a> {
+    name: String,
+    kind: ScalarKind,
+    source: ExtraSource<'a>,
+}
+
+enum ExtraSource<'a> {
+    Values(&'a [f64]),
+    Normal(usize),
+    Gamma,
+    Ring,
+}
+
+/// What to write and how: decided once from the cloud and the options.
+struct Plan<'a> {
+    minor: u8,
+    format: u8,
+    std_len: usize,
+    record_len: usize,
+    scale: f64,
+    offset: [f64; 3],
+    intensity_scale: Option<f32>,
+    intensity: Option<&'a [f32]>,
+    color: Option<&'a [[u16; 3]]>,
+    time: Option<&'a [f64]>,
+    return_number: Option<&'a [u8]>,
+    number_of_returns: Option<&'a [u8]>,
+    classification: Option<&'a [u8]>,
+    nir: Option<&'a [f64]>,
+    scan_angle: Option<&'a [f64]>,
+    user_data: Option<&'a [f64]>,
+    point_source_id: Option<&'a [f64]>,
+    extras: Vec<OutExtra<'a>>,
+}
+
+fn wants_any(opts: &WriteOptions, names: &[&str]) -> bool {
+    opts.fields.is_none() || names.iter().any(|n| opts.wants(n))
+}
+
+impl<'a> Plan<'a> {
+    fn new(cloud: &'a Cloud, opts: &WriteOptions) -> Result<Plan<'a>> {
+        let n = cloud.len();
+        let intensity = cloud
+            .intensity
+            .as_deref()
+            .filter(|_| opts.wants("intensity"));
+        let color = cloud
+            .color
+            .as_deref()
+            .filter(|_| wants_any(opts, &["color", "rgb"]));
+        let time = cloud
+            .time
+            .as_deref()
+            .filter(|_| wants_any(opts, &["time", "gps_time"]));
+        let return_number = cloud
+            .return_number
+            .as_deref()
+            .filter(|_| opts.wants("return_number"));
+        let number_of_returns = cloud
+            .number_of_returns
+            .as_deref()
+            .filter(|_| opts.wants("number_of_returns"));
+        let classification = cloud
+            .classification
+            .as_deref()
+            .filter(|_| wants_any(opts, &["classification", "class"]));
+        let standard_extra = |name: &str| {
+            cloud
+                .extra(name)
+                .filter(|_| opts.wants(name))
+                .map(|d| d.values.as_slice())
+        };
+        let nir_values = standard_extra("nir");
+        let scan_angle = standard_extra("scan_angle");
+        let user_data = standard_extra("user_data");
+        let point_source_id = standard_extra("point_source_id");
+
+        let max_return = return_number
+            .iter()
+            .chain(number_of_returns.iter())
+            .flat_map(|v| v.iter())
+            .copied()
+            .max()
+            .unwrap_or(0);
+        let max_return_number = return_number
+            .and_then(|v| v.iter().copied().max())
+            .unwrap_or(0);
+        let max_class = classification
+            .and_then(|c| c.iter().copied().max())
+            .unwrap_or(0);
+        let minor = match opts.las_version {
+            Some(LasVersion::V1_2) => {
+                let why = if n as u64 > u64::from(u32::MAX) {
+                    Some(format!("{n} points"))
+                } else if max_class > 31 {
+                    Some(format!("classification {max_class}"))
+                } else if max_return_number > 5 {
+                    Some(format!("return number {max_return_number}"))
+                } else if max_return > 7 {
+                    Some(format!("number of returns {max_return}"))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Err(Error::parameter(
+                        "las version",
+                        format!("LAS 1.2 cannot hold {why}; write LAS 1.4"),
+                    ));
+                }
+                2
+            }
+            Some(LasVersion::V1_4) => 4,
+            None => {
+                if nir_values.is_some()
+                    || max_return > 5
+                    || max_class > 31
+                    || n as u64 > u64::from(u32::MAX)
+                {
+                    4
+                } else {
+                    2
+                }
+            }
+        };
+        // NIR has a standard field only next to RGB in formats 8 and 10; without colour it is an extra dim.
+        let nir = nir_values.filter(|_| minor == 4 && color.is_some());
+        let extended =
+            minor == 4 && (time.is_some() || nir.is_some() || max_class > 31 || max_return > 7);
+        let format: u8 = match (extended, time.is_some(), color.is_some(), nir.is_some()) {
+            (false, false, false, _) => 0,
+            (false, true, false, _) => 1,
+            (false, false, true, _) => 2,
+            (false, true, true, _) => 3,
+            (true, _, false, _) => 6,
+            (true, _, true, false) => 7,
+            (true, _, true, true) => 8,
+        };
+        let (std_len, ..) = format_layout(format).unwrap_or((20, None, None, None));
+
+        // Extra-bytes dimensions.
+        let mut extras = Vec::new();
+        if let Some(normals) = &cloud.normals
+            && wants_any(opts, &["normal", "normals", "nx", "ny", "nz"])
+            && normals.len() == n
+        {
+            for (i, name) in ["nx", "ny", "nz"].into_iter().enumerate() {
+                extras.push(OutExtra {
+                    name: name.into(),
+                    kind: ScalarKind::F32,
+                    source: ExtraSource::Normal(i),
+                });
+            }
+        }
+        if cloud.gamma.is_some() && opts.wants("gamma") {
+            extras.push(OutExtra {
+                name: "gamma".into(),
+                kind: ScalarKind::F32,
+                source: ExtraSource::Gamma,
+            });
+        }
+        if cloud.ring.is_some() && opts.wants("ring") {
+            extras.push(OutExtra {
+                name: "ring".into(),
+                kind: ScalarKind::U16,
+                source: ExtraSource::Ring,
+            });
+        }
+        for d in &cloud.extra {
+            let standard = match d.name.as_str() {
+                "nir" => nir.is_some(),
+                "scan_angle" | "user_data" | "point_source_id" => true,
+                _ => false,
+            };
+            if standard || !opts.wants(&d.name) || extras.iter().any(|e| e.name == d.name) {
+                continue;
+            }
+            if d.name.len() > 32 {
+                return Err(Error::parameter(
+                    "extra dimension",
+                    format!("name {:?} is longer than the 32 bytes LAS allows", d.name),
+                ));
+            }
+            extras.push(OutExtra {
+                name: d.name.clone(),
+                kind: d.kind,
+                source: ExtraSource::Values(&d.values),
+            });
+        }
+        let extra_len: usize = extras.iter().map(|e| e.kind.size()).sum();
+        let record_len = std_len + extra_len;
+        if record_len > usize::from(u16::MAX) || extras.len() > 65535 / 192 {
+            return Err(Error::parameter(
+                "extra dimensions",
+                format!(
+                    "{} extra dimensions ({extra_len} bytes per point) are too many for LAS",
+                    extras.len()
+                ),
+            ));
+        }
+
+        // Coordinates: offset at the origin, scale as fine as the extent allows.
+        let offset = [
+            cloud.origin[0].round(),
+            cloud.origin[1].round(),
+            cloud.origin[2].round(),
+        ];
+        let mut reach = 0.0f64;
+        if let Some((lo, hi)) = cloud.bounds() {
+            for k in 0..3 {
+                reach = reach
+                    .max((lo[k] - offset[k]).abs())
+                    .max((hi[k] - offset[k]).abs());
+            }
+        }
+        if !reach.is_finite() || cloud.origin.iter().any(|v| !v.is_finite()) {
+            return Err(Error::parameter("cloud", "coordinates are not finite"));
+        }
+        let limit = f64::from(i32::MAX) - 16.0;
+        let scale = if reach / 0.0001 < limit {
+            0.0001
+        } else if reach / 0.001 < limit {
+            0.001
+        } else {
+            return Err(Error::parameter(
+                "cloud extent",
+                format!(
+                    "points lie up to {reach:.0} m from the origin; LAS 32-bit coordinates at 1 mm reach only \
+                     {:.0} m",
+                    limit * 0.001
+                ),
+            ));
+        };
+        let intensity_scale = intensity.map(|v| {
+            if v.iter().all(|&x| (0.0..=1.0).contains(&x)) && v.iter().any(|&x| x > 0.0) {
+                65535.0
+            } else {
+                1.0
+            }
+        });
+        Ok(Plan {
+            minor,
+            format,
+            std_len,
+            record_len,
+            scale,
+            offset,
+            intensity_scale,
+            intensity,
+            color,
+            time,
+            return_number,
+            number_of_returns,
+            classification,
+            nir,
+            scan_angle,
+            user_data,
+            point_source_id,
+            extras,
+        })
+    }
+
+    fn header(&self, cloud: &Cloud, compress: bool) -> Result<las::Header> {
+        let err = |e: las::Error| Error::parameter("las header", format!("{e}"));
+        let mut b = las::Builder::from((1, self.minor));
+        let mut fmt = las::point::Format::new(self.format).map_err(err)?;
+        fmt.extra_bytes = (self.record_len - self.std_len) as u16;
+        fmt.is_compressed = compress;
+        b.point_format = fmt;
+        b.generating_software = "aerie".into();
+        b.system_identifier = "aerie".into();
+        let t = |k: usize| las::Transform {
+            scale: self.scale,
+            offset: self.offset[k],
+        };
+        b.transforms = las::Vector {
+            x: t(0),
+            y: t(1),
+            z: t(2),
+        };
+        if !self.extras.is_empty() {
+            let mut data = Vec::with_capacity(192 * self.extras.len());
+            for e in &self.extras {
+                let mut d = [0u8; 192];
+                d[2] = extra_bytes_code(e.kind);
+                let name = e.name.as_bytes();
+                d[4..4 + name.len().min(32)].copy_from_slice(&name[..name.len().min(32)]);
+                let desc = b"aerie";
+                d[160..160 + desc.len()].copy_from_slice(desc);
+                data.extend_from_slice(&d);
+            }
+            b.vlrs.push(las::Vlr {
+                user_id: "LASF_Spec".into(),
+                record_id: 4,
+                description: "extra bytes".into(),
+                data,
+            });
+        }
+        if let Some(wkt) = &cloud.meta.crs_wkt {
+            let mut data = wkt.as_bytes().to_vec();
+            data.push(0);
+            let vlr = las::Vlr {
+                user_id: "LASF_Projection".into(),
+                record_id: 2112,
+                description: "OGC WKT".into(),
+                data,
+            };
+            if self.minor == 4 {
+                b.has_wkt_crs = true;
+            }
+            b.vlrs.push(vlr);
+        }
+        b.into_header().map_err(err)
+    }
+
+    /// Encode points `range` as raw records.
+    fn encode(&self, cloud: &Cloud, range: std::ops::Range<usize>) -> Vec<u8> {
+        let rl = self.record_len;
+        let mut out = vec![0u8; range.len() * rl];
+        let inv = 1.0 / self.scale;
+        let shift = [
+            cloud.origin[0] - self.offset[0],
+            cloud.origin[1] - self.offset[1],
+            cloud.origin[2] - self.offset[2],
+        ];
+        let extended = self.format >= 6;
+        let (_, time_at, color_at, nir_at) =
+            format_layout(self.format).unwrap_or((20, None, None, None));
+        for (r, i) in out.chunks_exact_mut(rl).zip(range) {
+            let p = cloud.positions[i];
+            for k in 0..3 {
+                let v = ((f64::from(p[k]) + shift[k]) * inv).round() as i32;
+                r[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            if let (Some(v), Some(s)) = (self.intensity, self.intensity_scale) {
+                let x = (v[i] * s).round().clamp(0.0, 65535.0) as u16;
+                r[12..14].copy_from_slice(&x.to_le_bytes());
+            }
+            let rn = self.return_number.map_or(1, |v| v[i]);
+            let nr = self.number_of_returns.map_or(1, |v| v[i]);
+            let class = self.classification.map_or(0, |v| v[i]);
+            let user = self
+                .user_data
+                .map_or(0, |v| v[i].round().clamp(0.0, 255.0) as u8);
+            let psid = self
+                .point_source_id
+                .map_or(0, |v| v[i].round().clamp(0.0, 65535.0) as u16);
+            let angle = self.scan_angle.map_or(0.0, |v| v[i]);
+            if extended {
+                r[14] = rn.min(15) | (nr.min(15) << 4);
+                r[16] = class;
+                r[17] = user;
+                let a = (angle / 0.006).round().clamp(-30000.0, 30000.0) as i16;
+                r[18..20].copy_from_slice(&a.to_le_bytes());
+                r[20..22].copy_from_slice(&psid.to_le_bytes());
+            } else {
+                r[14] = rn.min(7) | (nr.min(7) << 3);
+                r[15] = class.min(31);
+                r[16] = angle.round().clamp(-90.0, 90.0) as i8 as u8;
+                r[17] = user;
+                r[18..20].copy_from_slice(&psid.to_le_bytes());
+            }
+            if let (Some(at), Some(t)) = (time_at, self.time) {
+                r[at..at + 8].copy_from_slice(&t[i].to_le_bytes());
+            }
+            if let (Some(at), Some(c)) = (color_at, self.color) {
+                for (k, v) in c[i].iter().enumerate() {
+                    r[at + 2 * k..at + 2 * k + 2].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            if let (Some(at), Some(v)) = (nir_at, self.nir) {
+                let x = v[i].round().clamp(0.0, 65535.0) as u16;
+                r[at..at + 2].copy_from_slice(&x.to_le_bytes());
+            }
+            let mut at = self.std_len;
+            for e in &self.extras {
+                let value = match e.source {
+                    ExtraSource::Values(v) => v[i],
+                    ExtraSource::Normal(k) => {
+                        cloud.normals.as_ref().map_or(0.0, |n| f64::from(n[i][k]))
+                    }
+                    ExtraSource::Gamma => cloud.gamma.as_ref().map_or(0.0, |g| f64::from(g[i])),
+                    ExtraSource::Ring => cloud.ring.as_ref().map_or(0.0, |g| f64::from(g[i])),
+                };
+                put_scalar(&mut r[at..at + e.kind.size()], e.kind, value);
+                at += e.kind.size();
+            }
+        }
+        out
+    }
+}
+
+/// Store `v` as `kind` (integers rounded and saturated).
+fn put_scalar(out: &mut [u8], kind: ScalarKind, v: f64) {
+    let r = v.round();
+    match kind {
+        ScalarKind::U8 => out.copy_from_slice(&(r as u8).to_le_bytes()),
+        ScalarKind::I8 => out.copy_from_slice(&(r as i8).to_le_bytes()),
+        ScalarKind::U16 => out.copy_from_slice(&(r as u16).to_le_bytes()),
+        ScalarKind::I16 => out.copy_from_slice(&(r as i16).to_le_bytes()),
+        ScalarKind::U32 => out.copy_from_slice(&(r as u32).to_le_bytes()),
+        ScalarKind::I32 => out.copy_from_slice(&(r as i32).to_le_bytes()),
+        ScalarKind::U64 => out.copy_from_slice(&(r as u64).to_le_bytes()),
+        ScalarKind::I64 => out.copy_from_slice(&(r as i64).to_le_bytes()),
+        ScalarKind::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
+        ScalarKind::F64 => out.copy_from_slice(&v.to_le_bytes()),
+    }
 }
