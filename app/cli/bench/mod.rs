@@ -103,7 +103,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// Median and the per-run times of calling `f` `repeat` times (at least once).
-pub fn time_runs<T>(repeat: usize, mut f: impl FnMut() -> anyhow::Result<T>) -> anyhow::Result<(f64, T)> {
+pub fn time_runs<T>(
+    repeat: usize,
+    mut f: impl FnMut() -> anyhow::Result<T>,
+) -> anyhow::Result<(f64, T)> {
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..repeat.max(1) {

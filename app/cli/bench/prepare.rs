@@ -36,31 +36,73 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let opts = ReadOptions::default();
-    let (read_s, cloud) =
-        time_runs(args.repeat, || io::read(&args.file, None, &opts).with_context(|| format!("cannot read {}", args.file.display())))?;
+    let (read_s, cloud) = time_runs(args.repeat, || {
+        io::read(&args.file, None, &opts)
+            .with_context(|| format!("cannot read {}", args.file.display()))
+    })?;
     let n = cloud.len();
-    let sor_params = SorParams { k: args.sor_k, std_ratio: args.sor_std, ..SorParams::default() };
-    let (sor_s, (after_sor, _)) = time_runs(args.repeat, || Ok(sor(&cloud, &sor_params, &NoProgress)?))?;
-    let ds_params = DownsampleParams { resolution_m: args.resolution, ..DownsampleParams::default() };
-    let (ds_s, (down, _)) = time_runs(args.repeat, || Ok(downsample(&cloud, &ds_params, &NoProgress)?))?;
-    let n_params = NormalsParams { k: args.normals_k, resolution_m: Some(args.resolution), ..NormalsParams::default() };
+    let sor_params = SorParams {
+        k: args.sor_k,
+        std_ratio: args.sor_std,
+        ..SorParams::default()
+    };
+    let (sor_s, (after_sor, _)) =
+        time_runs(args.repeat, || Ok(sor(&cloud, &sor_params, &NoProgress)?))?;
+    let ds_params = DownsampleParams {
+        resolution_m: args.resolution,
+        ..DownsampleParams::default()
+    };
+    let (ds_s, (down, _)) = time_runs(args.repeat, || {
+        Ok(downsample(&cloud, &ds_params, &NoProgress)?)
+    })?;
+    let n_params = NormalsParams {
+        k: args.normals_k,
+        resolution_m: Some(args.resolution),
+        ..NormalsParams::default()
+    };
     let (normals_s, _) = time_runs(args.repeat, || {
         let mut c = down.clone();
         Ok(estimate_normals(&mut c, &n_params, &NoProgress)?)
     })?;
-    let mut recipe = Recipe { resolution_m: args.resolution, ..Recipe::default() };
+    let mut recipe = Recipe {
+        resolution_m: args.resolution,
+        ..Recipe::default()
+    };
     recipe.filters.sor = sor_params.clone();
     recipe.features.normals.k = args.normals_k;
-    let (prepare_s, prepared) = time_runs(args.repeat, || Ok(prepare(vec![(cloud.clone(), None)], &recipe, &NoProgress)?))?;
+    let (prepare_s, prepared) = time_runs(args.repeat, || {
+        Ok(prepare(vec![(cloud.clone(), None)], &recipe, &NoProgress)?)
+    })?;
     let rows = [
         ("read", n, n, read_s, "file to Cloud"),
         ("sor", n, after_sor.len(), sor_s, "on the input"),
-        ("downsample", n, down.len(), ds_s, "voxel-nearest, on the input"),
-        ("normals", down.len(), down.len(), normals_s, "on the downsampled cloud"),
-        ("prepare", n, prepared.map.len(), prepare_s, "sor + downsample + normals + buckets (read excluded)"),
+        (
+            "downsample",
+            n,
+            down.len(),
+            ds_s,
+            "voxel-nearest, on the input",
+        ),
+        (
+            "normals",
+            down.len(),
+            down.len(),
+            normals_s,
+            "on the downsampled cloud",
+        ),
+        (
+            "prepare",
+            n,
+            prepared.map.len(),
+            prepare_s,
+            "sor + downsample + normals + buckets (read excluded)",
+        ),
     ];
     if !args.json {
-        println!("{:<12} {:>10} {:>10} {:>10} {:>12}  note", "stage", "in", "out", "median s", "points/s");
+        println!(
+            "{:<12} {:>10} {:>10} {:>10} {:>12}  note",
+            "stage", "in", "out", "median s", "points/s"
+        );
     }
     for (stage, pin, pout, s, note) in rows {
         if args.json {
@@ -69,7 +111,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 serde_json::json!({"stage": stage, "points_in": pin, "points_out": pout, "median_s": s, "note": note})
             );
         } else {
-            println!("{stage:<12} {pin:>10} {pout:>10} {s:>10.4} {:>12.0}  {note}", pin as f64 / s);
+            println!(
+                "{stage:<12} {pin:>10} {pout:>10} {s:>10.4} {:>12.0}  {note}",
+                pin as f64 / s
+            );
         }
     }
     Ok(())

@@ -370,6 +370,6 @@ mod tests {
     fn compat_parses_from_toml() {
         let p: SorParams = toml::from_str("k = 6\ncompat = \"cloudcompare\"").unwrap();
         assert_eq!(p.compat, SorCompat::CloudCompare);
-        assert_eq!(p.std_ratio, 1.0);
+        assert_eq!(p.std_ratio, 2.0);
     }
 }
