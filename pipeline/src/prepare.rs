@@ -98,12 +98,20 @@ impl Recipe {
     /// Parse a recipe from TOML; `name` (a file name) goes into the error.
     pub fn from_toml(text: &str, name: &std::path::Path) -> Result<Recipe> {
         let recipe: Recipe = toml::from_str(text).map_err(|e| {
-            let place = match e.span() {
-                Some(span) => format!(
-                    "line {}",
-                    text[..span.start.min(text.len())].lines().count().max(1)
-                ),
-                None => "recipe".to_string(),
+            // For an unknown key the span covers the whole table; point at the key's own line instead.
+            let start = e.span().map_or(0, |s| s.start.min(text.len()));
+            let key_line = e.message().split('`').nth(1).and_then(|key| {
+                text[start..].lines().position(|l| {
+                    let l = l.trim_start();
+                    l.strip_prefix(key)
+                        .is_some_and(|rest| rest.trim_start().starts_with('='))
+                })
+            });
+            let line = text[..start].matches('\n').count() + 1 + key_line.unwrap_or(0);
+            let place = if e.span().is_some() {
+                format!("line {line}")
+            } else {
+                "recipe".to_string()
             };
             Error::format(name, place, e.message().to_string())
         })?;
