@@ -31,6 +31,9 @@ pub struct Args {
     /// Write only these attributes besides x y z, comma-separated (an empty value writes x y z only).
     #[arg(long, value_delimiter = ',', num_args = 0..)]
     fields: Option<Vec<String>>,
+    /// E57 with several scans: write one file per scan (OUT_000000.ext, ...) instead of merging them.
+    #[arg(long)]
+    separate_scans: bool,
     /// Print nothing but errors.
     #[arg(short, long)]
     quiet: bool,
@@ -63,10 +66,10 @@ pub fn parse_las_version(s: &str) -> Result<LasVersion, String> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let read_opts = ReadOptions {
-        separate_scans: false,
+        separate_scans: args.separate_scans,
         columns: args.columns.clone(),
     };
-    let cloud = io::read(&args.input, args.input_format, &read_opts)
+    let clouds = io::read_scans(&args.input, args.input_format, &read_opts)
         .with_context(|| format!("cannot read {}", args.input.display()))?;
     let fields = args
         .fields
@@ -76,15 +79,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         las_version: args.las_version,
         fields,
     };
-    io::write(&cloud, &args.output, args.format, &write_opts)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
-    if !args.quiet {
-        eprintln!(
-            "wrote {} points to {} in {:.2} s",
-            cloud.len(),
-            args.output.display(),
-            started.elapsed().as_secs_f64()
-        );
+    let numbered = args.separate_scans && clouds.len() > 1;
+    for (k, cloud) in clouds.iter().enumerate() {
+        let out = if numbered {
+            super::numbered(&args.output, k as u64)
+        } else {
+            args.output.clone()
+        };
+        io::write(cloud, &out, args.format, &write_opts)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        if !args.quiet {
+            eprintln!(
+                "wrote {} points to {} in {:.2} s",
+                cloud.len(),
+                out.display(),
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
     Ok(())
 }

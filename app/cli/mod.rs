@@ -102,3 +102,12 @@ pub fn parse_numbers<const N: usize>(s: &str) -> Result<[f64; N], String> {
     }
     Ok(out)
 }
+
+/// `scan.pcd`, 3 -> `scan_000003.pcd`: names of a numbered series of outputs.
+pub fn numbered(path: &std::path::Path, index: u64) -> std::path::PathBuf {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("out");
+    match path.extension().and_then(|s| s.to_str()) {
+        Some(ext) => path.with_file_name(format!("{stem}_{index:06}.{ext}")),
+        None => path.with_file_name(format!("{stem}_{index:06}")),
+    }
+}

@@ -120,13 +120,6 @@ fn load_map(path: &Path, resolution: Option<f64>) -> anyhow::Result<LoadedMap> {
     Ok(LoadedMap::Memory(Box::new(prepared.map)))
 }
 
-/// `scan.pcd`, frame 3 -> `scan_000003.pcd`.
-fn numbered(path: &Path, frame: u64) -> PathBuf {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("scan");
-    let ext = path.extension().and_then(|s| s.to_str()).unwrap_or("pcd");
-    path.with_file_name(format!("{stem}_{frame:06}.{ext}"))
-}
-
 /// Scan points as a cloud in the sensor frame (or, with `world_from_sensor`, in the map frame).
 fn frame_cloud(
     frame: &Frame,
@@ -330,7 +323,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 merged.append(&frame_cloud(&frame, frame_start - t0, Some(&pose)));
             } else {
                 let path = if args.frames > 1 {
-                    numbered(out, k)
+                    super::numbered(out, k)
                 } else {
                     out.clone()
                 };

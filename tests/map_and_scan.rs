@@ -1,0 +1,206 @@
+//! End-to-end: prepare a real scan into a map, inspect it, export it for MARSIM, and scan it with a simulated
+//! LiDAR, as a user runs the commands.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn aerie(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_aerie"))
+        .args(args)
+        .output()
+        .expect("run aerie")
+}
+
+fn ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn prepare_info_export_scan() {
+    let Some(input) = aerie_pipeline::testing::shared_file("las/lone_star_tls.laz") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("lone.amap");
+    let out = aerie(&["prepare", s(&input), "-o", s(&map), "--resolution", "0.1"]);
+    ok(&out, "prepare");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("filters.sor") && text.contains("features.normals"),
+        "report printed: {text}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("lone.report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["points_in"].as_u64(), Some(518_862));
+    let points = report["points_out"].as_u64().unwrap();
+    assert!(points > 10_000 && points < 518_862, "{points}");
+
+    let info = aerie(&["info", "--json", s(&map)]);
+    ok(&info, "info map");
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(v[0]["points"].as_u64(), Some(points));
+    assert!(v[0]["map"]["metadata"]["recipe"]["resolution_m"].as_f64() == Some(0.1));
+    let text = aerie(&["info", s(&map)]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("recipe"));
+
+    let pcd = dir.path().join("lone_marsim.pcd");
+    ok(
+        &aerie(&["export", s(&map), s(&pcd), "--for", "marsim"]),
+        "export marsim",
+    );
+    let bytes = std::fs::read(&pcd).unwrap();
+    let head = String::from_utf8_lossy(&bytes[..200]);
+    assert!(
+        head.contains("FIELDS x y z\n") && head.contains("DATA binary"),
+        "{head}"
+    );
+    for ext in ["ply", "las", "laz", "e57", "xyz"] {
+        let out_path = dir.path().join(format!("lone.{ext}"));
+        ok(&aerie(&["export", s(&map), s(&out_path)]), ext);
+        let info = aerie(&["info", "--json", s(&out_path)]);
+        let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        assert_eq!(v[0]["points"].as_u64(), Some(points), "{ext}");
+    }
+    let las_info: serde_json::Value =
+        serde_json::from_slice(&aerie(&["info", "--json", s(&dir.path().join("lone.las"))]).stdout)
+            .unwrap();
+    let names: Vec<&str> = las_info[0]["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"gamma"),
+        "gamma exported to LAS as extra bytes: {names:?}"
+    );
+
+    // The middle of the map, 1.5 m up.
+    let lo = &v[0]["bounds"][0];
+    let hi = &v[0]["bounds"][1];
+    let mid = |k: usize| (lo[k].as_f64().unwrap() + hi[k].as_f64().unwrap()) / 2.0;
+    let pose = format!(
+        "{},{},{},0,0,0",
+        mid(0),
+        mid(1),
+        lo[2].as_f64().unwrap() + 1.5
+    );
+    let scan = dir.path().join("scan.pcd");
+    let png = dir.path().join("range.png");
+    let out = aerie(&[
+        "scan",
+        s(&map),
+        "--sensor",
+        "os1_64",
+        "--pose",
+        &pose,
+        "-o",
+        s(&scan),
+        "--depth-png",
+        s(&png),
+    ]);
+    ok(&out, "scan");
+    let info: serde_json::Value =
+        serde_json::from_slice(&aerie(&["info", "--json", s(&scan)]).stdout).unwrap();
+    let n = info[0]["points"].as_u64().unwrap();
+    assert!(n > 1000 && n <= 65_536, "{n} returns of 65,536 beams");
+    let names: Vec<&str> = info[0]["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    for want in ["intensity", "time", "ring"] {
+        assert!(names.contains(&want), "scan has {want}: {names:?}");
+    }
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+
+    // Three Livox frames as a numbered series, and the same seed gives the same bytes.
+    let series = dir.path().join("avia.pcd");
+    ok(
+        &aerie(&[
+            "scan",
+            s(&map),
+            "--sensor",
+            "avia",
+            "--pose",
+            &pose,
+            "--frames",
+            "3",
+            "-o",
+            s(&series),
+            "-q",
+        ]),
+        "series",
+    );
+    for k in 0..3 {
+        assert!(dir.path().join(format!("avia_{k:06}.pcd")).is_file());
+    }
+    let again = dir.path().join("again.pcd");
+    ok(
+        &aerie(&[
+            "scan",
+            s(&map),
+            "--sensor",
+            "avia",
+            "--pose",
+            &pose,
+            "-o",
+            s(&again),
+            "-q",
+        ]),
+        "again",
+    );
+    assert_eq!(
+        std::fs::read(&again).unwrap(),
+        std::fs::read(dir.path().join("avia_000000.pcd")).unwrap()
+    );
+}
+
+#[test]
+fn scan_and_map_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("bad.amap");
+    std::fs::write(&map, b"AERIEMAP\x01\x00\x00\x00garbage").unwrap();
+    let out = aerie(&["info", s(&map)]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.amap"));
+    let out = aerie(&["scan", s(&map), "--sensor", "nope", "--pose", "0,0,0,0,0,0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("avia"),
+        "lists the presets"
+    );
+    let out = aerie(&["scan", s(&map), "--sensor", "avia"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "no pose: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = aerie(&[
+        "prepare",
+        s(&map),
+        "-o",
+        s(&dir.path().join("x.amap")),
+        "--resolution",
+        "-1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dir.path().join("x.amap").exists());
+}
