@@ -1,6 +1,7 @@
 //! aerie-simcore: the simulator core. Sensor models and scan patterns ([`sensor`]), scan rendering from a
-//! packed map ([`render`]), sensor poses over time ([`trajectory`]). Reads maps through `aerie_pipeline::map`; never prints.
+//! packed map ([`render`]), sensor poses over time ([`trajectory`]), analytic scenes with exact ray casting for accuracy checks ([`scene`]). Reads maps through `aerie_pipeline::map`; never prints.
 
 pub mod render;
+pub mod scene;
 pub mod sensor;
 pub mod trajectory;

@@ -1,0 +1,569 @@
+//! Analytic scenes with exact ray casting, the ground truth of the simulator's accuracy reports
+//! (docs/accuracy.md, tests/accuracy.rs).
+//!
+//! A [`Scene`] is a list of [`Surface`]s (rectangles and open vertical cylinders) in world coordinates, metres.
+//! [`Scene::raycast`] returns the exact range along a ray; [`Scene::distance`] the exact distance from a point to
+//! the nearest surface. [`Scene::sample_scanlike`] turns a scene into the kind of cloud a map is prepared from:
+//! terrestrial scanners at given positions cast rays on a regular azimuth/elevation grid with Gaussian range
+//! noise, so the density falls with the square of the range and with the incidence angle, surfaces are seen only
+//! where a scanner sees them (shadows behind cylinders), and nothing is placed on a convenient grid. A map
+//! prepared from such a cloud (outlier removal, downsampling, estimated normals) is what the renderers get in
+//! practice, unlike maps sampled from the analytic surfaces with analytic normals.
+
+// `!(a < b)` is deliberate: a NaN must fail the test it is in.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use std::f64::consts::{PI, TAU};
+use std::ops::Range;
+
+use aerie_pipeline::{Cloud, Pose, ScanInfo};
+use nalgebra::Vector3;
+
+type V3 = Vector3<f64>;
+
+/// Rays closer to parallel than this (|cos| between ray and plane normal) miss a rectangle.
+const PARALLEL_EPS: f64 = 1e-12;
+/// Hits nearer than this to the ray origin are ignored (the origin lying on a surface).
+const T_MIN: f64 = 1e-9;
+
+/// One analytic surface, world coordinates in metres.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Surface {
+    /// A rectangle centred at `centre`, spanned by the unit axes `e1`, `e2` (perpendicular), with half extents
+    /// `half_a` along `e1` and `half_b` along `e2`. Two-sided.
+    Rect {
+        centre: [f64; 3],
+        e1: [f64; 3],
+        e2: [f64; 3],
+        half_a: f64,
+        half_b: f64,
+    },
+    /// An open vertical cylinder (no caps) of axis (`x`, `y`) from height `z0` to `z1`.
+    Cylinder {
+        x: f64,
+        y: f64,
+        radius: f64,
+        z0: f64,
+        z1: f64,
+    },
+}
+
+impl Surface {
+    /// A rectangle; the axes are normalised and `e2` is made perpendicular to `e1` (Gram-Schmidt).
+    pub fn rect(centre: [f64; 3], e1: [f64; 3], e2: [f64; 3], half_a: f64, half_b: f64) -> Surface {
+        let a = V3::from(e1).normalize();
+        let b = V3::from(e2);
+        let b = (b - a * a.dot(&b)).normalize();
+        Surface::Rect {
+            centre,
+            e1: a.into(),
+            e2: b.into(),
+            half_a,
+            half_b,
+        }
+    }
+
+    /// Exact ray parameter of the first hit in front of `o` along the unit direction `u`.
+    pub fn raycast(&self, o: [f64; 3], u: [f64; 3]) -> Option<f64> {
+        let (o, u) = (V3::from(o), V3::from(u));
+        match *self {
+            Surface::Rect {
+                centre,
+                e1,
+                e2,
+                half_a,
+                half_b,
+            } => {
+                let (c, e1, e2) = (V3::from(centre), V3::from(e1), V3::from(e2));
+                let n = e1.cross(&e2);
+                let den = n.dot(&u);
+                if den.abs() < PARALLEL_EPS {
+                    return None;
+                }
+                let t = n.dot(&(c - o)) / den;
+                if !(t > T_MIN) {
+                    return None;
+                }
+                let p = o + u * t - c;
+                (p.dot(&e1).abs() <= half_a && p.dot(&e2).abs() <= half_b).then_some(t)
+            }
+            Surface::Cylinder {
+                x,
+                y,
+                radius,
+                z0,
+                z1,
+            } => {
+                let (dx, dy) = (o.x - x, o.y - y);
+                let qa = u.x * u.x + u.y * u.y;
+                if qa < 1e-14 {
+                    return None;
+                }
+                let qb = 2.0 * (dx * u.x + dy * u.y);
+                let qc = dx * dx + dy * dy - radius * radius;
+                let disc = qb * qb - 4.0 * qa * qc;
+                if disc < 0.0 {
+                    return None;
+                }
+                let s = disc.sqrt();
+                [(-qb - s) / (2.0 * qa), (-qb + s) / (2.0 * qa)]
+                    .into_iter()
+                    .find(|&t| t > T_MIN && (z0..=z1).contains(&(o.z + t * u.z)))
+            }
+        }
+    }
+
+    /// Exact distance from `p` to the surface, metres.
+    pub fn distance(&self, p: [f64; 3]) -> f64 {
+        let p = V3::from(p);
+        match *self {
+            Surface::Rect {
+                centre,
+                e1,
+                e2,
+                half_a,
+                half_b,
+            } => {
+                let (e1, e2) = (V3::from(e1), V3::from(e2));
+                let q = p - V3::from(centre);
+                let (a, b, h) = (q.dot(&e1), q.dot(&e2), q.dot(&e1.cross(&e2)));
+                let (da, db) = (a - a.clamp(-half_a, half_a), b - b.clamp(-half_b, half_b));
+                (da * da + db * db + h * h).sqrt()
+            }
+            Surface::Cylinder {
+                x,
+                y,
+                radius,
+                z0,
+                z1,
+            } => {
+                let radial = (p.x - x).hypot(p.y - y) - radius;
+                radial.hypot(p.z - p.z.clamp(z0, z1))
+            }
+        }
+    }
+
+    /// Unit normal at a point on (or near) the surface; for cylinders it points away from the axis.
+    pub fn normal_at(&self, p: [f64; 3]) -> [f64; 3] {
+        match *self {
+            Surface::Rect { e1, e2, .. } => V3::from(e1).cross(&V3::from(e2)).into(),
+            Surface::Cylinder { x, y, .. } => {
+                let r = V3::new(p[0] - x, p[1] - y, 0.0);
+                let norm = r.norm();
+                if norm > 0.0 {
+                    (r / norm).into()
+                } else {
+                    [1.0, 0.0, 0.0]
+                }
+            }
+        }
+    }
+}
+
+/// A terrestrial scanner for [`Scene::sample_scanlike`]: rays on a regular azimuth/elevation grid from
+/// `position`, with Gaussian range noise.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scanner {
+    /// Where the rays start, world coordinates, metres.
+    pub position: [f64; 3],
+    /// Angle between neighbouring rays in azimuth and in elevation, radians (> 0).
+    pub step_rad: f64,
+    /// Elevations covered, radians, within [-pi/2, pi/2].
+    pub elevation_rad: Range<f64>,
+    /// Range noise, 1 sigma, metres.
+    pub range_sigma_m: f64,
+    /// Returns farther than this are not recorded, metres.
+    pub max_range_m: f64,
+}
+
+impl Scanner {
+    /// A scanner at `position` covering elevations -80..+80 degrees with `step_rad` between rays, 1 cm range
+    /// noise and a 60 m range.
+    pub fn new(position: [f64; 3], step_rad: f64) -> Scanner {
+        Scanner {
+            position,
+            step_rad,
+            elevation_rad: (-80f64).to_radians()..80f64.to_radians(),
+            range_sigma_m: 0.01,
+            max_range_m: 60.0,
+        }
+    }
+}
+
+/// Most rays a scanner may cast (a guard against a tiny `step_rad`).
+pub const MAX_RAYS_PER_SCANNER: u64 = 50_000_000;
+
+/// A set of analytic surfaces, world coordinates in metres.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scene {
+    pub surfaces: Vec<Surface>,
+}
+
+impl Scene {
+    /// Exact range of the first surface hit from `origin` along `dir` (need not be unit length; the range is in
+    /// metres along the unit direction), `None` when the ray hits nothing or `dir` is zero or not finite.
+    pub fn raycast(&self, origin: [f64; 3], dir: [f64; 3]) -> Option<f64> {
+        let d = V3::from(dir);
+        let norm = d.norm();
+        if !(norm > 0.0 && norm.is_finite()) {
+            return None;
+        }
+        let u: [f64; 3] = (d / norm).into();
+        self.raycast_surface(origin, u).map(|(t, _)| t)
+    }
+
+    /// First hit along the unit direction `u`: range and the index of the surface hit.
+    fn raycast_surface(&self, origin: [f64; 3], u: [f64; 3]) -> Option<(f64, usize)> {
+        self.surfaces
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.raycast(origin, u).map(|t| (t, i)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    }
+
+    /// Exact distance from `p` to the nearest surface, metres (+inf for an empty scene).
+    pub fn distance(&self, p: [f64; 3]) -> f64 {
+        self.surfaces
+            .iter()
+            .map(|s| s.distance(p))
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// This scene moved by `offset` metres (to place it at large world coordinates).
+    pub fn translated(&self, offset: [f64; 3]) -> Scene {
+        let shift = |c: [f64; 3]| [c[0] + offset[0], c[1] + offset[1], c[2] + offset[2]];
+        Scene {
+            surfaces: self
+                .surfaces
+                .iter()
+                .map(|s| match *s {
+                    Surface::Rect {
+                        centre,
+                        e1,
+                        e2,
+                        half_a,
+                        half_b,
+                    } => Surface::Rect {
+                        centre: shift(centre),
+                        e1,
+                        e2,
+                        half_a,
+                        half_b,
+                    },
+                    Surface::Cylinder {
+                        x,
+                        y,
+                        radius,
+                        z0,
+                        z1,
+                    } => Surface::Cylinder {
+                        x: x + offset[0],
+                        y: y + offset[1],
+                        radius,
+                        z0: z0 + offset[2],
+                        z1: z1 + offset[2],
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// A closed box room, 12 x 8 x 3 m, floor at z = 0, centred on the z axis: seen from inside, every beam
+    /// hits a wall, the floor or the ceiling.
+    pub fn box_room() -> Scene {
+        let (hx, hy, h) = (6.0, 4.0, 3.0);
+        Scene {
+            surfaces: vec![
+                Surface::rect([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], hx, hy),
+                Surface::rect([0.0, 0.0, h], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], hx, hy),
+                Surface::rect(
+                    [hx, 0.0, h / 2.0],
+                    [0.0, 1.0, 0.0],
+                    [0.0, 0.0, 1.0],
+                    hy,
+                    h / 2.0,
+                ),
+                Surface::rect(
+                    [-hx, 0.0, h / 2.0],
+                    [0.0, 1.0, 0.0],
+                    [0.0, 0.0, 1.0],
+                    hy,
+                    h / 2.0,
+                ),
+                Surface::rect(
+                    [0.0, hy, h / 2.0],
+                    [1.0, 0.0, 0.0],
+                    [0.0, 0.0, 1.0],
+                    hx,
+                    h / 2.0,
+                ),
+                Surface::rect(
+                    [0.0, -hy, h / 2.0],
+                    [1.0, 0.0, 0.0],
+                    [0.0, 0.0, 1.0],
+                    hx,
+                    h / 2.0,
+                ),
+            ],
+        }
+    }
+
+    /// Open ground (40 x 40 m at z = 0) with eight 3 m cylinders of radius 0.2..0.9 m at 3..12 m from the z axis;
+    /// beams above the horizon miss.
+    pub fn ground_with_cylinders() -> Scene {
+        let mut surfaces = vec![ground(20.0)];
+        for k in 0..8 {
+            let a = 0.3 + k as f64 * TAU / 8.0;
+            let d = 3.0 + 1.3 * k as f64;
+            surfaces.push(Surface::Cylinder {
+                x: d * a.cos(),
+                y: d * a.sin(),
+                radius: 0.2 + 0.1 * k as f64,
+                z0: 0.0,
+                z1: 3.0,
+            });
+        }
+        Scene { surfaces }
+    }
+
+    /// Ground (30 x 30 m) and eight vertical 2 x 1.6 m panels 6 m from (0, 0, 1.2), each turned so that a ray from
+    /// that point to its centre meets it at 10, 20, ..., 80 degrees of incidence.
+    pub fn slanted_planes() -> Scene {
+        let mut surfaces = vec![ground(15.0)];
+        for k in 0..8 {
+            let incidence = (10.0 + 10.0 * k as f64).to_radians();
+            let az = -PI + (k as f64 + 0.5) * TAU / 8.0;
+            let toward = V3::new(az.cos(), az.sin(), 0.0);
+            let centre = toward * 6.0 + V3::new(0.0, 0.0, 1.2);
+            // The normal faces back toward the viewpoint, turned by `incidence` about z.
+            let tilt = az + PI + incidence;
+            let n = V3::new(tilt.cos(), tilt.sin(), 0.0);
+            let e1 = V3::z().cross(&n);
+            surfaces.push(Surface::rect(
+                centre.into(),
+                e1.into(),
+                [0.0, 0.0, 1.0],
+                1.0,
+                0.8,
+            ));
+        }
+        Scene { surfaces }
+    }
+
+    /// Ground (30 x 30 m) and twelve 3 m poles of radius 5 cm (every third one 2.5 cm) at 2..10 m from the z
+    /// axis: thinner than a map cell at r_map 0.1 and 0.2.
+    pub fn thin_poles() -> Scene {
+        let mut surfaces = vec![ground(15.0)];
+        for k in 0..12 {
+            let a = 0.2 + k as f64 * TAU / 12.0;
+            let d = 2.0 + 8.0 * k as f64 / 11.0;
+            surfaces.push(Surface::Cylinder {
+                x: d * a.cos(),
+                y: d * a.sin(),
+                radius: if k % 3 == 2 { 0.025 } else { 0.05 },
+                z0: 0.0,
+                z1: 3.0,
+            });
+        }
+        Scene { surfaces }
+    }
+
+    /// The surfaces as a real scan would sample them: each scanner casts rays on its azimuth/elevation grid
+    /// (azimuth from 0, elevation from the bottom of its range, both in steps of `step_rad`), and every ray that
+    /// hits a surface within `max_range_m` gives a point at the exact range plus Gaussian noise of
+    /// `range_sigma_m` along the ray. Density therefore falls with range squared and with the cosine of the
+    /// incidence, as in a real scan. Positions are stored relative to `origin` (world coordinates); the
+    /// intensity is 100 * cos(incidence); each scanner is a [`ScanInfo`] with its position, so normals can be
+    /// oriented toward it. Noise is seeded by (`seed`, scanner, ray): the same arguments give the same cloud.
+    /// A scanner whose step is not positive and finite, or whose grid would exceed [`MAX_RAYS_PER_SCANNER`]
+    /// rays, contributes nothing.
+    pub fn sample_scanlike(&self, scanners: &[Scanner], origin: [f64; 3], seed: u64) -> Cloud {
+        let mut cloud = Cloud::with_origin(origin);
+        let mut intensity = Vec::new();
+        for (s_index, scanner) in scanners.iter().enumerate() {
+            let first = cloud.positions.len();
+            let step = scanner.step_rad;
+            let half_pi = 0.5 * PI;
+            let el_lo = scanner.elevation_rad.start.clamp(-half_pi, half_pi);
+            let el_hi = scanner.elevation_rad.end.clamp(-half_pi, half_pi);
+            if !(step > 0.0 && step.is_finite() && el_hi >= el_lo) {
+                continue;
+            }
+            let n_az = (TAU / step).round().max(1.0);
+            let n_el = ((el_hi - el_lo) / step).floor() + 1.0;
+            if !(n_az * n_el <= MAX_RAYS_PER_SCANNER as f64) {
+                continue;
+            }
+            let (n_az, n_el) = (n_az as u64, n_el as u64);
+            let o = scanner.position;
+            for j in 0..n_el {
+                let el = el_lo + j as f64 * step;
+                let (sin_el, cos_el) = el.sin_cos();
+                for i in 0..n_az {
+                    let az = i as f64 * TAU / n_az as f64;
+                    let (sin_az, cos_az) = az.sin_cos();
+                    let u = [cos_el * cos_az, cos_el * sin_az, sin_el];
+                    let Some((t, surface)) = self.raycast_surface(o, u) else {
+                        continue;
+                    };
+                    if t > scanner.max_range_m {
+                        continue;
+                    }
+                    let ray = ((s_index as u64) << 40) ^ (j * n_az + i);
+                    let d = t + scanner.range_sigma_m * gaussian(seed, ray);
+                    let p = [o[0] + u[0] * d, o[1] + u[1] * d, o[2] + u[2] * d];
+                    let cos = self
+                        .surfaces
+                        .get(surface)
+                        .map(|s| {
+                            let hit = [o[0] + u[0] * t, o[1] + u[1] * t, o[2] + u[2] * t];
+                            V3::from(s.normal_at(hit)).dot(&V3::from(u)).abs()
+                        })
+                        .unwrap_or(1.0);
+                    cloud.positions.push([
+                        (p[0] - origin[0]) as f32,
+                        (p[1] - origin[1]) as f32,
+                        (p[2] - origin[2]) as f32,
+                    ]);
+                    intensity.push((100.0 * cos) as f32);
+                }
+            }
+            cloud.meta.scans.push(ScanInfo {
+                name: format!("scanner {s_index}"),
+                points: first..cloud.positions.len(),
+                world_from_scan: Some(Pose {
+                    rotation_wxyz: [1.0, 0.0, 0.0, 0.0],
+                    translation: o,
+                }),
+            });
+        }
+        cloud.intensity = Some(intensity);
+        cloud
+    }
+}
+
+fn ground(half: f64) -> Surface {
+    Surface::rect(
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        half,
+        half,
+    )
+}
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A standard normal sample from a hash of (seed, key) (Box-Muller).
+fn gaussian(seed: u64, key: u64) -> f64 {
+    let h1 = splitmix64(seed ^ splitmix64(key.wrapping_mul(2)));
+    let h2 = splitmix64(seed ^ splitmix64(key.wrapping_mul(2).wrapping_add(1)));
+    // Uniforms in (0, 1]: 53 random bits, shifted away from zero so ln() is finite.
+    let u1 = ((h1 >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    let u2 = (h2 >> 11) as f64 / (1u64 << 53) as f64;
+    (-2.0 * u1.ln()).sqrt() * (TAU * u2).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raycast_is_exact() {
+        let room = Scene::box_room();
+        // From the centre at 1 m height: floor 1 m below, ceiling 2 m above, +x wall 6 m away.
+        let o = [0.0, 0.0, 1.0];
+        assert!((room.raycast(o, [0.0, 0.0, -1.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert!((room.raycast(o, [0.0, 0.0, 2.0]).unwrap() - 2.0).abs() < 1e-12);
+        assert!((room.raycast(o, [1.0, 0.0, 0.0]).unwrap() - 6.0).abs() < 1e-12);
+        // 45 degrees down toward +y: the floor at 1 m horizontal, sqrt(2) along the ray.
+        let t = room.raycast(o, [0.0, 1.0, -1.0]).unwrap();
+        assert!((t - 2f64.sqrt()).abs() < 1e-12);
+        // A cylinder of radius 0.5 at x = 3 seen along +x from the origin: hit at 2.5 m.
+        let s = Scene {
+            surfaces: vec![Surface::Cylinder {
+                x: 3.0,
+                y: 0.0,
+                radius: 0.5,
+                z0: -1.0,
+                z1: 1.0,
+            }],
+        };
+        assert!((s.raycast([0.0; 3], [1.0, 0.0, 0.0]).unwrap() - 2.5).abs() < 1e-12);
+        assert!(
+            s.raycast([0.0; 3], [1.0, 0.0, 1.0]).is_none(),
+            "above the top"
+        );
+        assert!(s.raycast([0.0; 3], [-1.0, 0.0, 0.0]).is_none(), "behind");
+        assert!(s.raycast([0.0; 3], [0.0; 3]).is_none());
+        // A hit lies on the surface.
+        let g = Scene::ground_with_cylinders();
+        for k in 0..200 {
+            let a = k as f64 * 0.0314;
+            let u = [a.cos(), a.sin(), -0.05 - 0.001 * k as f64];
+            if let Some(t) = g.raycast([0.0, 0.0, 1.5], u) {
+                let n = V3::from(u).norm();
+                let p = [u[0] / n * t, u[1] / n * t, 1.5 + u[2] / n * t];
+                assert!(g.distance(p) < 1e-9, "{k}: {p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn slanted_panels_have_the_stated_incidence() {
+        let s = Scene::slanted_planes();
+        let o = V3::new(0.0, 0.0, 1.2);
+        for (k, panel) in s.surfaces.iter().skip(1).enumerate() {
+            let Surface::Rect { centre, .. } = panel else {
+                panic!("panel {k} is not a rectangle");
+            };
+            let u = (V3::from(*centre) - o).normalize();
+            let n = V3::from(panel.normal_at(*centre));
+            let incidence = n.dot(&u).abs().acos().to_degrees();
+            assert!(
+                (incidence - (10.0 + 10.0 * k as f64)).abs() < 1e-9,
+                "{k}: {incidence}"
+            );
+            assert!((panel.raycast(o.into(), u.into()).unwrap() - 6.0).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn scanlike_sampling_is_noisy_denser_near_and_deterministic() {
+        let scene = Scene::box_room();
+        let origin = [100.0, 200.0, 10.0];
+        let scanner = Scanner::new([0.5, 0.3, 1.4], 0.01);
+        let a = scene.sample_scanlike(std::slice::from_ref(&scanner), origin, 7);
+        let b = scene.sample_scanlike(std::slice::from_ref(&scanner), origin, 7);
+        assert_eq!(a.positions, b.positions);
+        assert!(a.len() > 20_000, "{}", a.len());
+        assert_eq!(a.meta.scans.len(), 1);
+        assert_eq!(a.meta.scans[0].points, 0..a.len());
+        // Every point is within a few sigma of a surface; the spread is about sigma.
+        let world: Vec<[f64; 3]> = a
+            .positions
+            .iter()
+            .map(|p| [0, 1, 2].map(|k| p[k] as f64 + origin[k]))
+            .collect();
+        let d: Vec<f64> = world.iter().map(|&p| scene.distance(p)).collect();
+        assert!(
+            d.iter().all(|&x| x < 0.07),
+            "{}",
+            d.iter().cloned().fold(0.0, f64::max)
+        );
+        let rms = (d.iter().map(|x| x * x).sum::<f64>() / d.len() as f64).sqrt();
+        assert!(rms > 0.005 && rms < 0.015, "{rms}");
+        // The floor under the scanner is denser than the far wall.
+        let count = |f: &dyn Fn(&[f64; 3]) -> bool| world.iter().filter(|p| f(p)).count();
+        let near =
+            count(&|p| p[2].abs() < 0.05 && (p[0] - 0.5).abs() < 0.5 && (p[1] - 0.3).abs() < 0.5);
+        let far =
+            count(&|p| (p[0] + 6.0).abs() < 0.05 && p[1].abs() < 0.5 && (p[2] - 1.5).abs() < 0.5);
+        assert!(near > 4 * far, "near {near}, far {far}");
+    }
+}
