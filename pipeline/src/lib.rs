@@ -15,6 +15,7 @@ pub mod features;
 pub mod filters;
 pub mod io;
 pub mod map;
+mod mmap;
 pub mod prepare;
 pub mod progress;
 pub mod report;

@@ -167,9 +167,36 @@ pub fn detect(path: &Path, head: &[u8]) -> Result<Format> {
     })
 }
 
-/// Read a whole file into memory, naming it in the error.
-pub fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::io(path, e))
+/// The bytes of a whole input file: memory-mapped (no copy, no fresh pages to fault in), or read into memory
+/// where mapping fails (pipes, some network filesystems, empty files).
+pub enum FileBytes {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Read(v) => v,
+        }
+    }
+}
+
+/// Map or read a whole file, naming it in the error.
+pub fn read_file(path: &Path) -> Result<FileBytes> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let is_file = file
+        .metadata()
+        .map(|m| m.is_file() && m.len() > 0)
+        .unwrap_or(false);
+    if is_file && let Ok(map) = crate::mmap::map_file(&file) {
+        return Ok(FileBytes::Mapped(map));
+    }
+    std::fs::read(path)
+        .map(FileBytes::Read)
+        .map_err(|e| Error::io(path, e))
 }
 
 /// Read `path` in the given format (or the detected one) into one cloud.

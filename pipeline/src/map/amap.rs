@@ -465,21 +465,10 @@ impl AmapFile {
     /// (see [`AmapFile::read`]). Fails on any corruption, naming the section.
     pub fn open(path: &Path) -> Result<AmapFile> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        match Self::map_file(&file) {
+        match crate::mmap::map_file(&file) {
             Ok(mmap) => Self::from_storage(path, Storage::Mapped(mmap)),
             Err(_) => Self::read(path),
         }
-    }
-
-    /// Map `file` read-only.
-    #[allow(unsafe_code)]
-    fn map_file(file: &File) -> std::io::Result<memmap2::Mmap> {
-        // SAFETY: memmap2 requires that the mapped file is not modified (or truncated) while the map is alive;
-        // that would change bytes behind shared references or fault on access (SIGBUS). The contract with users,
-        // as with ripgrep's MmapChoice: a map file is not rewritten in place while aerie has it open. aerie's own
-        // writers never modify a file in place: they write a temporary file and rename it over the old one,
-        // which leaves an existing mapping valid. Where that cannot be promised, use `AmapFile::read`.
-        unsafe { memmap2::Mmap::map(file) }
     }
 
     /// Open and check `path` by reading it whole into an aligned buffer (no memory map): for filesystems or
