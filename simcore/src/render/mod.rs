@@ -253,6 +253,12 @@ impl Renderer {
         self.prepared = Prepared::new(beams, &self.params);
     }
 
+    /// Use `index` as the beam renderer's index of `map` (built by [`BeamIndex::build`] on that same map), so
+    /// that several renderers on one map share it and its build can be timed on its own.
+    pub fn set_index(&mut self, map: &MapView, index: Arc<BeamIndex>) {
+        self.index = Some((MapKey::of(map), index));
+    }
+
     /// The method in use (`None` until the first `Auto` frame).
     pub fn method(&self) -> Option<Method> {
         self.chosen
