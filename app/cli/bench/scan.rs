@@ -39,6 +39,20 @@ pub struct Args {
     json: bool,
 }
 
+/// CPU time of this process (all threads, user + system), seconds, where /proc says it (Linux): on a loaded
+/// machine it tells the work done apart from the wait for a core. Ticks of 10 ms: read over many frames.
+fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name and state.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // USER_HZ is 100 on every Linux configuration in use.
+    Some((utime + stime) / 100.0)
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let sensors: Vec<SensorModel> = args
         .sensors
@@ -58,8 +72,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let trajectory = Static(pose);
     if !args.json {
         println!(
-            "{:>10} {:<8} {:>7} {:<6} {:>9} {:>9} {:>9} {:>8}",
-            "map pts", "sensor", "beams", "method", "median ms", "min ms", "max ms", "returns"
+            "{:>10} {:<8} {:>7} {:<6} {:>9} {:>9} {:>9} {:>9} {:>8}",
+            "map pts", "sensor", "beams", "method", "median ms", "min ms", "max ms", "cpu ms", "returns"
         );
     }
     for &n in &args.points {
@@ -106,7 +120,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let period = sensor.frame_period_s();
                 let mut times = Vec::new();
                 let mut returns = 0usize;
+                let mut cpu0 = None;
                 for k in 0..=args.frames {
+                    if k == 1 {
+                        cpu0 = process_cpu_s();
+                    }
                     // The pattern of the next frame is generated outside the timing: a simulator has it
                     // ready; handing it to the renderer is part of the frame.
                     if runs_on {
@@ -123,6 +141,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         returns = frame.points.len();
                     }
                 }
+                // Mean CPU time per timed frame (beam generation for Livox included: it is small).
+                let cpu_ms = match (cpu0, process_cpu_s()) {
+                    (Some(a), Some(b)) if args.frames > 0 => (b - a) * 1e3 / args.frames as f64,
+                    _ => f64::NAN,
+                };
                 let min = times.iter().copied().fold(f64::INFINITY, f64::min);
                 let max = times.iter().copied().fold(0.0, f64::max);
                 let med = median(times);
@@ -139,12 +162,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                             "median_ms": med,
                             "min_ms": min,
                             "max_ms": max,
+                            "cpu_ms": cpu_ms,
                             "returns": returns,
                         })
                     );
                 } else {
                     println!(
-                        "{:>10} {:<8} {:>7} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>8}",
+                        "{:>10} {:<8} {:>7} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>8}",
                         view.positions.len(),
                         sensor.name,
                         beams.len(),
@@ -152,6 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         med,
                         min,
                         max,
+                        cpu_ms,
                         returns
                     );
                 }

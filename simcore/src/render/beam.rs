@@ -7,12 +7,16 @@ use rayon::prelude::*;
 
 use aerie_pipeline::map::MapView;
 
-use super::{Ctx, Hit};
+use super::{Ctx, Hit, MIN_COS_PLANE, dot, sub};
 
 /// Fine cell edge in units of r_map: ~16 points of a surface per cell, each inserted in ~3 cells.
 const FINE_CELL: f32 = 4.0;
 const MAX_FINE_DIM: f32 = 64.0;
 const MAX_COARSE_CELLS: f64 = 16.0e6;
+/// Slack of the cheap distance-to-ray test that screens points before the exact disk test, as a factor on
+/// the disk radius: an oriented disk's hit lies within rho of its point, so the ray passes within rho of it;
+/// the slack absorbs rounding of the exact test (a far grazing plane hit).
+const SCREEN_SLACK: f32 = 1.05;
 
 /// Fine grid over one bucket's points (expanded by the disk radius).
 #[derive(Clone, Copy, Debug)]
@@ -20,9 +24,33 @@ struct Grid {
     lo: [f32; 3],
     hi: [f32; 3],
     cell: [f32; 3],
+    inv_cell: [f32; 3],
     dims: [i32; 3],
     /// Offset of this grid's cell starts in `BeamIndex::starts`.
     starts: usize,
+}
+
+/// What the inner loop reads of a map point, packed in one 32-byte record (one cache line holds two) and
+/// stored in fine-cell order, so that the points of a cell are contiguous in memory.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
+struct Rec {
+    p: [f32; 3],
+    /// Unit normal; NaN where the map has none.
+    n: [f32; 3],
+    /// Plane thickness (0 where the map has none; +inf where the normal is missing).
+    gamma: f32,
+    /// Index of the point in the map.
+    idx: u32,
+}
+
+/// A point in a fine cell: 16 bytes, four to a cache line.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
+struct Item {
+    p: [f32; 3],
+    /// Index into `BeamIndex::records`.
+    rec: u32,
 }
 
 /// Acceleration structure of the beam renderer for one map (built once per map, O(points)).
@@ -36,16 +64,32 @@ pub struct BeamIndex {
     coarse_items: Vec<u32>,
     grids: Vec<Grid>,
     starts: Vec<u32>,
-    items: Vec<u32>,
+    /// Points grouped by fine cell (a point appears in every cell its disk can reach): the position the
+    /// screening test reads, streamed contiguously, and the record the exact test reads for the few that pass.
+    items: Vec<Item>,
+    records: Vec<Rec>,
+}
+
+/// Cell of coordinate `v` along one axis, clamped to the grid (truncation equals floor once clamped at 0).
+#[inline]
+fn cell_of(v: f32, lo: f32, inv_cell: f32, dim: i32) -> i32 {
+    (((v - lo) * inv_cell).max(0.0) as i32).min(dim - 1)
 }
 
 /// Range of cells `[lo, hi]` along one axis touched by the interval `[a, b]`.
 #[inline]
 fn cell_range(a: f32, b: f32, lo: f32, cell: f32, dim: i32) -> (i32, i32) {
-    let i0 = (((a - lo) / cell).floor() as i32).clamp(0, dim - 1);
-    let i1 = (((b - lo) / cell).floor() as i32).clamp(0, dim - 1);
-    (i0, i1)
+    let inv = 1.0 / cell;
+    // Widened by a hair so that rounding at a cell boundary never drops a cell the traversal may enter.
+    let eps = 1e-4 * cell;
+    (
+        cell_of(a - eps, lo, inv, dim),
+        cell_of(b + eps, lo, inv, dim),
+    )
 }
+
+/// One bucket's part of the index: its grid, cell starts (local), items (local record offsets), records.
+type Part = (Grid, Vec<u32>, Vec<Item>, Vec<Rec>);
 
 impl BeamIndex {
     /// Builds the index of `map` (parallel over buckets).
@@ -63,7 +107,7 @@ impl BeamIndex {
                 && b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
         };
         // Per-bucket fine grids, built independently then concatenated in bucket order.
-        let parts: Vec<(Grid, Vec<u32>, Vec<u32>)> = map
+        let parts: Vec<Part> = map
             .buckets
             .par_iter()
             .map(|b| {
@@ -72,35 +116,75 @@ impl BeamIndex {
                         lo: [0.0; 3],
                         hi: [-1.0; 3],
                         cell: [1.0; 3],
+                        inv_cell: [1.0; 3],
                         dims: [1; 3],
                         starts: 0,
                     };
-                    return (empty, vec![0, 0], Vec::new());
+                    return (empty, vec![0, 0], Vec::new(), Vec::new());
                 }
                 let lo = [b.min[0] - rho, b.min[1] - rho, b.min[2] - rho];
                 let hi = [b.max[0] + rho, b.max[1] + rho, b.max[2] + rho];
                 let mut dims = [1i32; 3];
                 let mut cell = [1f32; 3];
                 for k in 0..3 {
-                    let ext = hi[k] - lo[k];
+                    let ext = (hi[k] - lo[k]).max(1e-6);
                     dims[k] = ((ext / (FINE_CELL * r_map)).ceil().clamp(1.0, MAX_FINE_DIM)) as i32;
                     cell[k] = ext / dims[k] as f32;
                 }
+                let inv_cell = cell.map(|c| 1.0 / c);
                 let n_cells = (dims[0] * dims[1] * dims[2]) as usize;
-                let mut counts = vec![0u32; n_cells + 1];
+                let first = b.first as usize;
                 let points = map
                     .positions
-                    .get(b.first as usize..(b.first + b.count) as usize)
+                    .get(first..first + b.count as usize)
                     .unwrap_or(&[]);
+                let flat = |x: i32, y: i32, z: i32| ((z * dims[1] + y) * dims[0] + x) as usize;
+                // Records sorted by the cell holding the point (then map order), so a cell's own points are
+                // contiguous and its neighbours' close by.
+                let mut order: Vec<(u32, u32)> = points
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| {
+                        let c = flat(
+                            cell_of(p[0], lo[0], inv_cell[0], dims[0]),
+                            cell_of(p[1], lo[1], inv_cell[1], dims[1]),
+                            cell_of(p[2], lo[2], inv_cell[2], dims[2]),
+                        );
+                        (c as u32, k as u32)
+                    })
+                    .collect();
+                order.sort_unstable();
+                let records: Vec<Rec> = order
+                    .iter()
+                    .map(|&(_, k)| {
+                        let idx = first + k as usize;
+                        let p = map.positions.get(idx).copied().unwrap_or([f32::NAN; 3]);
+                        let normal = map.normals.and_then(|n| n.get(idx)).copied();
+                        let gamma = match normal {
+                            Some(_) => map
+                                .gamma
+                                .and_then(|g| g.get(idx))
+                                .copied()
+                                .unwrap_or(0.0),
+                            None => f32::INFINITY,
+                        };
+                        Rec {
+                            p,
+                            n: normal.unwrap_or([f32::NAN; 3]),
+                            gamma,
+                            idx: idx as u32,
+                        }
+                    })
+                    .collect();
                 let cells_of = |p: &[f32; 3]| {
                     let x = cell_range(p[0] - rho, p[0] + rho, lo[0], cell[0], dims[0]);
                     let y = cell_range(p[1] - rho, p[1] + rho, lo[1], cell[1], dims[1]);
                     let z = cell_range(p[2] - rho, p[2] + rho, lo[2], cell[2], dims[2]);
                     (x, y, z)
                 };
-                let flat = |x: i32, y: i32, z: i32| ((z * dims[1] + y) * dims[0] + x) as usize;
-                for p in points {
-                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(p);
+                let mut counts = vec![0u32; n_cells + 1];
+                for r in &records {
+                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(&r.p);
                     for z in z0..=z1 {
                         for y in y0..=y1 {
                             for x in x0..=x1 {
@@ -115,16 +199,25 @@ impl BeamIndex {
                     counts[i] += counts[i - 1];
                 }
                 let mut fill = counts.clone();
-                let mut items = vec![0u32; counts.last().copied().unwrap_or(0) as usize];
-                for (k, p) in points.iter().enumerate() {
-                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(p);
+                let mut items = vec![
+                    Item {
+                        p: [f32::NAN; 3],
+                        rec: 0
+                    };
+                    counts.last().copied().unwrap_or(0) as usize
+                ];
+                for (k, r) in records.iter().enumerate() {
+                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(&r.p);
                     for z in z0..=z1 {
                         for y in y0..=y1 {
                             for x in x0..=x1 {
                                 if let Some(f) = fill.get_mut(flat(x, y, z))
                                     && let Some(slot) = items.get_mut(*f as usize)
                                 {
-                                    *slot = b.first + k as u32;
+                                    *slot = Item {
+                                        p: r.p,
+                                        rec: k as u32,
+                                    };
                                     *f += 1;
                                 }
                             }
@@ -135,20 +228,27 @@ impl BeamIndex {
                     lo,
                     hi,
                     cell,
+                    inv_cell,
                     dims,
                     starts: 0,
                 };
-                (grid, counts, items)
+                (grid, counts, items, records)
             })
             .collect();
         let mut grids = Vec::with_capacity(parts.len());
-        let mut starts = Vec::new();
-        let mut items = Vec::new();
-        for (mut grid, counts, its) in parts {
+        let mut starts = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
+        let mut items = Vec::with_capacity(parts.iter().map(|p| p.2.len()).sum());
+        let mut records = Vec::with_capacity(parts.iter().map(|p| p.3.len()).sum());
+        for (mut grid, counts, its, recs) in parts {
             grid.starts = starts.len();
             let base = items.len() as u32;
             starts.extend(counts.iter().map(|c| c + base));
-            items.extend_from_slice(&its);
+            let rbase = records.len() as u32;
+            items.extend(its.iter().map(|i| Item {
+                p: i.p,
+                rec: i.rec + rbase,
+            }));
+            records.extend_from_slice(&recs);
             grids.push(grid);
         }
         // Coarse grid over all expanded bucket bounds.
@@ -233,16 +333,16 @@ impl BeamIndex {
             grids,
             starts,
             items,
+            records,
         }
     }
 
     /// Memory held by the index, bytes.
     pub fn memory_bytes(&self) -> usize {
-        4 * (self.coarse_starts.len()
-            + self.coarse_items.len()
-            + self.starts.len()
-            + self.items.len())
+        4 * (self.coarse_starts.len() + self.coarse_items.len() + self.starts.len())
+            + self.items.len() * std::mem::size_of::<Item>()
             + self.grids.len() * std::mem::size_of::<Grid>()
+            + self.records.len() * std::mem::size_of::<Rec>()
     }
 }
 
@@ -275,6 +375,8 @@ struct Dda {
 }
 
 impl Dda {
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn new(
         o: [f32; 3],
         u: [f32; 3],
@@ -282,6 +384,7 @@ impl Dda {
         t: f32,
         lo: [f32; 3],
         cell: [f32; 3],
+        inv_cell: [f32; 3],
         dims: [i32; 3],
     ) -> Dda {
         let mut d = Dda {
@@ -292,7 +395,7 @@ impl Dda {
         };
         for k in 0..3 {
             let p = o[k] + t * u[k];
-            let c = (((p - lo[k]) / cell[k]).floor() as i32).clamp(0, dims[k] - 1);
+            let c = cell_of(p, lo[k], inv_cell[k], dims[k]);
             d.cell[k] = c;
             if u[k] > 0.0 {
                 d.step[k] = 1;
@@ -336,6 +439,18 @@ pub(crate) fn render(ctx: &Ctx, index: &BeamIndex) -> Vec<Option<Hit>> {
         .collect()
 }
 
+/// What every disk test of one beam shares.
+struct RayCtx {
+    o: [f32; 3],
+    u: [f32; 3],
+    inv: [f32; 3],
+    rho2: f32,
+    screen2: f32,
+    neg_screen: f32,
+    gamma_max: f32,
+    planes: bool,
+}
+
 fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Option<Hit> {
     let (o, u) = ctx.ray(i);
     let inv = u.map(|c| 1.0 / c);
@@ -348,15 +463,28 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Optio
         lo[1] + dims[1] as f32 * c,
         lo[2] + dims[2] as f32 * c,
     ];
+    // Beams that miss the map's box, or leave it, end here.
     let (t0, t1) = slab(o, inv, lo, hi)?;
     let t_start = t0.max(0.0);
     let t_end = t1.min(t_max);
-    if t_start > t_end {
+    if !(t_start <= t_end) {
         return None;
     }
+    let screen = SCREEN_SLACK * index.rho;
+    let ray = RayCtx {
+        o,
+        u,
+        inv,
+        rho2: index.rho * index.rho,
+        screen2: screen * screen,
+        neg_screen: -screen,
+        gamma_max: ctx.gamma_max,
+        planes: ctx.planes,
+    };
     visited.clear();
     let mut best: Option<Hit> = None;
-    let mut dda = Dda::new(o, u, inv, t_start, lo, [c; 3], dims);
+    let inv_c = 1.0 / c;
+    let mut dda = Dda::new(o, u, inv, t_start, lo, [c; 3], [inv_c; 3], dims);
     loop {
         let [x, y, z] = dda.cell;
         let flat = ((z * dims[1] + y) * dims[0] + x) as usize;
@@ -373,7 +501,7 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Optio
             }
             visited.push(bucket);
             if let Some(g) = index.grids.get(bucket as usize) {
-                trace_bucket(ctx, index, g, o, u, inv, t_end, &mut best);
+                trace_bucket(&ray, index, g, t_end, &mut best);
             }
         }
         let exit = dda.exit();
@@ -384,39 +512,41 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Optio
     best
 }
 
-#[allow(clippy::too_many_arguments)]
 #[inline]
-fn trace_bucket(
-    ctx: &Ctx,
-    index: &BeamIndex,
-    g: &Grid,
-    o: [f32; 3],
-    u: [f32; 3],
-    inv: [f32; 3],
-    t_end: f32,
-    best: &mut Option<Hit>,
-) {
+fn trace_bucket(ray: &RayCtx, index: &BeamIndex, g: &Grid, t_end: f32, best: &mut Option<Hit>) {
+    let (o, u, inv) = (ray.o, ray.u, ray.inv);
     let Some((ta, tb)) = slab(o, inv, g.lo, g.hi) else {
         return;
     };
     let ta = ta.max(0.0);
     let tb = tb.min(t_end).min(best.map_or(f32::INFINITY, |b| b.t));
-    if ta > tb {
+    if !(ta <= tb) {
         return;
     }
-    let mut dda = Dda::new(o, u, inv, ta, g.lo, g.cell, g.dims);
+    let mut dda = Dda::new(o, u, inv, ta, g.lo, g.cell, g.inv_cell, g.dims);
     loop {
         let [x, y, z] = dda.cell;
         let flat = g.starts + ((z * g.dims[1] + y) * g.dims[0] + x) as usize;
         if let (Some(&a), Some(&b)) = (index.starts.get(flat), index.starts.get(flat + 1)) {
-            for &idx in index.items.get(a as usize..b as usize).unwrap_or(&[]) {
-                if let Some((t, cos)) = ctx.disk_hit(idx, o, u)
+            for item in index.items.get(a as usize..b as usize).unwrap_or(&[]) {
+                // Screen on the position alone: the ray passes within rho of any disk it crosses.
+                let rel = sub(item.p, o);
+                let tp = dot(rel, u);
+                let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
+                let perp2 = dot(m, m);
+                if !(perp2 <= ray.screen2 && tp > ray.neg_screen) {
+                    continue;
+                }
+                let Some(r) = index.records.get(item.rec as usize) else {
+                    continue;
+                };
+                if let Some((t, cos)) = disk_hit(ray, r, rel, tp, perp2)
                     && t <= t_end
-                    && best.is_none_or(|b| (t, idx) < (b.t, b.point))
+                    && best.is_none_or(|b| (t, r.idx) < (b.t, b.point))
                 {
                     *best = Some(Hit {
                         t,
-                        point: idx,
+                        point: r.idx,
                         cos_incidence: cos,
                     });
                 }
@@ -427,6 +557,35 @@ fn trace_bucket(
             break;
         }
     }
+}
+
+/// Disk intersection of a screened point (`rel` from the ray origin, `tp` its projection on the ray, `perp2`
+/// its squared distance to the ray): an oriented disk of radius rho where the point lies on a plane and the
+/// ray is not near-parallel to it, else a disk facing the ray (the plain range).
+#[inline(always)]
+fn disk_hit(ray: &RayCtx, r: &Rec, rel: [f32; 3], tp: f32, perp2: f32) -> Option<(f32, f32)> {
+    let u = ray.u;
+    let n = r.n;
+    if ray.planes && r.gamma < ray.gamma_max {
+        let denom = dot(n, u);
+        if denom.abs() >= MIN_COS_PLANE {
+            let t = dot(n, rel) / denom;
+            if !(t > 0.0) {
+                return None;
+            }
+            let miss = [t * u[0] - rel[0], t * u[1] - rel[1], t * u[2] - rel[2]];
+            return (dot(miss, miss) <= ray.rho2).then_some((t, denom.abs().min(1.0)));
+        }
+    }
+    if !(tp > 0.0 && perp2 <= ray.rho2) {
+        return None;
+    }
+    let cos = if n[0].is_nan() {
+        1.0
+    } else {
+        dot(n, u).abs().min(1.0)
+    };
+    Some((tp, cos))
 }
 
 #[cfg(test)]
