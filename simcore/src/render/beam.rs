@@ -528,27 +528,26 @@ fn trace_bucket(ray: &RayCtx, index: &BeamIndex, g: &Grid, t_end: f32, best: &mu
         let [x, y, z] = dda.cell;
         let flat = g.starts + ((z * g.dims[1] + y) * g.dims[0] + x) as usize;
         if let (Some(&a), Some(&b)) = (index.starts.get(flat), index.starts.get(flat + 1)) {
-            for item in index.items.get(a as usize..b as usize).unwrap_or(&[]) {
-                // Screen on the position alone: the ray passes within rho of any disk it crosses.
-                let rel = sub(item.p, o);
-                let tp = dot(rel, u);
-                let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
-                let perp2 = dot(m, m);
-                if !(perp2 <= ray.screen2 && tp > ray.neg_screen) {
-                    continue;
+            let cell_items = index.items.get(a as usize..b as usize).unwrap_or(&[]);
+            // Screen eight points at a time into a bit mask (a branch-free loop the compiler vectorises),
+            // then test exactly the few that pass, in cell order.
+            let mut chunks = cell_items.chunks_exact(8);
+            for chunk in &mut chunks {
+                let mut mask = 0u32;
+                for (j, item) in chunk.iter().enumerate() {
+                    mask |= (screen(ray, item.p) as u32) << j;
                 }
-                let Some(r) = index.records.get(item.rec as usize) else {
-                    continue;
-                };
-                if let Some((t, cos)) = disk_hit(ray, r, rel, tp, perp2)
-                    && t <= t_end
-                    && best.is_none_or(|b| (t, r.idx) < (b.t, b.point))
-                {
-                    *best = Some(Hit {
-                        t,
-                        point: r.idx,
-                        cos_incidence: cos,
-                    });
+                while mask != 0 {
+                    let j = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    if let Some(item) = chunk.get(j) {
+                        exact(ray, index, item, t_end, best);
+                    }
+                }
+            }
+            for item in chunks.remainder() {
+                if screen(ray, item.p) {
+                    exact(ray, index, item, t_end, best);
                 }
             }
         }
@@ -556,6 +555,39 @@ fn trace_bucket(ray: &RayCtx, index: &BeamIndex, g: &Grid, t_end: f32, best: &mu
         if best.is_some_and(|b| b.t <= exit) || exit > tb || !dda.advance(g.dims) {
             break;
         }
+    }
+}
+
+/// Whether the ray passes close enough to a point (within the screening radius, not behind) for its disk.
+#[inline(always)]
+fn screen(ray: &RayCtx, p: [f32; 3]) -> bool {
+    let u = ray.u;
+    let rel = sub(p, ray.o);
+    let tp = dot(rel, u);
+    let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
+    (dot(m, m) <= ray.screen2) & (tp > ray.neg_screen)
+}
+
+/// The exact disk test of a screened item; keeps the nearest hit (ties: lower point index).
+#[inline]
+fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Option<Hit>) {
+    let u = ray.u;
+    let rel = sub(item.p, ray.o);
+    let tp = dot(rel, u);
+    let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
+    let perp2 = dot(m, m);
+    let Some(r) = index.records.get(item.rec as usize) else {
+        return;
+    };
+    if let Some((t, cos)) = disk_hit(ray, r, rel, tp, perp2)
+        && t <= t_end
+        && best.is_none_or(|b| (t, r.idx) < (b.t, b.point))
+    {
+        *best = Some(Hit {
+            t,
+            point: r.idx,
+            cos_incidence: cos,
+        });
     }
 }
 
