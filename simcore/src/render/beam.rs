@@ -28,20 +28,49 @@ struct Grid {
     dims: [i32; 3],
     /// Offset of this grid's cell starts in `BeamIndex::starts`.
     starts: usize,
+    /// Offset of this grid's occupancy bits in `BeamIndex::occupied` (bits, a multiple of 64).
+    occupied: usize,
 }
 
-/// What the inner loop reads of a map point, packed in one 32-byte record (one cache line holds two) and
-/// stored in fine-cell order, so that the points of a cell are contiguous in memory.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, align(32))]
-struct Rec {
-    p: [f32; 3],
-    /// Unit normal; NaN where the map has none.
-    n: [f32; 3],
-    /// Plane thickness (0 where the map has none; +inf where the normal is missing).
-    gamma: f32,
-    /// Index of the point in the map.
-    idx: u32,
+/// Bits of a packed normal (see [`pack_normal`]).
+const HAS_NORMAL: u32 = 1 << 31;
+const PLANAR: u32 = 1 << 30;
+const OCT_MAX: f32 = 32767.0;
+
+/// A unit normal in 32 bits: octahedral coordinates, 15 bits each (about 5e-5 rad), plus whether the point has
+/// a normal and whether it lies on a plane (plane thickness below the index's gamma_max). One word per point
+/// keeps the table the exact test reads 8 times smaller than full records, so it stays in cache.
+fn pack_normal(n: Option<[f32; 3]>, planar: bool) -> u32 {
+    let Some(n) = n.filter(|n| n.iter().all(|v| v.is_finite())) else {
+        return 0;
+    };
+    let s = n[0].abs() + n[1].abs() + n[2].abs();
+    if !(s > 0.0) {
+        return 0;
+    }
+    let (mut x, mut y) = (n[0] / s, n[1] / s);
+    if n[2] < 0.0 {
+        let sx = if x >= 0.0 { 1.0 } else { -1.0 };
+        let sy = if y >= 0.0 { 1.0 } else { -1.0 };
+        (x, y) = ((1.0 - y.abs()) * sx, (1.0 - x.abs()) * sy);
+    }
+    let q = |v: f32| ((v.clamp(-1.0, 1.0) * 0.5 + 0.5) * OCT_MAX).round() as u32;
+    HAS_NORMAL | if planar { PLANAR } else { 0 } | (q(x) << 15) | q(y)
+}
+
+/// The unit normal of a packed word (meaningful when `HAS_NORMAL` is set).
+#[inline]
+fn unpack_normal(v: u32) -> [f32; 3] {
+    let d = |q: u32| (q & 0x7FFF) as f32 * (2.0 / OCT_MAX) - 1.0;
+    let (mut x, mut y) = (d(v >> 15), d(v));
+    let z = 1.0 - x.abs() - y.abs();
+    if z < 0.0 {
+        let sx = if x >= 0.0 { 1.0 } else { -1.0 };
+        let sy = if y >= 0.0 { 1.0 } else { -1.0 };
+        (x, y) = ((1.0 - y.abs()) * sx, (1.0 - x.abs()) * sy);
+    }
+    let l = (x * x + y * y + z * z).sqrt();
+    [x / l, y / l, z / l]
 }
 
 /// A point in a fine cell: 16 bytes, four to a cache line.
@@ -49,7 +78,7 @@ struct Rec {
 #[repr(C, align(16))]
 struct Item {
     p: [f32; 3],
-    /// Index into `BeamIndex::records`.
+    /// Index into `BeamIndex::normals` and `BeamIndex::point`.
     rec: u32,
 }
 
@@ -64,10 +93,17 @@ pub struct BeamIndex {
     coarse_items: Vec<u32>,
     grids: Vec<Grid>,
     starts: Vec<u32>,
+    /// One bit per fine cell: whether it holds any point. Empty cells, most of those a beam crosses, are
+    /// skipped by reading this table (32 times smaller than `starts`, so it stays in cache).
+    occupied: Vec<u64>,
     /// Points grouped by fine cell (a point appears in every cell its disk can reach): the position the
     /// screening test reads, streamed contiguously, and the record the exact test reads for the few that pass.
     items: Vec<Item>,
-    records: Vec<Rec>,
+    /// Per point in fine-cell order: packed normal and the point's index in the map.
+    normals: Vec<u32>,
+    point: Vec<u32>,
+    /// Plane thickness below which the packed normals say "planar".
+    gamma_max: f32,
 }
 
 /// Cell of coordinate `v` along one axis, clamped to the grid (truncation equals floor once clamped at 0).
@@ -89,16 +125,32 @@ fn cell_range(a: f32, b: f32, lo: f32, cell: f32, dim: i32) -> (i32, i32) {
 }
 
 /// One bucket's part of the index: its grid, cell starts (local), items (local record offsets), records.
-type Part = (Grid, Vec<u32>, Vec<Item>, Vec<Rec>);
+type Part = (Grid, Vec<u32>, Vec<Item>, Vec<([f32; 3], u32, u32)>);
+
+fn r_map_of(map: &MapView) -> f32 {
+    if map.resolution.is_finite() && map.resolution > 0.0 {
+        map.resolution
+    } else {
+        0.1
+    }
+}
 
 impl BeamIndex {
-    /// Builds the index of `map` (parallel over buckets).
+    /// The plane thickness limit the index was built for.
+    pub fn gamma_max(&self) -> f32 {
+        self.gamma_max
+    }
+
+    /// Builds the index of `map` (parallel over buckets) for the default plane thickness limit
+    /// ([`super::RenderParams::gamma_max_m`] unset: 0.5 r_map).
     pub fn build(map: &MapView) -> BeamIndex {
-        let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
-            map.resolution
-        } else {
-            0.1
-        };
+        BeamIndex::build_with_gamma_max(map, 0.5 * r_map_of(map))
+    }
+
+    /// Builds the index of `map`; points whose plane thickness is below `gamma_max` are treated as lying on
+    /// a plane (oriented disks).
+    pub fn build_with_gamma_max(map: &MapView, gamma_max: f32) -> BeamIndex {
+        let r_map = r_map_of(map);
         let rho = 0.5 * 3f32.sqrt() * r_map;
         let n_points = map.positions.len() as u64;
         let valid = |b: &aerie_pipeline::map::Bucket| {
@@ -119,6 +171,7 @@ impl BeamIndex {
                         inv_cell: [1.0; 3],
                         dims: [1; 3],
                         starts: 0,
+                        occupied: 0,
                     };
                     return (empty, vec![0, 0], Vec::new(), Vec::new());
                 }
@@ -154,26 +207,14 @@ impl BeamIndex {
                     })
                     .collect();
                 order.sort_unstable();
-                let records: Vec<Rec> = order
+                let records: Vec<([f32; 3], u32, u32)> = order
                     .iter()
                     .map(|&(_, k)| {
                         let idx = first + k as usize;
                         let p = map.positions.get(idx).copied().unwrap_or([f32::NAN; 3]);
                         let normal = map.normals.and_then(|n| n.get(idx)).copied();
-                        let gamma = match normal {
-                            Some(_) => map
-                                .gamma
-                                .and_then(|g| g.get(idx))
-                                .copied()
-                                .unwrap_or(0.0),
-                            None => f32::INFINITY,
-                        };
-                        Rec {
-                            p,
-                            n: normal.unwrap_or([f32::NAN; 3]),
-                            gamma,
-                            idx: idx as u32,
-                        }
+                        let gamma = map.gamma.and_then(|g| g.get(idx)).copied().unwrap_or(0.0);
+                        (p, pack_normal(normal, gamma < gamma_max), idx as u32)
                     })
                     .collect();
                 let cells_of = |p: &[f32; 3]| {
@@ -184,7 +225,7 @@ impl BeamIndex {
                 };
                 let mut counts = vec![0u32; n_cells + 1];
                 for r in &records {
-                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(&r.p);
+                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(&r.0);
                     for z in z0..=z1 {
                         for y in y0..=y1 {
                             for x in x0..=x1 {
@@ -207,7 +248,7 @@ impl BeamIndex {
                     counts.last().copied().unwrap_or(0) as usize
                 ];
                 for (k, r) in records.iter().enumerate() {
-                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(&r.p);
+                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(&r.0);
                     for z in z0..=z1 {
                         for y in y0..=y1 {
                             for x in x0..=x1 {
@@ -215,7 +256,7 @@ impl BeamIndex {
                                     && let Some(slot) = items.get_mut(*f as usize)
                                 {
                                     *slot = Item {
-                                        p: r.p,
+                                        p: r.0,
                                         rec: k as u32,
                                     };
                                     *f += 1;
@@ -231,6 +272,7 @@ impl BeamIndex {
                     inv_cell,
                     dims,
                     starts: 0,
+                    occupied: 0,
                 };
                 (grid, counts, items, records)
             })
@@ -238,17 +280,33 @@ impl BeamIndex {
         let mut grids = Vec::with_capacity(parts.len());
         let mut starts = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
         let mut items = Vec::with_capacity(parts.iter().map(|p| p.2.len()).sum());
-        let mut records = Vec::with_capacity(parts.iter().map(|p| p.3.len()).sum());
+        let n_records = parts.iter().map(|p| p.3.len()).sum();
+        let mut normals = Vec::with_capacity(n_records);
+        let mut point = Vec::with_capacity(n_records);
+        let mut occupied: Vec<u64> = Vec::new();
         for (mut grid, counts, its, recs) in parts {
             grid.starts = starts.len();
+            grid.occupied = occupied.len() * 64;
+            let n_cells = counts.len().saturating_sub(1);
+            let words = n_cells.div_ceil(64);
+            let base_word = occupied.len();
+            occupied.resize(base_word + words, 0);
+            for (c, w) in counts.windows(2).enumerate() {
+                if w[1] > w[0]
+                    && let Some(word) = occupied.get_mut(base_word + c / 64)
+                {
+                    *word |= 1u64 << (c % 64);
+                }
+            }
             let base = items.len() as u32;
             starts.extend(counts.iter().map(|c| c + base));
-            let rbase = records.len() as u32;
+            let rbase = normals.len() as u32;
             items.extend(its.iter().map(|i| Item {
                 p: i.p,
                 rec: i.rec + rbase,
             }));
-            records.extend_from_slice(&recs);
+            normals.extend(recs.iter().map(|r| r.1));
+            point.extend(recs.iter().map(|r| r.2));
             grids.push(grid);
         }
         // Coarse grid over all expanded bucket bounds.
@@ -332,17 +390,21 @@ impl BeamIndex {
             coarse_items,
             grids,
             starts,
+            occupied,
             items,
-            records,
+            normals,
+            point,
+            gamma_max,
         }
     }
 
     /// Memory held by the index, bytes.
     pub fn memory_bytes(&self) -> usize {
         4 * (self.coarse_starts.len() + self.coarse_items.len() + self.starts.len())
+            + 8 * self.occupied.len()
             + self.items.len() * std::mem::size_of::<Item>()
             + self.grids.len() * std::mem::size_of::<Grid>()
-            + self.records.len() * std::mem::size_of::<Rec>()
+            + 4 * (self.normals.len() + self.point.len())
     }
 }
 
@@ -447,7 +509,6 @@ struct RayCtx {
     rho2: f32,
     screen2: f32,
     neg_screen: f32,
-    gamma_max: f32,
     planes: bool,
 }
 
@@ -478,7 +539,6 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Optio
         rho2: index.rho * index.rho,
         screen2: screen * screen,
         neg_screen: -screen,
-        gamma_max: ctx.gamma_max,
         planes: ctx.planes,
     };
     visited.clear();
@@ -509,7 +569,13 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Optio
             break;
         }
     }
-    best
+    // The traversal keeps record indices; the frame wants map indices.
+    best.and_then(|b| {
+        Some(Hit {
+            point: *index.point.get(b.point as usize)?,
+            ..b
+        })
+    })
 }
 
 #[inline]
@@ -526,8 +592,16 @@ fn trace_bucket(ray: &RayCtx, index: &BeamIndex, g: &Grid, t_end: f32, best: &mu
     let mut dda = Dda::new(o, u, inv, ta, g.lo, g.cell, g.inv_cell, g.dims);
     loop {
         let [x, y, z] = dda.cell;
-        let flat = g.starts + ((z * g.dims[1] + y) * g.dims[0] + x) as usize;
-        if let (Some(&a), Some(&b)) = (index.starts.get(flat), index.starts.get(flat + 1)) {
+        let local = ((z * g.dims[1] + y) * g.dims[0] + x) as usize;
+        let bit = g.occupied + local;
+        let occupied = index
+            .occupied
+            .get(bit / 64)
+            .is_some_and(|w| w & (1u64 << (bit % 64)) != 0);
+        let flat = g.starts + local;
+        if occupied
+            && let (Some(&a), Some(&b)) = (index.starts.get(flat), index.starts.get(flat + 1))
+        {
             let cell_items = index.items.get(a as usize..b as usize).unwrap_or(&[]);
             // Screen eight points at a time into a bit mask (a branch-free loop the compiler vectorises),
             // then test exactly the few that pass, in cell order.
@@ -568,7 +642,8 @@ fn screen(ray: &RayCtx, p: [f32; 3]) -> bool {
     (dot(m, m) <= ray.screen2) & (tp > ray.neg_screen)
 }
 
-/// The exact disk test of a screened item; keeps the nearest hit (ties: lower point index).
+/// The exact disk test of a screened item; keeps the nearest hit (ties: lower point index). `best.point` is a
+/// record index here.
 #[inline]
 fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Option<Hit>) {
     let u = ray.u;
@@ -576,16 +651,28 @@ fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Op
     let tp = dot(rel, u);
     let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
     let perp2 = dot(m, m);
-    let Some(r) = index.records.get(item.rec as usize) else {
+    let Some(&packed) = index.normals.get(item.rec as usize) else {
         return;
     };
-    if let Some((t, cos)) = disk_hit(ray, r, rel, tp, perp2)
-        && t <= t_end
-        && best.is_none_or(|b| (t, r.idx) < (b.t, b.point))
-    {
+    let Some((t, cos)) = disk_hit(ray, packed, rel, tp, perp2) else {
+        return;
+    };
+    if !(t <= t_end) {
+        return;
+    }
+    let better = match best {
+        None => true,
+        Some(b) if t < b.t => true,
+        Some(b) if t == b.t => {
+            let idx = |r: u32| index.point.get(r as usize).copied().unwrap_or(u32::MAX);
+            idx(item.rec) < idx(b.point)
+        }
+        Some(_) => false,
+    };
+    if better {
         *best = Some(Hit {
             t,
-            point: r.idx,
+            point: item.rec,
             cos_incidence: cos,
         });
     }
@@ -595,10 +682,10 @@ fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Op
 /// its squared distance to the ray): an oriented disk of radius rho where the point lies on a plane and the
 /// ray is not near-parallel to it, else a disk facing the ray (the plain range).
 #[inline(always)]
-fn disk_hit(ray: &RayCtx, r: &Rec, rel: [f32; 3], tp: f32, perp2: f32) -> Option<(f32, f32)> {
+fn disk_hit(ray: &RayCtx, packed: u32, rel: [f32; 3], tp: f32, perp2: f32) -> Option<(f32, f32)> {
     let u = ray.u;
-    let n = r.n;
-    if ray.planes && r.gamma < ray.gamma_max {
+    if ray.planes && packed & PLANAR != 0 {
+        let n = unpack_normal(packed);
         let denom = dot(n, u);
         if denom.abs() >= MIN_COS_PLANE {
             let t = dot(n, rel) / denom;
@@ -612,10 +699,10 @@ fn disk_hit(ray: &RayCtx, r: &Rec, rel: [f32; 3], tp: f32, perp2: f32) -> Option
     if !(tp > 0.0 && perp2 <= ray.rho2) {
         return None;
     }
-    let cos = if n[0].is_nan() {
-        1.0
+    let cos = if packed & HAS_NORMAL != 0 {
+        dot(unpack_normal(packed), u).abs().min(1.0)
     } else {
-        dot(n, u).abs().min(1.0)
+        1.0
     };
     Some((tp, cos))
 }
@@ -623,6 +710,28 @@ fn disk_hit(ray: &RayCtx, r: &Rec, rel: [f32; 3], tp: f32, perp2: f32) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_normals_round_trip() {
+        for n in [
+            [0.0, 0.0, 1.0],
+            [0.0, 0.0, -1.0],
+            [1.0, 0.0, 0.0],
+            [0.6, -0.8, 0.0],
+            [-0.48, 0.6, -0.64],
+            [0.267, 0.534, 0.802],
+        ] {
+            let l = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] as f32).sqrt();
+            let n = [n[0] / l, n[1] / l, n[2] / l];
+            let v = pack_normal(Some(n), true);
+            assert!(v & HAS_NORMAL != 0 && v & PLANAR != 0);
+            let m = unpack_normal(v);
+            assert!(dot(m, n) > 1.0 - 1e-8, "{n:?} {m:?}");
+        }
+        assert_eq!(pack_normal(None, true), 0);
+        assert_eq!(pack_normal(Some([f32::NAN, 0.0, 1.0]), true), 0);
+        assert_eq!(pack_normal(Some([0.0, 1.0, 0.0]), false) & PLANAR, 0);
+    }
 
     #[test]
     fn slab_hits_and_misses() {

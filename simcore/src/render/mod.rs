@@ -258,7 +258,8 @@ impl Renderer {
     }
 
     /// Use `index` as the beam renderer's index of `map` (built by [`BeamIndex::build`] on that same map), so
-    /// that several renderers on one map share it and its build can be timed on its own.
+    /// that several renderers on one map share it and its build can be timed on its own. An index built for
+    /// another plane thickness limit than this renderer's is rebuilt on the first frame.
     pub fn set_index(&mut self, map: &MapView, index: Arc<BeamIndex>) {
         self.index = Some((MapKey::of(map), index));
     }
@@ -316,9 +317,13 @@ impl Renderer {
             Method::Beam => {
                 let key = MapKey::of(map);
                 let index = match &self.index {
-                    Some((k, index)) if *k == key => index.clone(),
+                    Some((k, index))
+                        if *k == key && index.gamma_max().to_bits() == ctx.gamma_max.to_bits() =>
+                    {
+                        index.clone()
+                    }
                     _ => {
-                        let index = Arc::new(BeamIndex::build(map));
+                        let index = Arc::new(BeamIndex::build_with_gamma_max(map, ctx.gamma_max));
                         self.index = Some((key, index.clone()));
                         index
                     }
