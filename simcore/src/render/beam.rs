@@ -1,7 +1,8 @@
-//! The beam-driven renderer: each beam marches through a coarse grid over the buckets, then through a fine
-//! grid inside each bucket it meets, and takes the nearest disk it crosses (oriented disks of radius
-//! sqrt(3)/2 * r_map for points on planes, disks facing the beam for the others). Beams are independent, so
-//! the result does not depend on the number of threads.
+//! The beam-driven renderer: each beam marches front to back through a two-level grid over the map (blocks of
+//! 8 x 8 x 8 fine cells; empty blocks and empty cells are skipped) and takes the nearest disk it crosses
+//! (oriented disks of radius sqrt(3)/2 * r_map for points on planes, disks facing the beam for the others). A
+//! point is listed in every fine cell its disk can reach, so the first cell holding a hit nearer than the
+//! cell's exit ends the march. Beams are independent, so the result does not depend on the number of threads.
 
 use rayon::prelude::*;
 
@@ -9,28 +10,18 @@ use aerie_pipeline::map::MapView;
 
 use super::{Ctx, Hit, MIN_COS_PLANE, dot, sub};
 
-/// Fine cell edge in units of r_map: ~16 points of a surface per cell, each inserted in ~3 cells.
+/// Fine cell edge in units of r_map: ~16 points of a surface per cell, each listed in ~3 cells.
 const FINE_CELL: f32 = 4.0;
-const MAX_FINE_DIM: f32 = 64.0;
-const MAX_COARSE_CELLS: f64 = 16.0e6;
+/// Block edge in fine cells (8^3 = 512 cells: eight 64-bit occupancy words).
+const BLOCK: i32 = 8;
+const BLOCK_CELLS: usize = 512;
+/// Most blocks in the dense top-level table (4 bytes each); fine cells grow beyond it (huge sparse maps).
+const MAX_BLOCKS: f64 = 4.0e6;
 /// Slack of the cheap distance-to-ray test that screens points before the exact disk test, as a factor on
 /// the disk radius: an oriented disk's hit lies within rho of its point, so the ray passes within rho of it;
 /// the slack absorbs rounding of the exact test (a far grazing plane hit).
 const SCREEN_SLACK: f32 = 1.05;
-
-/// Fine grid over one bucket's points (expanded by the disk radius).
-#[derive(Clone, Copy, Debug)]
-struct Grid {
-    lo: [f32; 3],
-    hi: [f32; 3],
-    cell: [f32; 3],
-    inv_cell: [f32; 3],
-    dims: [i32; 3],
-    /// Offset of this grid's cell starts in `BeamIndex::starts`.
-    starts: usize,
-    /// Offset of this grid's occupancy bits in `BeamIndex::occupied` (bits, a multiple of 64).
-    occupied: usize,
-}
+const EMPTY: u32 = u32::MAX;
 
 /// Bits of a packed normal (see [`pack_normal`]).
 const HAS_NORMAL: u32 = 1 << 31;
@@ -73,59 +64,40 @@ fn unpack_normal(v: u32) -> [f32; 3] {
     [x / l, y / l, z / l]
 }
 
-/// A point in a fine cell: 16 bytes, four to a cache line.
+/// A point in a fine cell: 16 bytes, four to a cache line, so screening a cell streams memory.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(16))]
 struct Item {
     p: [f32; 3],
-    /// Index into `BeamIndex::normals` and `BeamIndex::point`.
-    rec: u32,
+    /// Index of the point in the map (and in `BeamIndex::normals`).
+    idx: u32,
 }
 
-/// Acceleration structure of the beam renderer for one map (built once per map, O(points)).
+/// Acceleration structure of the beam renderer for one map (built once per map).
 pub struct BeamIndex {
     rho: f32,
-    /// Coarse grid: origin, cell edge, dims; cell -> range of `coarse_items` (bucket ids).
-    coarse_lo: [f32; 3],
-    coarse_cell: f32,
-    coarse_dims: [i32; 3],
-    coarse_starts: Vec<u32>,
-    coarse_items: Vec<u32>,
-    grids: Vec<Grid>,
+    /// Fine grid: origin, cell edge and its inverse; the grid is `top_dims * BLOCK` cells per axis.
+    lo: [f32; 3],
+    cell: f32,
+    inv_cell: f32,
+    /// Block table: block -> slot of its cells, or `EMPTY`.
+    top_dims: [i32; 3],
+    top: Vec<u32>,
+    /// Per slot, `BLOCK_CELLS` cell starts into `items` (plus one final end).
     starts: Vec<u32>,
-    /// One bit per fine cell: whether it holds any point. Empty cells, most of those a beam crosses, are
-    /// skipped by reading this table (32 times smaller than `starts`, so it stays in cache).
+    /// Per slot, eight words: one bit per cell, set where the cell holds points. A beam crosses mostly empty
+    /// cells; this table is 32 times smaller than `starts`, so it stays in cache.
     occupied: Vec<u64>,
-    /// Points grouped by fine cell (a point appears in every cell its disk can reach): the position the
-    /// screening test reads, streamed contiguously, and the record the exact test reads for the few that pass.
+    /// Per slot, the box of its occupied cells (min and max cell per axis): a beam is clipped to it before
+    /// marching the block, so it skips the empty part of a block (above the ground, beside a wall).
+    boxes: Vec<[u8; 6]>,
+    /// Points grouped by fine cell (a point appears in every cell its disk can reach), then in map order.
     items: Vec<Item>,
-    /// Per point in fine-cell order: packed normal and the point's index in the map.
+    /// Packed normal of each map point, read only for points that pass the screening test.
     normals: Vec<u32>,
-    point: Vec<u32>,
     /// Plane thickness below which the packed normals say "planar".
     gamma_max: f32,
 }
-
-/// Cell of coordinate `v` along one axis, clamped to the grid (truncation equals floor once clamped at 0).
-#[inline]
-fn cell_of(v: f32, lo: f32, inv_cell: f32, dim: i32) -> i32 {
-    (((v - lo) * inv_cell).max(0.0) as i32).min(dim - 1)
-}
-
-/// Range of cells `[lo, hi]` along one axis touched by the interval `[a, b]`.
-#[inline]
-fn cell_range(a: f32, b: f32, lo: f32, cell: f32, dim: i32) -> (i32, i32) {
-    let inv = 1.0 / cell;
-    // Widened by a hair so that rounding at a cell boundary never drops a cell the traversal may enter.
-    let eps = 1e-4 * cell;
-    (
-        cell_of(a - eps, lo, inv, dim),
-        cell_of(b + eps, lo, inv, dim),
-    )
-}
-
-/// One bucket's part of the index: its grid, cell starts (local), items (local record offsets), records.
-type Part = (Grid, Vec<u32>, Vec<Item>, Vec<([f32; 3], u32, u32)>);
 
 fn r_map_of(map: &MapView) -> f32 {
     if map.resolution.is_finite() && map.resolution > 0.0 {
@@ -135,276 +107,196 @@ fn r_map_of(map: &MapView) -> f32 {
     }
 }
 
+/// Cell of coordinate `v` along one axis, clamped to the grid (truncation equals floor once clamped at 0).
+#[inline]
+fn cell_of(v: f32, lo: f32, inv_cell: f32, dim: i32) -> i32 {
+    (((v - lo) * inv_cell).max(0.0) as i32).min(dim - 1)
+}
+
 impl BeamIndex {
+    /// Builds the index of `map` for the default plane thickness limit ([`super::RenderParams::gamma_max_m`]
+    /// unset: 0.5 r_map).
+    pub fn build(map: &MapView) -> BeamIndex {
+        BeamIndex::build_with_gamma_max(map, 0.5 * r_map_of(map))
+    }
+
+    /// Builds the index of `map`; points whose plane thickness is below `gamma_max` count as lying on a plane
+    /// (oriented disks). Parallel; the result does not depend on the number of threads (one sort of unique
+    /// keys orders everything).
+    pub fn build_with_gamma_max(map: &MapView, gamma_max: f32) -> BeamIndex {
+        let r_map = r_map_of(map);
+        let rho = 0.5 * 3f32.sqrt() * r_map;
+        let positions = map.positions;
+        // Bounds of the points the buckets hold, widened by the disk radius.
+        let n_points = positions.len() as u64;
+        let mut lo = [f32::INFINITY; 3];
+        let mut hi = [f32::NEG_INFINITY; 3];
+        for b in map.buckets {
+            if b.count == 0
+                || b.first as u64 + b.count as u64 > n_points
+                || !b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
+            {
+                continue;
+            }
+            for k in 0..3 {
+                lo[k] = lo[k].min(b.min[k] - rho);
+                hi[k] = hi[k].max(b.max[k] + rho);
+            }
+        }
+        if !(lo[0] <= hi[0] && lo[1] <= hi[1] && lo[2] <= hi[2]) {
+            lo = [0.0; 3];
+            hi = [0.0; 3];
+        }
+        let mut cell = FINE_CELL * r_map;
+        let blocks_for = |c: f32| -> f64 {
+            (0..3)
+                .map(|k| (((hi[k] - lo[k]) / (BLOCK as f32 * c)).ceil().max(1.0)) as f64)
+                .product()
+        };
+        while blocks_for(cell) > MAX_BLOCKS {
+            cell *= 2.0;
+        }
+        let inv_cell = 1.0 / cell;
+        let top_dims =
+            [0, 1, 2].map(|k| ((hi[k] - lo[k]) / (BLOCK as f32 * cell)).ceil().max(1.0) as i32);
+        let dims = top_dims.map(|d| d * BLOCK);
+        // Key of a fine cell: block (linear) * 512 + cell within the block; below 2^31 by MAX_BLOCKS.
+        let key = |c: [i32; 3]| -> u64 {
+            let b = [c[0] / BLOCK, c[1] / BLOCK, c[2] / BLOCK];
+            let l = [c[0] % BLOCK, c[1] % BLOCK, c[2] % BLOCK];
+            let block = ((b[2] * top_dims[1] + b[1]) * top_dims[0] + b[0]) as u64;
+            let local = ((l[2] * BLOCK + l[1]) * BLOCK + l[0]) as u64;
+            block * BLOCK_CELLS as u64 + local
+        };
+        // Points of valid buckets only (others may be out of the bounds).
+        let ranges: Vec<std::ops::Range<usize>> = map
+            .buckets
+            .iter()
+            .filter(|b| b.count > 0 && b.first as u64 + b.count as u64 <= n_points)
+            .map(|b| b.first as usize..(b.first + b.count) as usize)
+            .collect();
+        // (cell key << 32 | point): every cell a point's disk box touches, widened by a hair so that rounding
+        // at a boundary never drops a cell the march may enter.
+        let eps = 1e-4 * cell;
+        let mut keys: Vec<u64> = ranges
+            .par_iter()
+            .flat_map_iter(|r| {
+                let pts = positions.get(r.clone()).unwrap_or(&[]);
+                let first = r.start;
+                pts.iter().enumerate().flat_map(move |(k, p)| {
+                    let idx = (first + k) as u64;
+                    let ok = p.iter().all(|v| v.is_finite());
+                    let range = |a: usize| {
+                        let c0 = cell_of(p[a] - rho - eps, lo[a], inv_cell, dims[a]);
+                        let c1 = cell_of(p[a] + rho + eps, lo[a], inv_cell, dims[a]);
+                        if ok { c0..=c1 } else { 1..=0 }
+                    };
+                    let (rx, ry, rz) = (range(0), range(1), range(2));
+                    rz.flat_map(move |z| {
+                        let rx = rx.clone();
+                        ry.clone().flat_map(move |y| {
+                            rx.clone().map(move |x| (key([x, y, z]) << 32) | idx)
+                        })
+                    })
+                })
+            })
+            .collect();
+        keys.par_sort_unstable();
+        // Slots for the occupied blocks, in block order.
+        let n_blocks = (top_dims[0] * top_dims[1] * top_dims[2]) as usize;
+        let mut top = vec![EMPTY; n_blocks];
+        let mut n_slots = 0u32;
+        let mut last_block = u64::MAX;
+        for k in &keys {
+            let block = (k >> 32) / BLOCK_CELLS as u64;
+            if block != last_block {
+                last_block = block;
+                if let Some(t) = top.get_mut(block as usize) {
+                    *t = n_slots;
+                    n_slots += 1;
+                }
+            }
+        }
+        let mut starts = vec![0u32; n_slots as usize * BLOCK_CELLS + 1];
+        let mut occupied = vec![0u64; n_slots as usize * (BLOCK_CELLS / 64)];
+        let cell_slot = |k: u64| -> Option<usize> {
+            let c = k >> 32;
+            let block = (c / BLOCK_CELLS as u64) as usize;
+            let slot = *top.get(block)?;
+            (slot != EMPTY).then(|| slot as usize * BLOCK_CELLS + (c % BLOCK_CELLS as u64) as usize)
+        };
+        let mut boxes = vec![[u8::MAX, u8::MAX, u8::MAX, 0, 0, 0]; n_slots as usize];
+        for &k in &keys {
+            if let Some(c) = cell_slot(k) {
+                let local = c % BLOCK_CELLS;
+                let l = [
+                    (local % BLOCK as usize) as u8,
+                    (local / BLOCK as usize % BLOCK as usize) as u8,
+                    (local / (BLOCK * BLOCK) as usize) as u8,
+                ];
+                if let Some(b) = boxes.get_mut(c / BLOCK_CELLS) {
+                    for a in 0..3 {
+                        b[a] = b[a].min(l[a]);
+                        b[a + 3] = b[a + 3].max(l[a]);
+                    }
+                }
+                if let Some(s) = starts.get_mut(c + 1) {
+                    *s += 1;
+                }
+                if let Some(w) = occupied.get_mut(c / 64) {
+                    *w |= 1u64 << (c % 64);
+                }
+            }
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let items: Vec<Item> = keys
+            .par_iter()
+            .map(|&k| {
+                let idx = k as u32;
+                Item {
+                    p: positions.get(idx as usize).copied().unwrap_or([f32::NAN; 3]),
+                    idx,
+                }
+            })
+            .collect();
+        drop(keys);
+        let normals: Vec<u32> = (0..positions.len())
+            .into_par_iter()
+            .map(|i| {
+                let normal = map.normals.and_then(|n| n.get(i)).copied();
+                let gamma = map.gamma.and_then(|g| g.get(i)).copied().unwrap_or(0.0);
+                pack_normal(normal, gamma < gamma_max)
+            })
+            .collect();
+        BeamIndex {
+            rho,
+            lo,
+            cell,
+            inv_cell,
+            top_dims,
+            top,
+            starts,
+            occupied,
+            boxes,
+            items,
+            normals,
+            gamma_max,
+        }
+    }
+
     /// The plane thickness limit the index was built for.
     pub fn gamma_max(&self) -> f32 {
         self.gamma_max
     }
 
-    /// Builds the index of `map` (parallel over buckets) for the default plane thickness limit
-    /// ([`super::RenderParams::gamma_max_m`] unset: 0.5 r_map).
-    pub fn build(map: &MapView) -> BeamIndex {
-        BeamIndex::build_with_gamma_max(map, 0.5 * r_map_of(map))
-    }
-
-    /// Builds the index of `map`; points whose plane thickness is below `gamma_max` are treated as lying on
-    /// a plane (oriented disks).
-    pub fn build_with_gamma_max(map: &MapView, gamma_max: f32) -> BeamIndex {
-        let r_map = r_map_of(map);
-        let rho = 0.5 * 3f32.sqrt() * r_map;
-        let n_points = map.positions.len() as u64;
-        let valid = |b: &aerie_pipeline::map::Bucket| {
-            b.count > 0
-                && b.first as u64 + b.count as u64 <= n_points
-                && b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
-        };
-        // Per-bucket fine grids, built independently then concatenated in bucket order.
-        let parts: Vec<Part> = map
-            .buckets
-            .par_iter()
-            .map(|b| {
-                if !valid(b) {
-                    let empty = Grid {
-                        lo: [0.0; 3],
-                        hi: [-1.0; 3],
-                        cell: [1.0; 3],
-                        inv_cell: [1.0; 3],
-                        dims: [1; 3],
-                        starts: 0,
-                        occupied: 0,
-                    };
-                    return (empty, vec![0, 0], Vec::new(), Vec::new());
-                }
-                let lo = [b.min[0] - rho, b.min[1] - rho, b.min[2] - rho];
-                let hi = [b.max[0] + rho, b.max[1] + rho, b.max[2] + rho];
-                let mut dims = [1i32; 3];
-                let mut cell = [1f32; 3];
-                for k in 0..3 {
-                    let ext = (hi[k] - lo[k]).max(1e-6);
-                    dims[k] = ((ext / (FINE_CELL * r_map)).ceil().clamp(1.0, MAX_FINE_DIM)) as i32;
-                    cell[k] = ext / dims[k] as f32;
-                }
-                let inv_cell = cell.map(|c| 1.0 / c);
-                let n_cells = (dims[0] * dims[1] * dims[2]) as usize;
-                let first = b.first as usize;
-                let points = map
-                    .positions
-                    .get(first..first + b.count as usize)
-                    .unwrap_or(&[]);
-                let flat = |x: i32, y: i32, z: i32| ((z * dims[1] + y) * dims[0] + x) as usize;
-                // Records sorted by the cell holding the point (then map order), so a cell's own points are
-                // contiguous and its neighbours' close by.
-                let mut order: Vec<(u32, u32)> = points
-                    .iter()
-                    .enumerate()
-                    .map(|(k, p)| {
-                        let c = flat(
-                            cell_of(p[0], lo[0], inv_cell[0], dims[0]),
-                            cell_of(p[1], lo[1], inv_cell[1], dims[1]),
-                            cell_of(p[2], lo[2], inv_cell[2], dims[2]),
-                        );
-                        (c as u32, k as u32)
-                    })
-                    .collect();
-                order.sort_unstable();
-                let records: Vec<([f32; 3], u32, u32)> = order
-                    .iter()
-                    .map(|&(_, k)| {
-                        let idx = first + k as usize;
-                        let p = map.positions.get(idx).copied().unwrap_or([f32::NAN; 3]);
-                        let normal = map.normals.and_then(|n| n.get(idx)).copied();
-                        let gamma = map.gamma.and_then(|g| g.get(idx)).copied().unwrap_or(0.0);
-                        (p, pack_normal(normal, gamma < gamma_max), idx as u32)
-                    })
-                    .collect();
-                let cells_of = |p: &[f32; 3]| {
-                    let x = cell_range(p[0] - rho, p[0] + rho, lo[0], cell[0], dims[0]);
-                    let y = cell_range(p[1] - rho, p[1] + rho, lo[1], cell[1], dims[1]);
-                    let z = cell_range(p[2] - rho, p[2] + rho, lo[2], cell[2], dims[2]);
-                    (x, y, z)
-                };
-                let mut counts = vec![0u32; n_cells + 1];
-                for r in &records {
-                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(&r.0);
-                    for z in z0..=z1 {
-                        for y in y0..=y1 {
-                            for x in x0..=x1 {
-                                if let Some(c) = counts.get_mut(flat(x, y, z) + 1) {
-                                    *c += 1;
-                                }
-                            }
-                        }
-                    }
-                }
-                for i in 1..counts.len() {
-                    counts[i] += counts[i - 1];
-                }
-                let mut fill = counts.clone();
-                let mut items = vec![
-                    Item {
-                        p: [f32::NAN; 3],
-                        rec: 0
-                    };
-                    counts.last().copied().unwrap_or(0) as usize
-                ];
-                for (k, r) in records.iter().enumerate() {
-                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(&r.0);
-                    for z in z0..=z1 {
-                        for y in y0..=y1 {
-                            for x in x0..=x1 {
-                                if let Some(f) = fill.get_mut(flat(x, y, z))
-                                    && let Some(slot) = items.get_mut(*f as usize)
-                                {
-                                    *slot = Item {
-                                        p: r.0,
-                                        rec: k as u32,
-                                    };
-                                    *f += 1;
-                                }
-                            }
-                        }
-                    }
-                }
-                let grid = Grid {
-                    lo,
-                    hi,
-                    cell,
-                    inv_cell,
-                    dims,
-                    starts: 0,
-                    occupied: 0,
-                };
-                (grid, counts, items, records)
-            })
-            .collect();
-        let mut grids = Vec::with_capacity(parts.len());
-        let mut starts = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
-        let mut items = Vec::with_capacity(parts.iter().map(|p| p.2.len()).sum());
-        let n_records = parts.iter().map(|p| p.3.len()).sum();
-        let mut normals = Vec::with_capacity(n_records);
-        let mut point = Vec::with_capacity(n_records);
-        let mut occupied: Vec<u64> = Vec::new();
-        for (mut grid, counts, its, recs) in parts {
-            grid.starts = starts.len();
-            grid.occupied = occupied.len() * 64;
-            let n_cells = counts.len().saturating_sub(1);
-            let words = n_cells.div_ceil(64);
-            let base_word = occupied.len();
-            occupied.resize(base_word + words, 0);
-            for (c, w) in counts.windows(2).enumerate() {
-                if w[1] > w[0]
-                    && let Some(word) = occupied.get_mut(base_word + c / 64)
-                {
-                    *word |= 1u64 << (c % 64);
-                }
-            }
-            let base = items.len() as u32;
-            starts.extend(counts.iter().map(|c| c + base));
-            let rbase = normals.len() as u32;
-            items.extend(its.iter().map(|i| Item {
-                p: i.p,
-                rec: i.rec + rbase,
-            }));
-            normals.extend(recs.iter().map(|r| r.1));
-            point.extend(recs.iter().map(|r| r.2));
-            grids.push(grid);
-        }
-        // Coarse grid over all expanded bucket bounds.
-        let mut lo = [f32::INFINITY; 3];
-        let mut hi = [f32::NEG_INFINITY; 3];
-        for g in grids.iter().filter(|g| g.hi[0] >= g.lo[0]) {
-            for k in 0..3 {
-                lo[k] = lo[k].min(g.lo[k]);
-                hi[k] = hi[k].max(g.hi[k]);
-            }
-        }
-        if !(lo[0] <= hi[0]) {
-            lo = [0.0; 3];
-            hi = [0.0; 3];
-        }
-        let mut coarse_cell = if map.bucket_size.is_finite() && map.bucket_size > 0.0 {
-            map.bucket_size
-        } else {
-            16.0 * FINE_CELL * r_map
-        };
-        let extent = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
-        let cells_for = |c: f32| -> f64 {
-            extent
-                .iter()
-                .map(|e| ((e / c).ceil().max(1.0)) as f64)
-                .product()
-        };
-        while cells_for(coarse_cell) > MAX_COARSE_CELLS {
-            coarse_cell *= 2.0;
-        }
-        let coarse_dims = extent.map(|e| (e / coarse_cell).ceil().max(1.0) as i32);
-        let n_coarse = (coarse_dims[0] * coarse_dims[1] * coarse_dims[2]) as usize;
-        let cflat =
-            |x: i32, y: i32, z: i32| ((z * coarse_dims[1] + y) * coarse_dims[0] + x) as usize;
-        let mut coarse_starts = vec![0u32; n_coarse + 1];
-        let covered = |g: &Grid| {
-            let x = cell_range(g.lo[0], g.hi[0], lo[0], coarse_cell, coarse_dims[0]);
-            let y = cell_range(g.lo[1], g.hi[1], lo[1], coarse_cell, coarse_dims[1]);
-            let z = cell_range(g.lo[2], g.hi[2], lo[2], coarse_cell, coarse_dims[2]);
-            (x, y, z)
-        };
-        let live = |g: &Grid| g.hi[0] >= g.lo[0];
-        for g in grids.iter().filter(|g| live(g)) {
-            let ((x0, x1), (y0, y1), (z0, z1)) = covered(g);
-            for z in z0..=z1 {
-                for y in y0..=y1 {
-                    for x in x0..=x1 {
-                        if let Some(c) = coarse_starts.get_mut(cflat(x, y, z) + 1) {
-                            *c += 1;
-                        }
-                    }
-                }
-            }
-        }
-        for i in 1..coarse_starts.len() {
-            coarse_starts[i] += coarse_starts[i - 1];
-        }
-        let mut fill = coarse_starts.clone();
-        let mut coarse_items = vec![0u32; coarse_starts.last().copied().unwrap_or(0) as usize];
-        for (bi, g) in grids.iter().enumerate().filter(|(_, g)| live(g)) {
-            let ((x0, x1), (y0, y1), (z0, z1)) = covered(g);
-            for z in z0..=z1 {
-                for y in y0..=y1 {
-                    for x in x0..=x1 {
-                        if let Some(f) = fill.get_mut(cflat(x, y, z))
-                            && let Some(slot) = coarse_items.get_mut(*f as usize)
-                        {
-                            *slot = bi as u32;
-                            *f += 1;
-                        }
-                    }
-                }
-            }
-        }
-        BeamIndex {
-            rho,
-            coarse_lo: lo,
-            coarse_cell,
-            coarse_dims,
-            coarse_starts,
-            coarse_items,
-            grids,
-            starts,
-            occupied,
-            items,
-            normals,
-            point,
-            gamma_max,
-        }
-    }
-
     /// Memory held by the index, bytes.
     pub fn memory_bytes(&self) -> usize {
-        4 * (self.coarse_starts.len() + self.coarse_items.len() + self.starts.len())
+        4 * (self.top.len() + self.starts.len() + self.normals.len())
+            + 6 * self.boxes.len()
             + 8 * self.occupied.len()
             + self.items.len() * std::mem::size_of::<Item>()
-            + self.grids.len() * std::mem::size_of::<Grid>()
-            + 4 * (self.normals.len() + self.point.len())
     }
 }
 
@@ -497,7 +389,7 @@ pub(crate) fn render(ctx: &Ctx, index: &BeamIndex) -> Vec<Option<Hit>> {
     (0..ctx.beams.len())
         .into_par_iter()
         .with_min_len(64)
-        .map_init(Vec::new, |visited, i| cast(ctx, index, i, visited))
+        .map(|i| cast(ctx, index, i))
         .collect()
 }
 
@@ -505,25 +397,20 @@ pub(crate) fn render(ctx: &Ctx, index: &BeamIndex) -> Vec<Option<Hit>> {
 struct RayCtx {
     o: [f32; 3],
     u: [f32; 3],
-    inv: [f32; 3],
     rho2: f32,
     screen2: f32,
     neg_screen: f32,
     planes: bool,
 }
 
-fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Option<Hit> {
+fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
     let (o, u) = ctx.ray(i);
     let inv = u.map(|c| 1.0 / c);
     let t_max = ctx.physics.max_range_m.max(0.0) + index.rho;
-    let c = index.coarse_cell;
-    let lo = index.coarse_lo;
-    let dims = index.coarse_dims;
-    let hi = [
-        lo[0] + dims[0] as f32 * c,
-        lo[1] + dims[1] as f32 * c,
-        lo[2] + dims[2] as f32 * c,
-    ];
+    let bc = BLOCK as f32 * index.cell;
+    let lo = index.lo;
+    let td = index.top_dims;
+    let hi = [0, 1, 2].map(|k| lo[k] + td[k] as f32 * bc);
     // Beams that miss the map's box, or leave it, end here.
     let (t0, t1) = slab(o, inv, lo, hi)?;
     let t_start = t0.max(0.0);
@@ -535,76 +422,81 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Optio
     let ray = RayCtx {
         o,
         u,
-        inv,
         rho2: index.rho * index.rho,
         screen2: screen * screen,
         neg_screen: -screen,
         planes: ctx.planes,
     };
-    visited.clear();
     let mut best: Option<Hit> = None;
-    let inv_c = 1.0 / c;
-    let mut dda = Dda::new(o, u, inv, t_start, lo, [c; 3], [inv_c; 3], dims);
+    let inv_bc = 1.0 / bc;
+    let mut outer = Dda::new(o, u, inv, t_start, lo, [bc; 3], [inv_bc; 3], td);
+    let mut t_enter = t_start;
     loop {
-        let [x, y, z] = dda.cell;
-        let flat = ((z * dims[1] + y) * dims[0] + x) as usize;
-        let range = match (
-            index.coarse_starts.get(flat),
-            index.coarse_starts.get(flat + 1),
-        ) {
-            (Some(&a), Some(&b)) => a as usize..b as usize,
-            _ => 0..0,
-        };
-        for &bucket in index.coarse_items.get(range).unwrap_or(&[]) {
-            if visited.contains(&bucket) {
-                continue;
-            }
-            visited.push(bucket);
-            if let Some(g) = index.grids.get(bucket as usize) {
-                trace_bucket(&ray, index, g, t_end, &mut best);
-            }
+        let [x, y, z] = outer.cell;
+        let exit = outer.exit();
+        let block = ((z * td[1] + y) * td[0] + x) as usize;
+        if let Some(&slot) = index.top.get(block)
+            && slot != EMPTY
+        {
+            let blo = [
+                lo[0] + x as f32 * bc,
+                lo[1] + y as f32 * bc,
+                lo[2] + z as f32 * bc,
+            ];
+            trace_block(&ray, index, slot as usize, blo, inv, t_enter, t_end, &mut best);
         }
-        let exit = dda.exit();
-        if best.is_some_and(|b| b.t <= exit) || exit > t_end || !dda.advance(dims) {
+        if best.is_some_and(|b| b.t <= exit) || exit > t_end || !outer.advance(td) {
             break;
         }
+        t_enter = exit;
     }
-    // The traversal keeps record indices; the frame wants map indices.
-    best.and_then(|b| {
-        Some(Hit {
-            point: *index.point.get(b.point as usize)?,
-            ..b
-        })
-    })
+    best
 }
 
+/// Marches through the cells of one block from ray parameter `t_enter`.
+#[allow(clippy::too_many_arguments)]
 #[inline]
-fn trace_bucket(ray: &RayCtx, index: &BeamIndex, g: &Grid, t_end: f32, best: &mut Option<Hit>) {
-    let (o, u, inv) = (ray.o, ray.u, ray.inv);
-    let Some((ta, tb)) = slab(o, inv, g.lo, g.hi) else {
+fn trace_block(
+    ray: &RayCtx,
+    index: &BeamIndex,
+    slot: usize,
+    blo: [f32; 3],
+    inv: [f32; 3],
+    t_enter: f32,
+    t_end: f32,
+    best: &mut Option<Hit>,
+) {
+    let dims = [BLOCK; 3];
+    let c = index.cell;
+    let Some(b) = index.boxes.get(slot) else {
         return;
     };
-    let ta = ta.max(0.0);
-    let tb = tb.min(t_end).min(best.map_or(f32::INFINITY, |b| b.t));
+    let box_lo = [0, 1, 2].map(|a| blo[a] + b[a] as f32 * c);
+    let box_hi = [0, 1, 2].map(|a| blo[a] + (b[a + 3] as f32 + 1.0) * c);
+    let Some((ta, tb)) = slab(ray.o, inv, box_lo, box_hi) else {
+        return;
+    };
+    let ta = ta.max(t_enter);
+    let tb = tb.min(t_end).min(best.map_or(f32::INFINITY, |h| h.t));
     if !(ta <= tb) {
         return;
     }
-    let mut dda = Dda::new(o, u, inv, ta, g.lo, g.cell, g.inv_cell, g.dims);
+    let mut dda = Dda::new(ray.o, ray.u, inv, ta, blo, [c; 3], [index.inv_cell; 3], dims);
+    let base = slot * BLOCK_CELLS;
     loop {
         let [x, y, z] = dda.cell;
-        let local = ((z * g.dims[1] + y) * g.dims[0] + x) as usize;
-        let bit = g.occupied + local;
+        let local = ((z * BLOCK + y) * BLOCK + x) as usize;
+        let cell = base + local;
         let occupied = index
             .occupied
-            .get(bit / 64)
-            .is_some_and(|w| w & (1u64 << (bit % 64)) != 0);
-        let flat = g.starts + local;
+            .get(cell / 64)
+            .is_some_and(|w| w & (1u64 << (cell % 64)) != 0);
         if occupied
-            && let (Some(&a), Some(&b)) = (index.starts.get(flat), index.starts.get(flat + 1))
+            && let (Some(&a), Some(&b)) = (index.starts.get(cell), index.starts.get(cell + 1))
         {
             let cell_items = index.items.get(a as usize..b as usize).unwrap_or(&[]);
             // Screen eight points at a time into a bit mask (a branch-free loop the compiler vectorises),
-            // then test exactly the few that pass, in cell order.
+            // then test exactly the few that pass.
             let mut chunks = cell_items.chunks_exact(8);
             for chunk in &mut chunks {
                 let mut mask = 0u32;
@@ -626,7 +518,7 @@ fn trace_bucket(ray: &RayCtx, index: &BeamIndex, g: &Grid, t_end: f32, best: &mu
             }
         }
         let exit = dda.exit();
-        if best.is_some_and(|b| b.t <= exit) || exit > tb || !dda.advance(g.dims) {
+        if best.is_some_and(|b| b.t <= exit) || exit > tb || !dda.advance(dims) {
             break;
         }
     }
@@ -642,8 +534,7 @@ fn screen(ray: &RayCtx, p: [f32; 3]) -> bool {
     (dot(m, m) <= ray.screen2) & (tp > ray.neg_screen)
 }
 
-/// The exact disk test of a screened item; keeps the nearest hit (ties: lower point index). `best.point` is a
-/// record index here.
+/// The exact disk test of a screened item; keeps the nearest hit (ties: lower point index).
 #[inline]
 fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Option<Hit>) {
     let u = ray.u;
@@ -651,28 +542,16 @@ fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Op
     let tp = dot(rel, u);
     let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
     let perp2 = dot(m, m);
-    let Some(&packed) = index.normals.get(item.rec as usize) else {
+    let Some(&packed) = index.normals.get(item.idx as usize) else {
         return;
     };
-    let Some((t, cos)) = disk_hit(ray, packed, rel, tp, perp2) else {
-        return;
-    };
-    if !(t <= t_end) {
-        return;
-    }
-    let better = match best {
-        None => true,
-        Some(b) if t < b.t => true,
-        Some(b) if t == b.t => {
-            let idx = |r: u32| index.point.get(r as usize).copied().unwrap_or(u32::MAX);
-            idx(item.rec) < idx(b.point)
-        }
-        Some(_) => false,
-    };
-    if better {
+    if let Some((t, cos)) = disk_hit(ray, packed, rel, tp, perp2)
+        && t <= t_end
+        && best.is_none_or(|b| (t, item.idx) < (b.t, b.point))
+    {
         *best = Some(Hit {
             t,
-            point: item.rec,
+            point: item.idx,
             cos_incidence: cos,
         });
     }
