@@ -78,7 +78,9 @@ impl Surface {
             let h = splitmix64(salt ^ k.wrapping_mul(0x2545_F491_4F6C_DD1D));
             k += 1;
             let u = |shift: u32| ((h >> shift) & 0xFFFF) as f32 / 65536.0;
-            cloud.positions.push([p[0] as f32, p[1] as f32, p[2] as f32]);
+            cloud
+                .positions
+                .push([p[0] as f32, p[1] as f32, p[2] as f32]);
             if let Some(v) = cloud.normals.as_mut() {
                 v.push([n[0] as f32, n[1] as f32, n[2] as f32]);
             }
@@ -90,7 +92,8 @@ impl Surface {
             }
             h
         };
-        let jitter = |h: u64, shift: u32| (((h >> shift) & 0xFFFF) as f64 / 65536.0 - 0.5) * 0.5 * r;
+        let jitter =
+            |h: u64, shift: u32| (((h >> shift) & 0xFFFF) as f64 / 65536.0 - 0.5) * 0.5 * r;
         match *self {
             Surface::Rect { c, e1, e2, a, b } => {
                 let n = cross(e1, e2);
@@ -144,18 +147,19 @@ fn box_surfaces(c: [f64; 2], yaw: f64, w: f64, d: f64, h: f64) -> [Surface; 5] {
     let ex = [ca, sa, 0.0];
     let ey = [-sa, ca, 0.0];
     let z = [0.0, 0.0, 1.0];
-    let side = |s: f64, e: [f64; 3], along: [f64; 3], half_along: f64, half_out: f64| Surface::Rect {
-        c: [
-            c[0] + s * half_out * e[0],
-            c[1] + s * half_out * e[1],
-            0.5 * h,
-        ],
-        // Axes ordered so that the normal e1 x e2 points out of the box.
-        e1: if s > 0.0 { along } else { neg(along) },
-        e2: z,
-        a: half_along,
-        b: 0.5 * h,
-    };
+    let side =
+        |s: f64, e: [f64; 3], along: [f64; 3], half_along: f64, half_out: f64| Surface::Rect {
+            c: [
+                c[0] + s * half_out * e[0],
+                c[1] + s * half_out * e[1],
+                0.5 * h,
+            ],
+            // Axes ordered so that the normal e1 x e2 points out of the box.
+            e1: if s > 0.0 { along } else { neg(along) },
+            e2: z,
+            a: half_along,
+            b: 0.5 * h,
+        };
     [
         side(1.0, ex, ey, 0.5 * d, 0.5 * w),
         side(-1.0, ex, ey, 0.5 * d, 0.5 * w),
@@ -201,7 +205,7 @@ pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
         0.3,
     )];
     let mut total = surfaces[0].0.count(r);
-    let mut rng = Rng(splitmix64(seed ^ 0x5EED_0F_5CE7E));
+    let mut rng = Rng(splitmix64(seed ^ 0x05EE_D0F5_CE7E));
     let free = 3.0;
     let margin = 1.0f64.min(0.5 * half);
     while total < points {

@@ -57,7 +57,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let sensors: Vec<SensorModel> = args
         .sensors
         .iter()
-        .map(|name| SensorModel::preset(name).with_context(|| format!("unknown sensor preset {name}")))
+        .map(|name| {
+            SensorModel::preset(name).with_context(|| format!("unknown sensor preset {name}"))
+        })
         .collect::<anyhow::Result<_>>()?;
     let methods: Vec<Method> = args
         .renderers
@@ -65,7 +67,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|m| match m.as_str() {
             "splat" => Ok(Method::Splat),
             "beam" => Ok(Method::Beam),
-            other => Err(anyhow::anyhow!("unknown renderer {other}: expected splat or beam")),
+            other => Err(anyhow::anyhow!(
+                "unknown renderer {other}: expected splat or beam"
+            )),
         })
         .collect::<anyhow::Result<_>>()?;
     let pose = pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.3);
@@ -73,7 +77,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.json {
         println!(
             "{:>10} {:<8} {:>7} {:<6} {:>9} {:>9} {:>9} {:>9} {:>8}",
-            "map pts", "sensor", "beams", "method", "median ms", "min ms", "max ms", "cpu ms", "returns"
+            "map pts",
+            "sensor",
+            "beams",
+            "method",
+            "median ms",
+            "min ms",
+            "max ms",
+            "cpu ms",
+            "returns"
         );
     }
     for &n in &args.points {
@@ -149,7 +161,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let min = times.iter().copied().fold(f64::INFINITY, f64::min);
                 let max = times.iter().copied().fold(0.0, f64::max);
                 let med = median(times);
-                let name = if method == Method::Beam { "beam" } else { "splat" };
+                let name = if method == Method::Beam {
+                    "beam"
+                } else {
+                    "splat"
+                };
                 if args.json {
                     println!(
                         "{}",

@@ -183,22 +183,25 @@ impl BeamIndex {
             .flat_map_iter(|r| {
                 let pts = positions.get(r.clone()).unwrap_or(&[]);
                 let first = r.start;
-                pts.iter().enumerate().flat_map(move |(k, p)| {
-                    let idx = (first + k) as u64;
-                    let ok = p.iter().all(|v| v.is_finite());
-                    let range = |a: usize| {
-                        let c0 = cell_of(p[a] - rho - eps, lo[a], inv_cell, dims[a]);
-                        let c1 = cell_of(p[a] + rho + eps, lo[a], inv_cell, dims[a]);
-                        if ok { c0..=c1 } else { 1..=0 }
-                    };
-                    let (rx, ry, rz) = (range(0), range(1), range(2));
-                    rz.flat_map(move |z| {
-                        let rx = rx.clone();
-                        ry.clone().flat_map(move |y| {
-                            rx.clone().map(move |x| (key([x, y, z]) << 32) | idx)
+                let finite = |p: &&[f32; 3]| p.iter().all(|v| v.is_finite());
+                pts.iter()
+                    .enumerate()
+                    .filter(move |(_, p)| finite(p))
+                    .flat_map(move |(k, p)| {
+                        let idx = (first + k) as u64;
+                        let range = |a: usize| {
+                            let c0 = cell_of(p[a] - rho - eps, lo[a], inv_cell, dims[a]);
+                            let c1 = cell_of(p[a] + rho + eps, lo[a], inv_cell, dims[a]);
+                            c0..=c1
+                        };
+                        let (rx, ry, rz) = (range(0), range(1), range(2));
+                        rz.flat_map(move |z| {
+                            let rx = rx.clone();
+                            ry.clone().flat_map(move |y| {
+                                rx.clone().map(move |x| (key([x, y, z]) << 32) | idx)
+                            })
                         })
                     })
-                })
             })
             .collect();
         keys.par_sort_unstable();
@@ -256,7 +259,10 @@ impl BeamIndex {
             .map(|&k| {
                 let idx = k as u32;
                 Item {
-                    p: positions.get(idx as usize).copied().unwrap_or([f32::NAN; 3]),
+                    p: positions
+                        .get(idx as usize)
+                        .copied()
+                        .unwrap_or([f32::NAN; 3]),
                     idx,
                 }
             })
@@ -443,7 +449,16 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
                 lo[1] + y as f32 * bc,
                 lo[2] + z as f32 * bc,
             ];
-            trace_block(&ray, index, slot as usize, blo, inv, t_enter, t_end, &mut best);
+            trace_block(
+                &ray,
+                index,
+                slot as usize,
+                blo,
+                inv,
+                t_enter,
+                t_end,
+                &mut best,
+            );
         }
         if best.is_some_and(|b| b.t <= exit) || exit > t_end || !outer.advance(td) {
             break;
@@ -481,7 +496,16 @@ fn trace_block(
     if !(ta <= tb) {
         return;
     }
-    let mut dda = Dda::new(ray.o, ray.u, inv, ta, blo, [c; 3], [index.inv_cell; 3], dims);
+    let mut dda = Dda::new(
+        ray.o,
+        ray.u,
+        inv,
+        ta,
+        blo,
+        [c; 3],
+        [index.inv_cell; 3],
+        dims,
+    );
     let base = slot * BLOCK_CELLS;
     loop {
         let [x, y, z] = dda.cell;
@@ -593,14 +617,14 @@ mod tests {
     #[test]
     fn packed_normals_round_trip() {
         for n in [
-            [0.0, 0.0, 1.0],
+            [0.0f32, 0.0, 1.0],
             [0.0, 0.0, -1.0],
             [1.0, 0.0, 0.0],
             [0.6, -0.8, 0.0],
             [-0.48, 0.6, -0.64],
             [0.267, 0.534, 0.802],
         ] {
-            let l = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] as f32).sqrt();
+            let l = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
             let n = [n[0] / l, n[1] / l, n[2] / l];
             let v = pack_normal(Some(n), true);
             assert!(v & HAS_NORMAL != 0 && v & PLANAR != 0);
