@@ -1,7 +1,10 @@
 //! aerie-simcore: the simulator core. Sensor models and scan patterns ([`sensor`]), scan rendering from a
-//! packed map ([`render`]), sensor poses over time ([`trajectory`]), analytic scenes with exact ray casting for accuracy checks ([`scene`]). Reads maps through `aerie_pipeline::map`; never prints.
+//! packed map ([`render`]), sensor poses over time ([`trajectory`]), analytic scenes with exact ray casting
+//! for accuracy checks ([`scene`]), procedural maps for benchmarks ([`synthetic`]). Reads maps through
+//! `aerie_pipeline::map`; never prints.
 
 pub mod render;
 pub mod scene;
 pub mod sensor;
+pub mod synthetic;
 pub mod trajectory;

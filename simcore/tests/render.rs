@@ -917,46 +917,8 @@ fn auto_picks_a_renderer_and_keeps_it() {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Speed (one-off: cargo test --release -p aerie-simcore --test render speed -- --ignored --nocapture)
-
-/// A synthetic map of about `n` points at r_map 0.05: a ground plane with walls and pillars.
-fn big_scene(n: usize) -> Scene {
-    // Area needed: n * r^2.
-    let area = n as f64 * 0.0025;
-    let half = (area / 4.0 / 2.0).sqrt();
-    let mut prims = vec![Prim::rect(
-        [0.0, 0.0, 0.0],
-        [1.0, 0.0, 0.0],
-        [0.0, 1.0, 0.0],
-        half,
-        half,
-    )];
-    // Walls and pillars take the rest of the area (~half).
-    let mut wall_area = area / 2.0;
-    let mut k = 0;
-    while wall_area > 0.0 {
-        let a = k as f64 * 1.7;
-        let d = 5.0 + (k as f64 * 3.1) % (half - 2.0).max(1.0);
-        let c = [d * a.cos(), d * a.sin(), 2.0];
-        prims.push(Prim::rect(
-            c,
-            [-a.sin(), a.cos(), 0.0],
-            [0.0, 0.0, 1.0],
-            4.0,
-            2.0,
-        ));
-        prims.push(Prim::Cyl {
-            cx: c[0] + 1.0,
-            cy: c[1] - 1.0,
-            radius: 0.4,
-            z0: 0.0,
-            z1: 4.0,
-        });
-        wall_area -= 8.0 * 4.0 + std::f64::consts::TAU * 0.4 * 4.0;
-        k += 1;
-    }
-    Scene { prims }
-}
+// Speed (one-off: cargo test --release -p aerie-simcore --test render speed -- --ignored --nocapture; the
+// per-sensor table with presets is `aerie bench scan`)
 
 #[test]
 #[ignore]
@@ -970,9 +932,9 @@ fn speed() {
         .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or(vec![1_000_000, 5_000_000]);
     for n in sizes {
-        let scene = big_scene(n);
-        let map = TestMap::build(&scene, 0.05, [0.0; 3]);
-        let pose = pose_from_xyz_rpy(0.3, 0.2, 1.5, 0.0, 0.0, 0.3);
+        // The procedural scene `aerie bench scan` uses (ground, walls, pillars, boxes; the middle kept free).
+        let map = aerie_simcore::synthetic::synthetic_map(n, 0.05, 1).expect("synthetic map");
+        let pose = pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.3);
         let t = std::time::Instant::now();
         let index = render::BeamIndex::build(&map.view());
         println!(

@@ -2,6 +2,7 @@
 //! docs/benchmarks.md and the peer comparison scripts under bench/. One module per measured job.
 
 mod prepare;
+mod scan;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,6 +31,8 @@ enum What {
     },
     /// Time each preparation stage on a file (median of N runs), with the same parameters as the peers.
     Prepare(prepare::Args),
+    /// Median time per frame of the scan renderers on procedural maps, per sensor preset and map size.
+    Scan(scan::Args),
 }
 
 #[derive(Serialize)]
@@ -99,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Ok(())
         }
         What::Prepare(a) => prepare::run(a),
+        What::Scan(a) => scan::run(a),
     }
 }
 

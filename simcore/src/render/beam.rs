@@ -1,248 +1,308 @@
-//! The beam-driven renderer: each beam marches through a coarse grid over the buckets, then through a fine
-//! grid inside each bucket it meets, and takes the nearest disk it crosses (oriented disks of radius
-//! sqrt(3)/2 * r_map for points on planes, disks facing the beam for the others). Beams are independent, so
-//! the result does not depend on the number of threads.
+//! The beam-driven renderer: each beam marches front to back through a two-level grid over the map (blocks of
+//! 8 x 8 x 8 fine cells; empty blocks and empty cells are skipped) and takes the nearest disk it crosses
+//! (oriented disks of radius sqrt(3)/2 * r_map for points on planes, disks facing the beam for the others). A
+//! point is listed in every fine cell its disk can reach, so the first cell holding a hit nearer than the
+//! cell's exit ends the march. Beams are independent, so the result does not depend on the number of threads.
 
 use rayon::prelude::*;
 
 use aerie_pipeline::map::MapView;
 
-use super::{Ctx, Hit};
+use super::{Ctx, Hit, MIN_COS_PLANE, dot, sub};
 
-/// Fine cell edge in units of r_map: ~16 points of a surface per cell, each inserted in ~3 cells.
+/// Fine cell edge in units of r_map: ~16 points of a surface per cell, each listed in ~3 cells.
 const FINE_CELL: f32 = 4.0;
-const MAX_FINE_DIM: f32 = 64.0;
-const MAX_COARSE_CELLS: f64 = 16.0e6;
+/// Block edge in fine cells (8^3 = 512 cells: eight 64-bit occupancy words).
+const BLOCK: i32 = 8;
+const BLOCK_CELLS: usize = 512;
+/// Most blocks in the dense top-level table (4 bytes each); fine cells grow beyond it (huge sparse maps).
+const MAX_BLOCKS: f64 = 4.0e6;
+/// Slack of the cheap distance-to-ray test that screens points before the exact disk test, as a factor on
+/// the disk radius: an oriented disk's hit lies within rho of its point, so the ray passes within rho of it;
+/// the slack absorbs rounding of the exact test (a far grazing plane hit).
+const SCREEN_SLACK: f32 = 1.05;
+const EMPTY: u32 = u32::MAX;
 
-/// Fine grid over one bucket's points (expanded by the disk radius).
-#[derive(Clone, Copy, Debug)]
-struct Grid {
-    lo: [f32; 3],
-    hi: [f32; 3],
-    cell: [f32; 3],
-    dims: [i32; 3],
-    /// Offset of this grid's cell starts in `BeamIndex::starts`.
-    starts: usize,
+/// Bits of a packed normal (see [`pack_normal`]).
+const HAS_NORMAL: u32 = 1 << 31;
+const PLANAR: u32 = 1 << 30;
+const OCT_MAX: f32 = 32767.0;
+
+/// A unit normal in 32 bits: octahedral coordinates, 15 bits each (about 5e-5 rad), plus whether the point has
+/// a normal and whether it lies on a plane (plane thickness below the index's gamma_max). One word per point
+/// keeps the table the exact test reads 8 times smaller than full records, so it stays in cache.
+fn pack_normal(n: Option<[f32; 3]>, planar: bool) -> u32 {
+    let Some(n) = n.filter(|n| n.iter().all(|v| v.is_finite())) else {
+        return 0;
+    };
+    let s = n[0].abs() + n[1].abs() + n[2].abs();
+    if !(s > 0.0) {
+        return 0;
+    }
+    let (mut x, mut y) = (n[0] / s, n[1] / s);
+    if n[2] < 0.0 {
+        let sx = if x >= 0.0 { 1.0 } else { -1.0 };
+        let sy = if y >= 0.0 { 1.0 } else { -1.0 };
+        (x, y) = ((1.0 - y.abs()) * sx, (1.0 - x.abs()) * sy);
+    }
+    let q = |v: f32| ((v.clamp(-1.0, 1.0) * 0.5 + 0.5) * OCT_MAX).round() as u32;
+    HAS_NORMAL | if planar { PLANAR } else { 0 } | (q(x) << 15) | q(y)
 }
 
-/// Acceleration structure of the beam renderer for one map (built once per map, O(points)).
+/// The unit normal of a packed word (meaningful when `HAS_NORMAL` is set).
+#[inline]
+fn unpack_normal(v: u32) -> [f32; 3] {
+    let d = |q: u32| (q & 0x7FFF) as f32 * (2.0 / OCT_MAX) - 1.0;
+    let (mut x, mut y) = (d(v >> 15), d(v));
+    let z = 1.0 - x.abs() - y.abs();
+    if z < 0.0 {
+        let sx = if x >= 0.0 { 1.0 } else { -1.0 };
+        let sy = if y >= 0.0 { 1.0 } else { -1.0 };
+        (x, y) = ((1.0 - y.abs()) * sx, (1.0 - x.abs()) * sy);
+    }
+    let l = (x * x + y * y + z * z).sqrt();
+    [x / l, y / l, z / l]
+}
+
+/// A point in a fine cell: 16 bytes, four to a cache line, so screening a cell streams memory.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
+struct Item {
+    p: [f32; 3],
+    /// Index of the point in the map (and in `BeamIndex::normals`).
+    idx: u32,
+}
+
+/// Acceleration structure of the beam renderer for one map (built once per map).
 pub struct BeamIndex {
     rho: f32,
-    /// Coarse grid: origin, cell edge, dims; cell -> range of `coarse_items` (bucket ids).
-    coarse_lo: [f32; 3],
-    coarse_cell: f32,
-    coarse_dims: [i32; 3],
-    coarse_starts: Vec<u32>,
-    coarse_items: Vec<u32>,
-    grids: Vec<Grid>,
+    /// Fine grid: origin, cell edge and its inverse; the grid is `top_dims * BLOCK` cells per axis.
+    lo: [f32; 3],
+    cell: f32,
+    inv_cell: f32,
+    /// Block table: block -> slot of its cells, or `EMPTY`.
+    top_dims: [i32; 3],
+    top: Vec<u32>,
+    /// Per slot, `BLOCK_CELLS` cell starts into `items` (plus one final end).
     starts: Vec<u32>,
-    items: Vec<u32>,
+    /// Per slot, eight words: one bit per cell, set where the cell holds points. A beam crosses mostly empty
+    /// cells; this table is 32 times smaller than `starts`, so it stays in cache.
+    occupied: Vec<u64>,
+    /// Per slot, the box of its occupied cells (min and max cell per axis): a beam is clipped to it before
+    /// marching the block, so it skips the empty part of a block (above the ground, beside a wall).
+    boxes: Vec<[u8; 6]>,
+    /// Points grouped by fine cell (a point appears in every cell its disk can reach), then in map order.
+    items: Vec<Item>,
+    /// Packed normal of each map point, read only for points that pass the screening test.
+    normals: Vec<u32>,
+    /// Plane thickness below which the packed normals say "planar".
+    gamma_max: f32,
 }
 
-/// Range of cells `[lo, hi]` along one axis touched by the interval `[a, b]`.
+fn r_map_of(map: &MapView) -> f32 {
+    if map.resolution.is_finite() && map.resolution > 0.0 {
+        map.resolution
+    } else {
+        0.1
+    }
+}
+
+/// Cell of coordinate `v` along one axis, clamped to the grid (truncation equals floor once clamped at 0).
 #[inline]
-fn cell_range(a: f32, b: f32, lo: f32, cell: f32, dim: i32) -> (i32, i32) {
-    let i0 = (((a - lo) / cell).floor() as i32).clamp(0, dim - 1);
-    let i1 = (((b - lo) / cell).floor() as i32).clamp(0, dim - 1);
-    (i0, i1)
+fn cell_of(v: f32, lo: f32, inv_cell: f32, dim: i32) -> i32 {
+    (((v - lo) * inv_cell).max(0.0) as i32).min(dim - 1)
 }
 
 impl BeamIndex {
-    /// Builds the index of `map` (parallel over buckets).
+    /// Builds the index of `map` for the default plane thickness limit ([`super::RenderParams::gamma_max_m`]
+    /// unset: 0.5 r_map).
     pub fn build(map: &MapView) -> BeamIndex {
-        let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
-            map.resolution
-        } else {
-            0.1
-        };
+        BeamIndex::build_with_gamma_max(map, 0.5 * r_map_of(map))
+    }
+
+    /// Builds the index of `map`; points whose plane thickness is below `gamma_max` count as lying on a plane
+    /// (oriented disks). Parallel; the result does not depend on the number of threads (one sort of unique
+    /// keys orders everything).
+    pub fn build_with_gamma_max(map: &MapView, gamma_max: f32) -> BeamIndex {
+        let r_map = r_map_of(map);
         let rho = 0.5 * 3f32.sqrt() * r_map;
-        let n_points = map.positions.len() as u64;
-        let valid = |b: &aerie_pipeline::map::Bucket| {
-            b.count > 0
-                && b.first as u64 + b.count as u64 <= n_points
-                && b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
-        };
-        // Per-bucket fine grids, built independently then concatenated in bucket order.
-        let parts: Vec<(Grid, Vec<u32>, Vec<u32>)> = map
-            .buckets
-            .par_iter()
-            .map(|b| {
-                if !valid(b) {
-                    let empty = Grid {
-                        lo: [0.0; 3],
-                        hi: [-1.0; 3],
-                        cell: [1.0; 3],
-                        dims: [1; 3],
-                        starts: 0,
-                    };
-                    return (empty, vec![0, 0], Vec::new());
-                }
-                let lo = [b.min[0] - rho, b.min[1] - rho, b.min[2] - rho];
-                let hi = [b.max[0] + rho, b.max[1] + rho, b.max[2] + rho];
-                let mut dims = [1i32; 3];
-                let mut cell = [1f32; 3];
-                for k in 0..3 {
-                    let ext = hi[k] - lo[k];
-                    dims[k] = ((ext / (FINE_CELL * r_map)).ceil().clamp(1.0, MAX_FINE_DIM)) as i32;
-                    cell[k] = ext / dims[k] as f32;
-                }
-                let n_cells = (dims[0] * dims[1] * dims[2]) as usize;
-                let mut counts = vec![0u32; n_cells + 1];
-                let points = map
-                    .positions
-                    .get(b.first as usize..(b.first + b.count) as usize)
-                    .unwrap_or(&[]);
-                let cells_of = |p: &[f32; 3]| {
-                    let x = cell_range(p[0] - rho, p[0] + rho, lo[0], cell[0], dims[0]);
-                    let y = cell_range(p[1] - rho, p[1] + rho, lo[1], cell[1], dims[1]);
-                    let z = cell_range(p[2] - rho, p[2] + rho, lo[2], cell[2], dims[2]);
-                    (x, y, z)
-                };
-                let flat = |x: i32, y: i32, z: i32| ((z * dims[1] + y) * dims[0] + x) as usize;
-                for p in points {
-                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(p);
-                    for z in z0..=z1 {
-                        for y in y0..=y1 {
-                            for x in x0..=x1 {
-                                if let Some(c) = counts.get_mut(flat(x, y, z) + 1) {
-                                    *c += 1;
-                                }
-                            }
-                        }
-                    }
-                }
-                for i in 1..counts.len() {
-                    counts[i] += counts[i - 1];
-                }
-                let mut fill = counts.clone();
-                let mut items = vec![0u32; counts.last().copied().unwrap_or(0) as usize];
-                for (k, p) in points.iter().enumerate() {
-                    let ((x0, x1), (y0, y1), (z0, z1)) = cells_of(p);
-                    for z in z0..=z1 {
-                        for y in y0..=y1 {
-                            for x in x0..=x1 {
-                                if let Some(f) = fill.get_mut(flat(x, y, z))
-                                    && let Some(slot) = items.get_mut(*f as usize)
-                                {
-                                    *slot = b.first + k as u32;
-                                    *f += 1;
-                                }
-                            }
-                        }
-                    }
-                }
-                let grid = Grid {
-                    lo,
-                    hi,
-                    cell,
-                    dims,
-                    starts: 0,
-                };
-                (grid, counts, items)
-            })
-            .collect();
-        let mut grids = Vec::with_capacity(parts.len());
-        let mut starts = Vec::new();
-        let mut items = Vec::new();
-        for (mut grid, counts, its) in parts {
-            grid.starts = starts.len();
-            let base = items.len() as u32;
-            starts.extend(counts.iter().map(|c| c + base));
-            items.extend_from_slice(&its);
-            grids.push(grid);
-        }
-        // Coarse grid over all expanded bucket bounds.
+        let positions = map.positions;
+        // Bounds of the points the buckets hold, widened by the disk radius.
+        let n_points = positions.len() as u64;
         let mut lo = [f32::INFINITY; 3];
         let mut hi = [f32::NEG_INFINITY; 3];
-        for g in grids.iter().filter(|g| g.hi[0] >= g.lo[0]) {
+        for b in map.buckets {
+            if b.count == 0
+                || b.first as u64 + b.count as u64 > n_points
+                || !b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
+            {
+                continue;
+            }
             for k in 0..3 {
-                lo[k] = lo[k].min(g.lo[k]);
-                hi[k] = hi[k].max(g.hi[k]);
+                lo[k] = lo[k].min(b.min[k] - rho);
+                hi[k] = hi[k].max(b.max[k] + rho);
             }
         }
-        if !(lo[0] <= hi[0]) {
+        if !(lo[0] <= hi[0] && lo[1] <= hi[1] && lo[2] <= hi[2]) {
             lo = [0.0; 3];
             hi = [0.0; 3];
         }
-        let mut coarse_cell = if map.bucket_size.is_finite() && map.bucket_size > 0.0 {
-            map.bucket_size
-        } else {
-            16.0 * FINE_CELL * r_map
-        };
-        let extent = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
-        let cells_for = |c: f32| -> f64 {
-            extent
-                .iter()
-                .map(|e| ((e / c).ceil().max(1.0)) as f64)
+        let mut cell = FINE_CELL * r_map;
+        let blocks_for = |c: f32| -> f64 {
+            (0..3)
+                .map(|k| (((hi[k] - lo[k]) / (BLOCK as f32 * c)).ceil().max(1.0)) as f64)
                 .product()
         };
-        while cells_for(coarse_cell) > MAX_COARSE_CELLS {
-            coarse_cell *= 2.0;
+        while blocks_for(cell) > MAX_BLOCKS {
+            cell *= 2.0;
         }
-        let coarse_dims = extent.map(|e| (e / coarse_cell).ceil().max(1.0) as i32);
-        let n_coarse = (coarse_dims[0] * coarse_dims[1] * coarse_dims[2]) as usize;
-        let cflat =
-            |x: i32, y: i32, z: i32| ((z * coarse_dims[1] + y) * coarse_dims[0] + x) as usize;
-        let mut coarse_starts = vec![0u32; n_coarse + 1];
-        let covered = |g: &Grid| {
-            let x = cell_range(g.lo[0], g.hi[0], lo[0], coarse_cell, coarse_dims[0]);
-            let y = cell_range(g.lo[1], g.hi[1], lo[1], coarse_cell, coarse_dims[1]);
-            let z = cell_range(g.lo[2], g.hi[2], lo[2], coarse_cell, coarse_dims[2]);
-            (x, y, z)
+        let inv_cell = 1.0 / cell;
+        let top_dims =
+            [0, 1, 2].map(|k| ((hi[k] - lo[k]) / (BLOCK as f32 * cell)).ceil().max(1.0) as i32);
+        let dims = top_dims.map(|d| d * BLOCK);
+        // Key of a fine cell: block (linear) * 512 + cell within the block; below 2^31 by MAX_BLOCKS.
+        let key = |c: [i32; 3]| -> u64 {
+            let b = [c[0] / BLOCK, c[1] / BLOCK, c[2] / BLOCK];
+            let l = [c[0] % BLOCK, c[1] % BLOCK, c[2] % BLOCK];
+            let block = ((b[2] * top_dims[1] + b[1]) * top_dims[0] + b[0]) as u64;
+            let local = ((l[2] * BLOCK + l[1]) * BLOCK + l[0]) as u64;
+            block * BLOCK_CELLS as u64 + local
         };
-        let live = |g: &Grid| g.hi[0] >= g.lo[0];
-        for g in grids.iter().filter(|g| live(g)) {
-            let ((x0, x1), (y0, y1), (z0, z1)) = covered(g);
-            for z in z0..=z1 {
-                for y in y0..=y1 {
-                    for x in x0..=x1 {
-                        if let Some(c) = coarse_starts.get_mut(cflat(x, y, z) + 1) {
-                            *c += 1;
-                        }
-                    }
+        // Points of valid buckets only (others may be out of the bounds).
+        let ranges: Vec<std::ops::Range<usize>> = map
+            .buckets
+            .iter()
+            .filter(|b| b.count > 0 && b.first as u64 + b.count as u64 <= n_points)
+            .map(|b| b.first as usize..(b.first + b.count) as usize)
+            .collect();
+        // (cell key << 32 | point): every cell a point's disk box touches, widened by a hair so that rounding
+        // at a boundary never drops a cell the march may enter.
+        let eps = 1e-4 * cell;
+        let mut keys: Vec<u64> = ranges
+            .par_iter()
+            .flat_map_iter(|r| {
+                let pts = positions.get(r.clone()).unwrap_or(&[]);
+                let first = r.start;
+                let finite = |p: &&[f32; 3]| p.iter().all(|v| v.is_finite());
+                pts.iter()
+                    .enumerate()
+                    .filter(move |(_, p)| finite(p))
+                    .flat_map(move |(k, p)| {
+                        let idx = (first + k) as u64;
+                        let range = |a: usize| {
+                            let c0 = cell_of(p[a] - rho - eps, lo[a], inv_cell, dims[a]);
+                            let c1 = cell_of(p[a] + rho + eps, lo[a], inv_cell, dims[a]);
+                            c0..=c1
+                        };
+                        let (rx, ry, rz) = (range(0), range(1), range(2));
+                        rz.flat_map(move |z| {
+                            let rx = rx.clone();
+                            ry.clone().flat_map(move |y| {
+                                rx.clone().map(move |x| (key([x, y, z]) << 32) | idx)
+                            })
+                        })
+                    })
+            })
+            .collect();
+        keys.par_sort_unstable();
+        // Slots for the occupied blocks, in block order.
+        let n_blocks = (top_dims[0] * top_dims[1] * top_dims[2]) as usize;
+        let mut top = vec![EMPTY; n_blocks];
+        let mut n_slots = 0u32;
+        let mut last_block = u64::MAX;
+        for k in &keys {
+            let block = (k >> 32) / BLOCK_CELLS as u64;
+            if block != last_block {
+                last_block = block;
+                if let Some(t) = top.get_mut(block as usize) {
+                    *t = n_slots;
+                    n_slots += 1;
                 }
             }
         }
-        for i in 1..coarse_starts.len() {
-            coarse_starts[i] += coarse_starts[i - 1];
-        }
-        let mut fill = coarse_starts.clone();
-        let mut coarse_items = vec![0u32; coarse_starts.last().copied().unwrap_or(0) as usize];
-        for (bi, g) in grids.iter().enumerate().filter(|(_, g)| live(g)) {
-            let ((x0, x1), (y0, y1), (z0, z1)) = covered(g);
-            for z in z0..=z1 {
-                for y in y0..=y1 {
-                    for x in x0..=x1 {
-                        if let Some(f) = fill.get_mut(cflat(x, y, z))
-                            && let Some(slot) = coarse_items.get_mut(*f as usize)
-                        {
-                            *slot = bi as u32;
-                            *f += 1;
-                        }
+        let mut starts = vec![0u32; n_slots as usize * BLOCK_CELLS + 1];
+        let mut occupied = vec![0u64; n_slots as usize * (BLOCK_CELLS / 64)];
+        let cell_slot = |k: u64| -> Option<usize> {
+            let c = k >> 32;
+            let block = (c / BLOCK_CELLS as u64) as usize;
+            let slot = *top.get(block)?;
+            (slot != EMPTY).then(|| slot as usize * BLOCK_CELLS + (c % BLOCK_CELLS as u64) as usize)
+        };
+        let mut boxes = vec![[u8::MAX, u8::MAX, u8::MAX, 0, 0, 0]; n_slots as usize];
+        for &k in &keys {
+            if let Some(c) = cell_slot(k) {
+                let local = c % BLOCK_CELLS;
+                let l = [
+                    (local % BLOCK as usize) as u8,
+                    (local / BLOCK as usize % BLOCK as usize) as u8,
+                    (local / (BLOCK * BLOCK) as usize) as u8,
+                ];
+                if let Some(b) = boxes.get_mut(c / BLOCK_CELLS) {
+                    for a in 0..3 {
+                        b[a] = b[a].min(l[a]);
+                        b[a + 3] = b[a + 3].max(l[a]);
                     }
+                }
+                if let Some(s) = starts.get_mut(c + 1) {
+                    *s += 1;
+                }
+                if let Some(w) = occupied.get_mut(c / 64) {
+                    *w |= 1u64 << (c % 64);
                 }
             }
         }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let items: Vec<Item> = keys
+            .par_iter()
+            .map(|&k| {
+                let idx = k as u32;
+                Item {
+                    p: positions
+                        .get(idx as usize)
+                        .copied()
+                        .unwrap_or([f32::NAN; 3]),
+                    idx,
+                }
+            })
+            .collect();
+        drop(keys);
+        let normals: Vec<u32> = (0..positions.len())
+            .into_par_iter()
+            .map(|i| {
+                let normal = map.normals.and_then(|n| n.get(i)).copied();
+                let gamma = map.gamma.and_then(|g| g.get(i)).copied().unwrap_or(0.0);
+                pack_normal(normal, gamma < gamma_max)
+            })
+            .collect();
         BeamIndex {
             rho,
-            coarse_lo: lo,
-            coarse_cell,
-            coarse_dims,
-            coarse_starts,
-            coarse_items,
-            grids,
+            lo,
+            cell,
+            inv_cell,
+            top_dims,
+            top,
             starts,
+            occupied,
+            boxes,
             items,
+            normals,
+            gamma_max,
         }
+    }
+
+    /// The plane thickness limit the index was built for.
+    pub fn gamma_max(&self) -> f32 {
+        self.gamma_max
     }
 
     /// Memory held by the index, bytes.
     pub fn memory_bytes(&self) -> usize {
-        4 * (self.coarse_starts.len()
-            + self.coarse_items.len()
-            + self.starts.len()
-            + self.items.len())
-            + self.grids.len() * std::mem::size_of::<Grid>()
+        4 * (self.top.len() + self.starts.len() + self.normals.len())
+            + 6 * self.boxes.len()
+            + 8 * self.occupied.len()
+            + self.items.len() * std::mem::size_of::<Item>()
     }
 }
 
@@ -275,6 +335,8 @@ struct Dda {
 }
 
 impl Dda {
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn new(
         o: [f32; 3],
         u: [f32; 3],
@@ -282,6 +344,7 @@ impl Dda {
         t: f32,
         lo: [f32; 3],
         cell: [f32; 3],
+        inv_cell: [f32; 3],
         dims: [i32; 3],
     ) -> Dda {
         let mut d = Dda {
@@ -292,7 +355,7 @@ impl Dda {
         };
         for k in 0..3 {
             let p = o[k] + t * u[k];
-            let c = (((p - lo[k]) / cell[k]).floor() as i32).clamp(0, dims[k] - 1);
+            let c = cell_of(p, lo[k], inv_cell[k], dims[k]);
             d.cell[k] = c;
             if u[k] > 0.0 {
                 d.step[k] = 1;
@@ -332,106 +395,249 @@ pub(crate) fn render(ctx: &Ctx, index: &BeamIndex) -> Vec<Option<Hit>> {
     (0..ctx.beams.len())
         .into_par_iter()
         .with_min_len(64)
-        .map_init(Vec::new, |visited, i| cast(ctx, index, i, visited))
+        .map(|i| cast(ctx, index, i))
         .collect()
 }
 
-fn cast(ctx: &Ctx, index: &BeamIndex, i: usize, visited: &mut Vec<u32>) -> Option<Hit> {
+/// What every disk test of one beam shares.
+struct RayCtx {
+    o: [f32; 3],
+    u: [f32; 3],
+    rho2: f32,
+    screen2: f32,
+    neg_screen: f32,
+    planes: bool,
+}
+
+fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
     let (o, u) = ctx.ray(i);
     let inv = u.map(|c| 1.0 / c);
     let t_max = ctx.physics.max_range_m.max(0.0) + index.rho;
-    let c = index.coarse_cell;
-    let lo = index.coarse_lo;
-    let dims = index.coarse_dims;
-    let hi = [
-        lo[0] + dims[0] as f32 * c,
-        lo[1] + dims[1] as f32 * c,
-        lo[2] + dims[2] as f32 * c,
-    ];
+    let bc = BLOCK as f32 * index.cell;
+    let lo = index.lo;
+    let td = index.top_dims;
+    let hi = [0, 1, 2].map(|k| lo[k] + td[k] as f32 * bc);
+    // Beams that miss the map's box, or leave it, end here.
     let (t0, t1) = slab(o, inv, lo, hi)?;
     let t_start = t0.max(0.0);
     let t_end = t1.min(t_max);
-    if t_start > t_end {
+    if !(t_start <= t_end) {
         return None;
     }
-    visited.clear();
+    let screen = SCREEN_SLACK * index.rho;
+    let ray = RayCtx {
+        o,
+        u,
+        rho2: index.rho * index.rho,
+        screen2: screen * screen,
+        neg_screen: -screen,
+        planes: ctx.planes,
+    };
     let mut best: Option<Hit> = None;
-    let mut dda = Dda::new(o, u, inv, t_start, lo, [c; 3], dims);
+    let inv_bc = 1.0 / bc;
+    let mut outer = Dda::new(o, u, inv, t_start, lo, [bc; 3], [inv_bc; 3], td);
+    let mut t_enter = t_start;
     loop {
-        let [x, y, z] = dda.cell;
-        let flat = ((z * dims[1] + y) * dims[0] + x) as usize;
-        let range = match (
-            index.coarse_starts.get(flat),
-            index.coarse_starts.get(flat + 1),
-        ) {
-            (Some(&a), Some(&b)) => a as usize..b as usize,
-            _ => 0..0,
-        };
-        for &bucket in index.coarse_items.get(range).unwrap_or(&[]) {
-            if visited.contains(&bucket) {
-                continue;
-            }
-            visited.push(bucket);
-            if let Some(g) = index.grids.get(bucket as usize) {
-                trace_bucket(ctx, index, g, o, u, inv, t_end, &mut best);
-            }
+        let [x, y, z] = outer.cell;
+        let exit = outer.exit();
+        let block = ((z * td[1] + y) * td[0] + x) as usize;
+        if let Some(&slot) = index.top.get(block)
+            && slot != EMPTY
+        {
+            let blo = [
+                lo[0] + x as f32 * bc,
+                lo[1] + y as f32 * bc,
+                lo[2] + z as f32 * bc,
+            ];
+            trace_block(
+                &ray,
+                index,
+                slot as usize,
+                blo,
+                inv,
+                t_enter,
+                t_end,
+                &mut best,
+            );
         }
-        let exit = dda.exit();
-        if best.is_some_and(|b| b.t <= exit) || exit > t_end || !dda.advance(dims) {
+        if best.is_some_and(|b| b.t <= exit) || exit > t_end || !outer.advance(td) {
             break;
         }
+        t_enter = exit;
     }
     best
 }
 
+/// Marches through the cells of one block from ray parameter `t_enter`.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn trace_bucket(
-    ctx: &Ctx,
+fn trace_block(
+    ray: &RayCtx,
     index: &BeamIndex,
-    g: &Grid,
-    o: [f32; 3],
-    u: [f32; 3],
+    slot: usize,
+    blo: [f32; 3],
     inv: [f32; 3],
+    t_enter: f32,
     t_end: f32,
     best: &mut Option<Hit>,
 ) {
-    let Some((ta, tb)) = slab(o, inv, g.lo, g.hi) else {
+    let dims = [BLOCK; 3];
+    let c = index.cell;
+    let Some(b) = index.boxes.get(slot) else {
         return;
     };
-    let ta = ta.max(0.0);
-    let tb = tb.min(t_end).min(best.map_or(f32::INFINITY, |b| b.t));
-    if ta > tb {
+    let box_lo = [0, 1, 2].map(|a| blo[a] + b[a] as f32 * c);
+    let box_hi = [0, 1, 2].map(|a| blo[a] + (b[a + 3] as f32 + 1.0) * c);
+    let Some((ta, tb)) = slab(ray.o, inv, box_lo, box_hi) else {
+        return;
+    };
+    let ta = ta.max(t_enter);
+    let tb = tb.min(t_end).min(best.map_or(f32::INFINITY, |h| h.t));
+    if !(ta <= tb) {
         return;
     }
-    let mut dda = Dda::new(o, u, inv, ta, g.lo, g.cell, g.dims);
+    let mut dda = Dda::new(
+        ray.o,
+        ray.u,
+        inv,
+        ta,
+        blo,
+        [c; 3],
+        [index.inv_cell; 3],
+        dims,
+    );
+    let base = slot * BLOCK_CELLS;
     loop {
         let [x, y, z] = dda.cell;
-        let flat = g.starts + ((z * g.dims[1] + y) * g.dims[0] + x) as usize;
-        if let (Some(&a), Some(&b)) = (index.starts.get(flat), index.starts.get(flat + 1)) {
-            for &idx in index.items.get(a as usize..b as usize).unwrap_or(&[]) {
-                if let Some((t, cos)) = ctx.disk_hit(idx, o, u)
-                    && t <= t_end
-                    && best.is_none_or(|b| (t, idx) < (b.t, b.point))
-                {
-                    *best = Some(Hit {
-                        t,
-                        point: idx,
-                        cos_incidence: cos,
-                    });
+        let local = ((z * BLOCK + y) * BLOCK + x) as usize;
+        let cell = base + local;
+        let occupied = index
+            .occupied
+            .get(cell / 64)
+            .is_some_and(|w| w & (1u64 << (cell % 64)) != 0);
+        if occupied
+            && let (Some(&a), Some(&b)) = (index.starts.get(cell), index.starts.get(cell + 1))
+        {
+            let cell_items = index.items.get(a as usize..b as usize).unwrap_or(&[]);
+            // Screen eight points at a time into a bit mask (a branch-free loop the compiler vectorises),
+            // then test exactly the few that pass.
+            let mut chunks = cell_items.chunks_exact(8);
+            for chunk in &mut chunks {
+                let mut mask = 0u32;
+                for (j, item) in chunk.iter().enumerate() {
+                    mask |= (screen(ray, item.p) as u32) << j;
+                }
+                while mask != 0 {
+                    let j = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    if let Some(item) = chunk.get(j) {
+                        exact(ray, index, item, t_end, best);
+                    }
+                }
+            }
+            for item in chunks.remainder() {
+                if screen(ray, item.p) {
+                    exact(ray, index, item, t_end, best);
                 }
             }
         }
         let exit = dda.exit();
-        if best.is_some_and(|b| b.t <= exit) || exit > tb || !dda.advance(g.dims) {
+        if best.is_some_and(|b| b.t <= exit) || exit > tb || !dda.advance(dims) {
             break;
         }
     }
+}
+
+/// Whether the ray passes close enough to a point (within the screening radius, not behind) for its disk.
+#[inline(always)]
+fn screen(ray: &RayCtx, p: [f32; 3]) -> bool {
+    let u = ray.u;
+    let rel = sub(p, ray.o);
+    let tp = dot(rel, u);
+    let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
+    (dot(m, m) <= ray.screen2) & (tp > ray.neg_screen)
+}
+
+/// The exact disk test of a screened item; keeps the nearest hit (ties: lower point index).
+#[inline]
+fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Option<Hit>) {
+    let u = ray.u;
+    let rel = sub(item.p, ray.o);
+    let tp = dot(rel, u);
+    let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
+    let perp2 = dot(m, m);
+    let Some(&packed) = index.normals.get(item.idx as usize) else {
+        return;
+    };
+    if let Some((t, cos)) = disk_hit(ray, packed, rel, tp, perp2)
+        && t <= t_end
+        && best.is_none_or(|b| (t, item.idx) < (b.t, b.point))
+    {
+        *best = Some(Hit {
+            t,
+            point: item.idx,
+            cos_incidence: cos,
+        });
+    }
+}
+
+/// Disk intersection of a screened point (`rel` from the ray origin, `tp` its projection on the ray, `perp2`
+/// its squared distance to the ray): an oriented disk of radius rho where the point lies on a plane and the
+/// ray is not near-parallel to it, else a disk facing the ray (the plain range).
+#[inline(always)]
+fn disk_hit(ray: &RayCtx, packed: u32, rel: [f32; 3], tp: f32, perp2: f32) -> Option<(f32, f32)> {
+    let u = ray.u;
+    if ray.planes && packed & PLANAR != 0 {
+        let n = unpack_normal(packed);
+        let denom = dot(n, u);
+        if denom.abs() >= MIN_COS_PLANE {
+            let t = dot(n, rel) / denom;
+            if !(t > 0.0) {
+                return None;
+            }
+            let miss = [t * u[0] - rel[0], t * u[1] - rel[1], t * u[2] - rel[2]];
+            return (dot(miss, miss) <= ray.rho2).then_some((t, denom.abs().min(1.0)));
+        }
+    }
+    if !(tp > 0.0 && perp2 <= ray.rho2) {
+        return None;
+    }
+    let cos = if packed & HAS_NORMAL != 0 {
+        dot(unpack_normal(packed), u).abs().min(1.0)
+    } else {
+        1.0
+    };
+    Some((tp, cos))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_normals_round_trip() {
+        for n in [
+            [0.0f32, 0.0, 1.0],
+            [0.0, 0.0, -1.0],
+            [1.0, 0.0, 0.0],
+            [0.6, -0.8, 0.0],
+            [-0.48, 0.6, -0.64],
+            [0.267, 0.534, 0.802],
+        ] {
+            let l = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+            let n = [n[0] / l, n[1] / l, n[2] / l];
+            let v = pack_normal(Some(n), true);
+            assert!(v & HAS_NORMAL != 0 && v & PLANAR != 0);
+            let m = unpack_normal(v);
+            // Within 1e-4 rad (15-bit octahedral coordinates: about 5e-5).
+            let c = super::super::cross(m, n);
+            assert!(dot(c, c).sqrt() < 1e-4 && dot(m, n) > 0.0, "{n:?} {m:?}");
+            assert!((dot(m, m) - 1.0).abs() < 1e-6);
+        }
+        assert_eq!(pack_normal(None, true), 0);
+        assert_eq!(pack_normal(Some([f32::NAN, 0.0, 1.0]), true), 0);
+        assert_eq!(pack_normal(Some([0.0, 1.0, 0.0]), false) & PLANAR, 0);
+    }
 
     #[test]
     fn slab_hits_and_misses() {

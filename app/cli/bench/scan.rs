@@ -1,0 +1,203 @@
+//! `aerie bench scan`: frames per second of the scan renderers on procedural maps
+//! ([`aerie_simcore::synthetic`]) for shipped sensor presets. The sensor stands still 1.5 m above the ground
+//! in the middle of the scene; Livox patterns change every frame (`Renderer::set_beams`, timed with the
+//! frame), spinning patterns repeat. Map building and the beam renderer's index are timed apart.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use aerie_simcore::render::{BeamIndex, Method, RenderParams, Renderer};
+use aerie_simcore::sensor::{Pattern, SensorModel};
+use aerie_simcore::synthetic::synthetic_map;
+use aerie_simcore::trajectory::{Static, pose_from_xyz_rpy};
+use anyhow::Context;
+
+use super::median;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Map sizes, points (comma separated). 20000000 needs ~2 GB and a minute or two to build.
+    #[arg(long, value_delimiter = ',', default_values_t = [1_000_000usize, 5_000_000])]
+    points: Vec<usize>,
+    /// Map resolution r_map, metres.
+    #[arg(long, default_value_t = 0.05)]
+    resolution: f32,
+    /// Sensor presets (comma separated; see `aerie sensors`).
+    #[arg(long, value_delimiter = ',', default_values_t = ["avia".to_string(), "mid360".to_string(), "os1_128".to_string()])]
+    sensors: Vec<String>,
+    /// Renderers (comma separated): splat, beam.
+    #[arg(long, value_delimiter = ',', default_values_t = ["splat".to_string(), "beam".to_string()])]
+    renderers: Vec<String>,
+    /// Timed frames per sensor and renderer (after one warm-up frame); the median is reported.
+    #[arg(long, default_value_t = 20)]
+    frames: u64,
+    /// Seed of the procedural map.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// CPU time of this process (all threads, user + system), seconds, where /proc says it (Linux): on a loaded
+/// machine it tells the work done apart from the wait for a core. Ticks of 10 ms: read over many frames.
+fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name and state.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // USER_HZ is 100 on every Linux configuration in use.
+    Some((utime + stime) / 100.0)
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let sensors: Vec<SensorModel> = args
+        .sensors
+        .iter()
+        .map(|name| {
+            SensorModel::preset(name).with_context(|| format!("unknown sensor preset {name}"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let methods: Vec<Method> = args
+        .renderers
+        .iter()
+        .map(|m| match m.as_str() {
+            "splat" => Ok(Method::Splat),
+            "beam" => Ok(Method::Beam),
+            other => Err(anyhow::anyhow!(
+                "unknown renderer {other}: expected splat or beam"
+            )),
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let pose = pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.3);
+    let trajectory = Static(pose);
+    if !args.json {
+        println!(
+            "{:>10} {:<8} {:>7} {:<6} {:>9} {:>9} {:>9} {:>9} {:>8}",
+            "map pts",
+            "sensor",
+            "beams",
+            "method",
+            "median ms",
+            "min ms",
+            "max ms",
+            "cpu ms",
+            "returns"
+        );
+    }
+    for &n in &args.points {
+        let t = Instant::now();
+        let map = synthetic_map(n, args.resolution, args.seed)
+            .with_context(|| format!("cannot build a synthetic map of {n} points"))?;
+        let build_s = t.elapsed().as_secs_f64();
+        let view = map.view();
+        let t = Instant::now();
+        let index = Arc::new(BeamIndex::build(&view));
+        let index_s = t.elapsed().as_secs_f64();
+        let map_line = serde_json::json!({
+            "map_points": view.positions.len(),
+            "buckets": view.buckets.len(),
+            "bucket_size_m": view.bucket_size,
+            "map_build_s": build_s,
+            "beam_index_build_s": index_s,
+            "beam_index_mb": index.memory_bytes() as f64 / (1u64 << 20) as f64,
+        });
+        if args.json {
+            println!("{map_line}");
+        } else {
+            println!(
+                "# map {} points, {} buckets of {:.2} m: built in {:.2} s (not counted); beam index {:.3} s, {:.0} MB",
+                view.positions.len(),
+                view.buckets.len(),
+                view.bucket_size,
+                build_s,
+                index_s,
+                index.memory_bytes() as f64 / (1u64 << 20) as f64
+            );
+        }
+        for sensor in &sensors {
+            let runs_on = matches!(sensor.pattern, Pattern::Rosette(_) | Pattern::Sweep(_));
+            for &method in &methods {
+                let params = RenderParams {
+                    method,
+                    ..RenderParams::default()
+                };
+                let mut beams = Vec::new();
+                sensor.beams(0, &mut beams);
+                let mut renderer = Renderer::new(&beams, &sensor.physics, &params);
+                renderer.set_index(&view, index.clone());
+                let period = sensor.frame_period_s();
+                let mut times = Vec::new();
+                let mut returns = 0usize;
+                let mut cpu0 = None;
+                for k in 0..=args.frames {
+                    if k == 1 {
+                        cpu0 = process_cpu_s();
+                    }
+                    // The pattern of the next frame is generated outside the timing: a simulator has it
+                    // ready; handing it to the renderer is part of the frame.
+                    if runs_on {
+                        sensor.beams(k, &mut beams);
+                    }
+                    let t = Instant::now();
+                    if runs_on {
+                        renderer.set_beams(&beams);
+                    }
+                    let frame = renderer.render(&view, &trajectory, k as f64 * period, k);
+                    let dt = t.elapsed().as_secs_f64();
+                    if k > 0 {
+                        times.push(dt * 1e3);
+                        returns = frame.points.len();
+                    }
+                }
+                // Mean CPU time per timed frame (beam generation for Livox included: it is small).
+                let cpu_ms = match (cpu0, process_cpu_s()) {
+                    (Some(a), Some(b)) if args.frames > 0 => (b - a) * 1e3 / args.frames as f64,
+                    _ => f64::NAN,
+                };
+                let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = times.iter().copied().fold(0.0, f64::max);
+                let med = median(times);
+                let name = if method == Method::Beam {
+                    "beam"
+                } else {
+                    "splat"
+                };
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "map_points": view.positions.len(),
+                            "sensor": sensor.name,
+                            "beams": beams.len(),
+                            "renderer": name,
+                            "frames": args.frames,
+                            "median_ms": med,
+                            "min_ms": min,
+                            "max_ms": max,
+                            "cpu_ms": cpu_ms,
+                            "returns": returns,
+                        })
+                    );
+                } else {
+                    println!(
+                        "{:>10} {:<8} {:>7} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>8}",
+                        view.positions.len(),
+                        sensor.name,
+                        beams.len(),
+                        name,
+                        med,
+                        min,
+                        max,
+                        cpu_ms,
+                        returns
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
