@@ -291,12 +291,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let period = sensor.frame_period_s();
     let mut beams = Vec::new();
+    let mut origins = Vec::new();
     let mut renderer: Option<Renderer> = None;
     let mut merged = Cloud::default();
     let mut total_points = 0usize;
     let mut render_s = 0.0;
     for k in 0..args.frames {
         sensor.beams(k, &mut beams);
+        sensor.beam_origins_m(&beams, &mut origins);
         let r = match renderer.as_mut() {
             None => renderer.insert(Renderer::new(&beams, &sensor.physics, &params)),
             Some(r) => {
@@ -307,6 +309,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 r
             }
         };
+        r.set_beam_origins(&origins);
         let frame_start = t0 + k as f64 * period;
         let t = Instant::now();
         let frame = r.render(&view, trajectory.as_ref(), frame_start, k);

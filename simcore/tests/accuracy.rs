@@ -604,7 +604,7 @@ fn real_hall_scan() {
     let mut beams = Vec::new();
     model.beams(0, &mut beams);
     assert_eq!(beams.len(), 64 * 2048);
-    // The renderer casts every beam from the sensor pose's origin, so the pose given is the lidar origin's.
+    // This comparison works in the lidar frame: the simulated sensor is placed at the lidar origin and the real points are shifted to it.
     let scan_pose = hall_scan_pose();
     let lidar_pose = scan_pose * Translation3::new(0.0, 0.0, LIDAR_Z_M);
 

@@ -979,3 +979,98 @@ fn speed() {
         }
     }
 }
+
+/// Beams leave from their own origins (Ouster beam offsets, the lidar origin above the sensor frame), and the
+/// points are still reported in the sensor frame.
+#[test]
+fn beam_origins_offset_the_rays() {
+    use aerie_pipeline::Cloud;
+    use aerie_pipeline::map::PackedMap;
+    use aerie_simcore::render::{Method, RenderParams, Renderer};
+    use aerie_simcore::trajectory::{Static, pose_from_xyz_rpy};
+    // A floor 1 m below the sensor, sampled every 5 cm.
+    let n = 200;
+    let positions: Vec<[f32; 3]> = (0..n * n)
+        .map(|i| {
+            [
+                (i % n) as f32 * 0.05 - 5.0,
+                (i / n) as f32 * 0.05 - 5.0,
+                -1.0,
+            ]
+        })
+        .collect();
+    let cloud = Cloud {
+        normals: Some(vec![[0.0, 0.0, 1.0]; positions.len()]),
+        gamma: Some(vec![0.0; positions.len()]),
+        positions,
+        ..Cloud::default()
+    };
+    let map = PackedMap::from_cloud(&cloud, 0.05, None).unwrap();
+    let h = std::f32::consts::FRAC_1_SQRT_2;
+    // An Ouster-like lift of the lidar origin above the sensor frame.
+    let lift = 0.05f32;
+    // A fan of 31 x 21 beams from 30 to 60 degrees down; beam 0 points ahead, 45 degrees down.
+    let mut beams = vec![Beam {
+        dir: [h, 0.0, -h],
+        time_s: 0.0,
+        ring: 0,
+    }];
+    for i in 0..31 {
+        for j in 0..21 {
+            let el = -(30.0 + i as f32).to_radians();
+            let az = (j as f32 - 10.0).to_radians();
+            beams.push(Beam {
+                dir: [el.cos() * az.cos(), el.cos() * az.sin(), el.sin()],
+                time_s: 0.0,
+                ring: i,
+            });
+        }
+    }
+    let physics = Physics {
+        min_range_m: 0.1,
+        max_range_m: 100.0,
+        range_sigma_m: 0.0,
+        range_sigma_quadratic: 0.0,
+        angular_sigma_rad: 0.0,
+        default_reflectance: 0.5,
+        reflectance_limit: 0.0,
+        reflectance_range_m: 0.0,
+    };
+    let pose = Static(pose_from_xyz_rpy(0.0, 0.0, 0.0, 0.0, 0.0, 0.0));
+    for method in [Method::Splat, Method::Beam] {
+        let params = RenderParams {
+            method,
+            ..RenderParams::default()
+        };
+        let mut r = Renderer::new(&beams, &physics, &params);
+        let plain = r.render(&map.view(), &pose, 0.0, 0);
+        r.set_beam_origins(&vec![[0.0, 0.0, lift]; beams.len()]);
+        let lifted = r.render(&map.view(), &pose, 0.0, 0);
+        let first =
+            |f: &aerie_simcore::render::Frame| f.points.iter().find(|p| p.beam == 0).copied();
+        let (Some(a), Some(b)) = (first(&plain), first(&lifted)) else {
+            panic!(
+                "{method:?}: beam 0 missed: {} and {} returns",
+                plain.points.len(),
+                lifted.points.len()
+            )
+        };
+        assert!(
+            (a.range_m - 2f32.sqrt()).abs() < 0.01,
+            "{method:?}: {}",
+            a.range_m
+        );
+        assert!(
+            (b.range_m - (1.0 + lift) * 2f32.sqrt()).abs() < 0.01,
+            "{method:?}: {}",
+            b.range_m
+        );
+        assert!(
+            (a.xyz[2] + 1.0).abs() < 0.01 && (b.xyz[2] + 1.0).abs() < 0.01,
+            "{:?} {:?}",
+            a.xyz,
+            b.xyz
+        );
+        assert!((b.xyz[0] - (1.0 + lift)).abs() < 0.01, "{:?}", b.xyz);
+    }
+}

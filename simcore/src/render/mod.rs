@@ -224,6 +224,9 @@ pub struct Renderer {
     index: Option<(MapKey, Arc<BeamIndex>)>,
     /// Per-frame buffer of jittered beam directions and range-noise samples, reused between frames.
     dirs: Vec<([f32; 3], f64)>,
+    /// Where each beam leaves the sensor, in the sensor frame (Ouster beam-origin offsets, the lidar origin's
+    /// height above the sensor frame); empty when every beam leaves from the sensor origin.
+    origins: Vec<[f32; 3]>,
 }
 
 /// Identity of a map view (addresses and lengths of its slices), to know when a cached index is stale.
@@ -254,6 +257,20 @@ impl Renderer {
             },
             index: None,
             dirs: Vec::new(),
+            origins: Vec::new(),
+        }
+    }
+
+    /// Set where each beam leaves the sensor, in the sensor frame, one entry per beam
+    /// (`SensorModel::beam_origins_m`). An empty slice, or one whose length does not match the beams, means
+    /// every beam leaves from the sensor origin. The splat renderer still builds its depth image from the sensor
+    /// origin and re-reads it where each beam's hit appears from that origin, which is exact for offsets of
+    /// centimetres (Ouster) but can miss at the edge of a narrow field of view when the offset is a sizeable
+    /// part of the range.
+    pub fn set_beam_origins(&mut self, origins: &[[f32; 3]]) {
+        self.origins.clear();
+        if origins.iter().any(|o| *o != [0.0; 3]) {
+            self.origins.extend_from_slice(origins);
         }
     }
 
@@ -321,6 +338,14 @@ impl Renderer {
             trajectory,
             frame_start_s,
         );
+        let ctx = Ctx {
+            origins: if self.origins.len() == self.beams.len() {
+                &self.origins
+            } else {
+                &[]
+            },
+            ..ctx
+        };
         let (hits, slices, rasterised) = match method {
             Method::Beam => {
                 let key = MapKey::of(map);
@@ -545,6 +570,11 @@ pub(crate) fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
 }
 
 #[inline]
+pub(crate) fn add(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+
+#[inline]
 pub(crate) fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
@@ -713,6 +743,8 @@ pub(crate) struct Ctx<'a> {
     pub planes: bool,
     /// Pose at the frame start, for output coordinates.
     start: LocalPose,
+    /// Per-beam origins in the sensor frame, or empty (all at the sensor origin).
+    origins: &'a [[f32; 3]],
 }
 
 /// Below this |cos| between beam and normal (~88.9 deg incidence) the plane is treated as parallel to the beam.
@@ -771,6 +803,7 @@ impl<'a> Ctx<'a> {
             gamma_max,
             planes: params.plane_correction && map.normals.is_some(),
             start,
+            origins: &[],
         }
     }
 
@@ -803,7 +836,14 @@ impl<'a> Ctx<'a> {
         } else {
             self.start
         };
-        (pose.origin32(), unit(mat_vec(&pose.rot, b)))
+        let o = pose.origin32();
+        match self.origins.get(i) {
+            Some(&offset) => (
+                add(o, mat_vec(&pose.rot, offset)),
+                unit(mat_vec(&pose.rot, b)),
+            ),
+            None => (o, unit(mat_vec(&pose.rot, b))),
+        }
     }
 
     /// Pose of the sensor at beam time `t` (seconds since the frame start).
@@ -912,7 +952,14 @@ impl<'a> Ctx<'a> {
                     self.start
                 };
                 let u_map = pose.rot64 * Vector3::new(b[0] as f64, b[1] as f64, b[2] as f64);
-                let q = pose.origin + u_map * d;
+                let beam_origin = match self.origins.get(i) {
+                    Some(o) => {
+                        pose.origin
+                            + pose.rot64 * Vector3::new(o[0] as f64, o[1] as f64, o[2] as f64)
+                    }
+                    None => pose.origin,
+                };
+                let q = beam_origin + u_map * d;
                 let xyz = start_rot_t * (q - self.start.origin);
                 Some(ScanPoint {
                     xyz: [xyz.x as f32, xyz.y as f32, xyz.z as f32],

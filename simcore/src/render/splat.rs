@@ -536,7 +536,7 @@ fn read_beam(
     };
     let (mut x, mut y, mut cos_el) = locate(mat_vec(&rt, u));
     let mut centre = image.read(y.floor() as i64, x.floor() as i64);
-    if ctx.moving && centre != EMPTY {
+    if (ctx.moving || !ctx.origins.is_empty()) && centre != EMPTY {
         // The beam leaves from its own origin, not the image's: look again where its hit appears from there.
         let depth = f32::from_bits((centre >> 32) as u32);
         let shift = sub(o, pose.origin32());
