@@ -58,6 +58,13 @@ def main():
             f.write(("# .PCD v0.7\nVERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\n"
                      f"WIDTH {len(pts)}\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS {len(pts)}\nDATA binary\n").encode())
             f.write(pts.tobytes())
+    def write_ply(path, pts):
+        # CloudCompare's Debian build has no PCD plugin; it reads binary PLY.
+        pts = np.ascontiguousarray(pts.astype(np.float32))
+        with open(path, "wb") as f:
+            f.write((f"ply\nformat binary_little_endian 1.0\nelement vertex {len(pts)}\n"
+                     "property float x\nproperty float y\nproperty float z\nend_header\n").encode())
+            f.write(pts.tobytes())
     if "lone_star" in wanted:
         inputs["lone_star"] = os.path.join(tmp, "lone_star.pcd"); write_pcd(inputs["lone_star"], xyz)
     if "big" in wanted:
@@ -96,16 +103,20 @@ def main():
         cc = shutil.which("CloudCompare") if "cloudcompare" in tools else None
         if cc:
             env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-            base = [cc, "-SILENT", "-NO_TIMESTAMP", "-C_EXPORT_FMT", "PCD", "-O", path]
-            load = statistics.median(run_s(base + ["-SAVE_CLOUDS"], env) for _ in range(a.repeat))
-            base_ds = [cc, "-SILENT", "-NO_TIMESTAMP", "-C_EXPORT_FMT", "PCD", "-O", ds_path]
-            load_ds = statistics.median(run_s(base_ds + ["-SAVE_CLOUDS"], env) for _ in range(a.repeat))
+            # Nothing is saved (-AUTO_SAVE OFF): stage time = process with the stage - process that only loads.
+            ply, ply_ds = path[:-4] + ".ply", ds_path[:-4] + ".ply"
+            write_ply(ply, np.asarray(o3d.io.read_point_cloud(path).points))
+            write_ply(ply_ds, np.asarray(o3d.io.read_point_cloud(ds_path).points))
+            base = [cc, "-SILENT", "-NO_TIMESTAMP", "-AUTO_SAVE", "OFF", "-O", ply]
+            load = statistics.median(run_s(base, env) for _ in range(a.repeat))
+            base_ds = [cc, "-SILENT", "-NO_TIMESTAMP", "-AUTO_SAVE", "OFF", "-O", ply_ds]
+            load_ds = statistics.median(run_s(base_ds, env) for _ in range(a.repeat))
             # -SS SPATIAL r: minimum spacing r (CloudCompare has no fixed-size voxel grid on the command line).
             for stage, b, l, args in [("sor", base, load, ["-SOR", str(k), str(m)]),
                                       ("downsample", base, load, ["-SS", "SPATIAL", str(r)]),
                                       ("normals", base_ds, load_ds, ["-OCTREE_NORMALS", str(3 * r)])]:
-                t = statistics.median(run_s(b + args + ["-SAVE_CLOUDS"], env) for _ in range(a.repeat))
-                results.append((name, stage, "cloudcompare", max(t - l, 1e-9), f"process {t:.2f} s - load/save {l:.2f} s"))
+                t = statistics.median(run_s(b + args, env) for _ in range(a.repeat))
+                results.append((name, stage, "cloudcompare", max(t - l, 1e-9), f"process {t:.2f} s - load {l:.2f} s"))
         pcl = shutil.which("pcl_outlier_removal") if "pcl" in tools else None
         if pcl:
             o = os.path.join(tmp, "pcl_out.pcd")
