@@ -537,3 +537,115 @@ fn speed_one_million_points() {
         d.len()
     });
 }
+
+/// On a real TLS scan: the all-points k-nearest search (grid, cell order, shared blocks) gives exactly the
+/// brute-force neighbours of sampled points, the single-query search agrees, and SOR and normals do not depend
+/// on the thread count.
+#[test]
+fn real_scan_neighbours_exact_and_thread_independent() {
+    use aerie_pipeline::features::Neighbors;
+    let Some(path) = aerie_pipeline::testing::shared_file("las/lone_star_tls.laz") else {
+        return;
+    };
+    let full = aerie_pipeline::io::read(&path, None, &Default::default()).unwrap();
+    // A contiguous third of the scan keeps the test quick while keeping its density contrasts.
+    let n = full.len() / 3;
+    let c = cloud_of(full.origin, full.positions[..n].to_vec());
+    let pos = &c.positions;
+    let k = 17;
+    let nb = Neighbors::new(pos).unwrap();
+    let sample: Vec<usize> = (0..n).step_by(n / 40).collect();
+    for radius in [None, Some(0.15f32)] {
+        let found = nb
+            .knn_all(
+                k,
+                radius,
+                &NoProgress,
+                || (),
+                |_, _, _, nbrs, _| nbrs.len() as u32,
+            )
+            .unwrap();
+        let mut one = Vec::new();
+        for &i in &sample {
+            let q = pos[i];
+            let r2 = radius.map_or(f32::INFINITY, |r| r * r);
+            let mut all: Vec<(f32, u32)> = pos
+                .iter()
+                .enumerate()
+                .map(|(j, p)| {
+                    let d = (p[0] - q[0]) * (p[0] - q[0])
+                        + (p[1] - q[1]) * (p[1] - q[1])
+                        + (p[2] - q[2]) * (p[2] - q[2]);
+                    (d, j as u32)
+                })
+                .filter(|x| x.0 <= r2)
+                .collect();
+            all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            all.truncate(k);
+            nb.knn(q, k, radius, &mut one);
+            let got: Vec<(f32, u32)> = one.iter().map(|x| (x.dist2, x.index)).collect();
+            assert_eq!(got, all, "point {i}, radius {radius:?}");
+            assert_eq!(found[i] as usize, all.len());
+        }
+    }
+    // The batch path itself against brute force for the sampled points.
+    let checked = nb
+        .knn_all(
+            k,
+            None,
+            &NoProgress,
+            || (),
+            |_, i, _, nbrs, near| {
+                if i % (n / 40) != 0 {
+                    return 0u32;
+                }
+                let q = pos[i];
+                let mut all: Vec<(f32, u32)> = pos
+                    .iter()
+                    .enumerate()
+                    .map(|(j, p)| {
+                        let d = (p[0] - q[0]) * (p[0] - q[0])
+                            + (p[1] - q[1]) * (p[1] - q[1])
+                            + (p[2] - q[2]) * (p[2] - q[2]);
+                        (d, j as u32)
+                    })
+                    .collect();
+                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                all.truncate(k);
+                let got: Vec<(f32, u32)> = nbrs.iter().map(|x| (x.dist2, x.index)).collect();
+                assert_eq!(got, all, "batch, point {i}");
+                for (x, p) in nbrs.iter().zip(near) {
+                    assert_eq!(pos[x.index as usize], *p);
+                }
+                1
+            },
+        )
+        .unwrap();
+    assert_eq!(checked.iter().sum::<u32>() as usize, sample.len());
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let (s, _) = sor(&c, &SorParams::default(), &NoProgress).unwrap();
+            let mut d = c.clone();
+            let p = NormalsParams {
+                resolution_m: Some(0.05),
+                curvature: true,
+                ..Default::default()
+            };
+            estimate_normals(&mut d, &p, &NoProgress).unwrap();
+            (s, d)
+        })
+    };
+    let (s1, d1) = run(1);
+    let (s3, d3) = run(3);
+    assert!(
+        s1.len() < n && s1.len() > n / 2,
+        "sor kept {} of {n}",
+        s1.len()
+    );
+    assert_eq!(s1, s3);
+    assert_eq!(d1, d3);
+}

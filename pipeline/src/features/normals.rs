@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::{Cloud, ExtraDim, ScalarKind};
 use crate::error::{Error, Result};
-use crate::features::{Neighbor, Neighbors};
-use crate::filters::{CHUNK, check_cancel, check_cloud};
+use crate::features::Neighbors;
+use crate::filters::{CHUNK, check_cloud};
 use crate::progress::Progress;
 use crate::report::StageReport;
 
@@ -166,14 +166,36 @@ fn fit_plane(pts: &[[f64; 3]]) -> Option<([f64; 3], f64, f64)> {
 }
 
 /// How a normal's sign was chosen.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 #[repr(u8)]
 enum Rule {
+    #[default]
     None = 0,
     Scanner = 1,
     Viewpoint = 2,
     Up = 3,
     Outward = 4,
+}
+
+/// One point's result; the default is "no plane".
+#[derive(Clone, Copy)]
+struct Fitted {
+    normal: [f32; 3],
+    gamma: f32,
+    /// Stored in f32 (the extra dimension's kind), so nothing is lost.
+    curvature: f32,
+    rule: Rule,
+}
+
+impl Default for Fitted {
+    fn default() -> Self {
+        Fitted {
+            normal: [0.0; 3],
+            gamma: f32::INFINITY,
+            curvature: -1.0,
+            rule: Rule::None,
+        }
+    }
 }
 
 /// Estimate normals, gamma and (optionally) curvature in place; see the module documentation. The report's
@@ -273,84 +295,74 @@ pub fn estimate_normals(
         let nf = n.max(1) as f64;
         [s[0] / nf, s[1] / nf, s[2] / nf]
     };
-    let nb = Neighbors::new(&cloud.positions)?;
-    let pos = &cloud.positions;
-    let mut normals = vec![[0.0f32; 3]; n];
-    let mut gamma = vec![f32::INFINITY; n];
-    let mut curv = vec![-1.0f64; n];
-    let mut rules = vec![Rule::None; n];
-    normals
-        .par_chunks_mut(CHUNK)
-        .zip(gamma.par_chunks_mut(CHUNK))
-        .zip(curv.par_chunks_mut(CHUNK))
-        .zip(rules.par_chunks_mut(CHUNK))
-        .enumerate()
-        .try_for_each_init(
-            || {
+    let nb = Neighbors::for_knn(&cloud.positions, k)?;
+    let fitted = nb.knn_all(
+        k,
+        radius,
+        progress,
+        || Vec::<[f64; 3]>::with_capacity(k),
+        |rel, i, p, _, near| {
+            rel.clear();
+            rel.extend(near.iter().map(|r| {
+                [
+                    r[0] as f64 - p[0] as f64,
+                    r[1] as f64 - p[1] as f64,
+                    r[2] as f64 - p[2] as f64,
+                ]
+            }));
+            let Some((mut nv, g, c)) = fit_plane(rel) else {
+                return Fitted::default();
+            };
+            let pf = [p[0] as f64, p[1] as f64, p[2] as f64];
+            let scanner = {
+                let at = scanners.partition_point(|s| s.0 <= i);
+                at.checked_sub(1)
+                    .and_then(|a| scanners.get(a))
+                    .filter(|s| i < s.1)
+                    .map(|s| s.2)
+            };
+            let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+            let (rule, want) = if let Some(s) = scanner {
                 (
-                    Vec::<Neighbor>::with_capacity(k),
-                    Vec::<[f64; 3]>::with_capacity(k),
+                    Rule::Scanner,
+                    dot(nv, [s[0] - pf[0], s[1] - pf[1], s[2] - pf[2]]),
                 )
-            },
-            |(buf, rel), (ci, (((nc, gc), cc), rc))| {
-                check_cancel(progress)?;
-                for j in 0..nc.len() {
-                    let i = ci * CHUNK + j;
-                    let p = pos[i];
-                    nb.knn(p, k, radius, buf);
-                    rel.clear();
-                    rel.extend(buf.iter().map(|q| {
-                        let r = pos[q.index as usize];
-                        [
-                            r[0] as f64 - p[0] as f64,
-                            r[1] as f64 - p[1] as f64,
-                            r[2] as f64 - p[2] as f64,
-                        ]
-                    }));
-                    let Some((mut nv, g, c)) = fit_plane(rel) else {
-                        continue;
-                    };
-                    let pf = [p[0] as f64, p[1] as f64, p[2] as f64];
-                    let scanner = {
-                        let at = scanners.partition_point(|s| s.0 <= i);
-                        at.checked_sub(1)
-                            .and_then(|a| scanners.get(a))
-                            .filter(|s| i < s.1)
-                            .map(|s| s.2)
-                    };
-                    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-                    let (rule, want) = if let Some(s) = scanner {
-                        (
-                            Rule::Scanner,
-                            dot(nv, [s[0] - pf[0], s[1] - pf[1], s[2] - pf[2]]),
-                        )
-                    } else if let Some(v) = viewpoint {
-                        (
-                            Rule::Viewpoint,
-                            dot(nv, [v[0] - pf[0], v[1] - pf[1], v[2] - pf[2]]),
-                        )
-                    } else if nv[2].abs() > HORIZONTAL_MIN_NZ {
-                        (Rule::Up, nv[2])
-                    } else {
-                        let c = centroid;
-                        (
-                            Rule::Outward,
-                            dot(nv, [pf[0] - c[0], pf[1] - c[1], pf[2] - c[2]]),
-                        )
-                    };
-                    if want < 0.0 {
-                        nv = [-nv[0], -nv[1], -nv[2]];
-                    }
-                    nc[j] = [nv[0] as f32, nv[1] as f32, nv[2] as f32];
-                    gc[j] = g as f32;
-                    cc[j] = c;
-                    rc[j] = rule;
-                }
-                progress.advance(nc.len() as u64);
-                Ok::<(), Error>(())
-            },
-        )?;
-    let count = |r: Rule| rules.iter().filter(|&&x| x == r).count() as f64;
+            } else if let Some(v) = viewpoint {
+                (
+                    Rule::Viewpoint,
+                    dot(nv, [v[0] - pf[0], v[1] - pf[1], v[2] - pf[2]]),
+                )
+            } else if nv[2].abs() > HORIZONTAL_MIN_NZ {
+                (Rule::Up, nv[2])
+            } else {
+                let c = centroid;
+                (
+                    Rule::Outward,
+                    dot(nv, [pf[0] - c[0], pf[1] - c[1], pf[2] - c[2]]),
+                )
+            };
+            if want < 0.0 {
+                nv = [-nv[0], -nv[1], -nv[2]];
+            }
+            Fitted {
+                normal: [nv[0] as f32, nv[1] as f32, nv[2] as f32],
+                gamma: g as f32,
+                curvature: c as f32,
+                rule,
+            }
+        },
+    )?;
+    let mut rules = [0usize; 5];
+    for f in &fitted {
+        rules[f.rule as usize] += 1;
+    }
+    let curv: Option<Vec<f64>> = params
+        .curvature
+        .then(|| fitted.par_iter().map(|f| f.curvature as f64).collect());
+    let gamma: Vec<f32> = fitted.par_iter().map(|f| f.gamma).collect();
+    let normals: Vec<[f32; 3]> = fitted.par_iter().map(|f| f.normal).collect();
+    drop(fitted);
+    let count = |r: Rule| rules[r as usize] as f64;
     let no_normal = count(Rule::None);
     report.figure("k", k as f64);
     report.figure("radius_m", radius.map_or(f64::INFINITY, |r| r as f64));
@@ -373,7 +385,7 @@ pub fn estimate_normals(
     }
     cloud.normals = Some(normals);
     cloud.gamma = Some(gamma);
-    if params.curvature {
+    if let Some(curv) = curv {
         cloud.extra.retain(|d| d.name != "curvature");
         cloud.extra.push(ExtraDim {
             name: "curvature".into(),

@@ -7,10 +7,9 @@
 
 use std::time::Instant;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{CHUNK, check_cancel, check_cloud, mask_indices, select_subset};
+use super::{check_cloud, mask_indices, select_subset};
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
 use crate::features::Neighbors;
@@ -57,23 +56,14 @@ pub fn radius_mask(
     if params.min_neighbors == 0 || n == 0 {
         return Ok(vec![true; n]);
     }
-    let nb = Neighbors::new(&cloud.positions)?;
+    let nb = Neighbors::for_radius(&cloud.positions, params.radius_m)?;
     progress.stage("radius outliers", n as u64);
-    let mut mask = vec![false; n];
-    mask.par_chunks_mut(CHUNK)
-        .zip(cloud.positions.par_chunks(CHUNK))
-        .try_for_each_init(
-            || nb.scratch(),
-            |scratch, (m, pts)| {
-                check_cancel(progress)?;
-                for (m, &p) in m.iter_mut().zip(pts) {
-                    // The count includes the point itself.
-                    *m = nb.count_within(p, params.radius_m, scratch) > params.min_neighbors;
-                }
-                progress.advance(pts.len() as u64);
-                Ok::<(), Error>(())
-            },
-        )?;
+    let counts = nb.count_within_all(params.radius_m, progress)?;
+    // The count includes the point itself.
+    let mask = counts
+        .iter()
+        .map(|&c| c as usize > params.min_neighbors)
+        .collect();
     Ok(mask)
 }
 

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::{CHUNK, check_cancel, check_cloud, mask_indices, select_subset};
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
-use crate::features::{Neighbor, Neighbors};
+use crate::features::Neighbors;
 use crate::progress::Progress;
 use crate::report::StageReport;
 
@@ -134,37 +134,29 @@ pub fn sor_mean_distances(
     if n < 2 || divisor == 0 {
         return Ok((vec![0.0; n], divisor, warnings));
     }
-    let nb = Neighbors::new(&cloud.positions)?;
-    let pos = &cloud.positions;
-    let mut d = vec![0.0f64; n];
+    let nb = Neighbors::for_knn(&cloud.positions, query)?;
     progress.stage("statistical outliers", n as u64);
-    d.par_chunks_mut(CHUNK).enumerate().try_for_each_init(
-        || Vec::<Neighbor>::with_capacity(query),
-        |buf, (ci, out)| {
-            check_cancel(progress)?;
-            for (j, o) in out.iter_mut().enumerate() {
-                let i = ci * CHUNK + j;
-                let p = pos[i];
-                nb.knn(p, query, None, buf);
-                // The nearest result is at distance 0 (the point itself or an exact duplicate): dropping
-                // the first result removes "the point itself" as PCL and CloudCompare do.
-                let skip = if params.compat == SorCompat::Open3d {
-                    0
-                } else {
-                    1
-                };
-                let mut sum = 0.0f64;
-                for q in buf.iter().skip(skip) {
-                    let r = pos[q.index as usize];
-                    let dx = r[0] as f64 - p[0] as f64;
-                    let dy = r[1] as f64 - p[1] as f64;
-                    let dz = r[2] as f64 - p[2] as f64;
-                    sum += (dx * dx + dy * dy + dz * dz).sqrt();
-                }
-                *o = sum / divisor as f64;
+    // The nearest result is at distance 0 (the point itself or an exact duplicate): dropping the first
+    // result removes "the point itself" as PCL and CloudCompare do.
+    let skip = if params.compat == SorCompat::Open3d {
+        0
+    } else {
+        1
+    };
+    let d = nb.knn_all(
+        query,
+        None,
+        progress,
+        || (),
+        |_, _, p, _, near| {
+            let mut sum = 0.0f64;
+            for r in near.iter().skip(skip) {
+                let dx = r[0] as f64 - p[0] as f64;
+                let dy = r[1] as f64 - p[1] as f64;
+                let dz = r[2] as f64 - p[2] as f64;
+                sum += (dx * dx + dy * dy + dz * dz).sqrt();
             }
-            progress.advance(out.len() as u64);
-            Ok::<(), Error>(())
+            sum / divisor as f64
         },
     )?;
     Ok((d, divisor, warnings))
@@ -370,6 +362,7 @@ mod tests {
     fn compat_parses_from_toml() {
         let p: SorParams = toml::from_str("k = 6\ncompat = \"cloudcompare\"").unwrap();
         assert_eq!(p.compat, SorCompat::CloudCompare);
-        assert_eq!(p.std_ratio, 2.0);
+        assert_eq!(p.k, 6);
+        assert_eq!(p.std_ratio, SorParams::default().std_ratio);
     }
 }
