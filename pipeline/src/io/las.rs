@@ -31,7 +31,7 @@ use crate::{Cloud, Error, Result};
 /// Points decoded per parallel work item: big enough to amortise scheduling, small enough to stay in cache.
 const FILL_GRAIN: usize = 1 << 16;
 /// Points decompressed per LAZ batch (whole chunks are added until the batch holds at least this many).
-const LAZ_BATCH_POINTS: u64 = 1 << 21;
+const LAZ_BATCH_POINTS: u64 = 1 << 18;
 /// A LAZ chunk claiming more decoded bytes than this multiple of its compressed size (plus a slack) is decoded
 /// sequentially in bounded pieces instead of being given a buffer of the claimed size up front.
 const LAZ_TRUSTED_RATIO: u64 = 64;
