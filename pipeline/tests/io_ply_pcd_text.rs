@@ -636,3 +636,54 @@ fn read_speed() {
         );
     }
 }
+
+/// PLY scalar fields are written with CloudCompare's `scalar_` prefix (so CloudCompare loads them all without a
+/// dialog) and read back under their own names.
+#[test]
+fn ply_scalar_fields_use_cloudcompare_names() {
+    let cloud = Cloud {
+        positions: vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
+        intensity: Some(vec![0.5, 0.25]),
+        time: Some(vec![0.0, 0.1]),
+        ring: Some(vec![3, 7]),
+        extra: vec![ExtraDim {
+            name: "range".into(),
+            kind: ScalarKind::F32,
+            values: vec![1.5, 2.5],
+        }],
+        ..Cloud::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scan.ply");
+    io::write(&cloud, &path, None, &WriteOptions::default()).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let header = String::from_utf8_lossy(
+        &bytes[..bytes.windows(10).position(|w| w == b"end_header").unwrap()],
+    );
+    for p in [
+        "scalar_intensity",
+        "scalar_time",
+        "scalar_ring",
+        "scalar_range",
+    ] {
+        assert!(header.contains(p), "{p} in {header}");
+    }
+    assert!(header.contains("property float x"));
+    let back = io::read(&path, None, &ReadOptions::default()).unwrap();
+    assert_eq!(back.intensity, cloud.intensity);
+    assert_eq!(back.time, cloud.time);
+    assert_eq!(back.ring, cloud.ring);
+    assert_eq!(
+        back.extra("range").map(|d| d.values.clone()),
+        Some(vec![1.5, 2.5])
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o644,
+            "not a private temp file"
+        );
+    }
+}

@@ -477,7 +477,11 @@ pub(crate) fn assemble(path: &Path, mut cols: Vec<Column>, n: usize) -> Result<C
     cloud.extra = cols
         .into_iter()
         .map(|c| ExtraDim {
-            name: c.name,
+            // `scalar_` is CloudCompare's prefix for scalar fields in PLY files, not part of the name.
+            name: match c.name.strip_prefix("scalar_") {
+                Some(rest) if !rest.is_empty() => rest.to_string(),
+                _ => c.name,
+            },
             kind: c.kind,
             values: c.values,
         })
@@ -626,6 +630,19 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
             kind: d.kind,
             src: Src::Extra(i),
         });
+    }
+    if style == Style::Ply {
+        // CloudCompare's convention: it loads `scalar_*` properties as scalar fields without asking (and writes
+        // its own that way); readers, ours included, strip the prefix.
+        for o in &mut out {
+            if matches!(
+                o.src,
+                Src::X | Src::Y | Src::Z | Src::Normal(_) | Src::Colour8(_)
+            ) {
+                continue;
+            }
+            o.name = format!("scalar_{}", o.name);
+        }
     }
     out
 }
