@@ -222,8 +222,8 @@ pub struct Renderer {
     prepared: Option<Prepared>,
     chosen: Option<Method>,
     index: Option<(MapKey, Arc<BeamIndex>)>,
-    /// Per-frame buffer of jittered beam directions and range-noise samples, reused between frames.
-    dirs: Vec<([f32; 3], f64)>,
+    /// Per-frame buffer of jittered beam directions, reused between frames.
+    dirs: Vec<[f32; 3]>,
     /// Where each beam leaves the sensor, in the sensor frame (Ouster beam-origin offsets, the lidar origin's
     /// height above the sensor frame); empty when every beam leaves from the sensor origin.
     origins: Vec<[f32; 3]>,
@@ -332,6 +332,7 @@ impl Renderer {
             map,
             &self.beams,
             &self.dirs,
+            frame_index,
             &self.physics,
             &self.params,
             prepared,
@@ -729,7 +730,9 @@ impl PoseTable {
 pub(crate) struct Ctx<'a> {
     pub map: &'a MapView<'a>,
     pub beams: &'a [Beam],
-    dirs: &'a [([f32; 3], f64)],
+    dirs: &'a [[f32; 3]],
+    /// Index of the frame, for the per-beam random streams.
+    frame_index: u64,
     pub physics: &'a Physics,
     pub params: &'a RenderParams,
     pub prepared: &'a Prepared,
@@ -757,7 +760,8 @@ impl<'a> Ctx<'a> {
     fn new(
         map: &'a MapView<'a>,
         beams: &'a [Beam],
-        dirs: &'a [([f32; 3], f64)],
+        dirs: &'a [[f32; 3]],
+        frame_index: u64,
         physics: &'a Physics,
         params: &'a RenderParams,
         prepared: &'a Prepared,
@@ -793,6 +797,7 @@ impl<'a> Ctx<'a> {
             map,
             beams,
             dirs,
+            frame_index,
             physics,
             params,
             prepared,
@@ -819,17 +824,17 @@ impl<'a> Ctx<'a> {
         ((trans / self.r_map as f64).ceil() as u32).clamp(1, 8)
     }
 
-    /// The jittered unit direction of beam `i` in the sensor frame and its range-noise sample (computed once
-    /// per frame by [`jittered_dirs`]).
+    /// The jittered unit direction of beam `i` in the sensor frame (computed once per frame by
+    /// [`jittered_dirs`]).
     #[inline]
-    pub fn beam_dir(&self, i: usize) -> ([f32; 3], f64) {
-        self.dirs.get(i).copied().unwrap_or(([1.0, 0.0, 0.0], 0.0))
+    pub fn beam_dir(&self, i: usize) -> [f32; 3] {
+        self.dirs.get(i).copied().unwrap_or([1.0, 0.0, 0.0])
     }
 
     /// Ray of beam `i` in map-relative coordinates: origin, unit direction, and the pose it was cast from.
     #[inline]
     pub fn ray(&self, i: usize) -> ([f32; 3], [f32; 3]) {
-        let (b, _) = self.beam_dir(i);
+        let b = self.beam_dir(i);
         let t = self.beams.get(i).map_or(0.0, |b| b.time_s as f64);
         let pose = if self.moving {
             self.poses.at(t)
@@ -925,11 +930,20 @@ impl<'a> Ctx<'a> {
             .filter_map(|(i, hit)| {
                 let hit = hit.as_ref()?;
                 let beam = self.beams.get(i)?;
-                let (b, g_range) = self.beam_dir(i);
+                let b = self.beam_dir(i);
                 let d_true = hit.t as f64;
                 let sigma =
                     ph.range_sigma_m as f64 + ph.range_sigma_quadratic as f64 * d_true * d_true;
-                let d = d_true + if sigma > 0.0 { sigma * g_range } else { 0.0 };
+                // The range sample is the first pair of the beam's stream (the direction jitter the second),
+                // drawn here so that beams that hit nothing pay nothing for it.
+                let d = d_true
+                    + if sigma > 0.0 {
+                        let mut rng =
+                            rng::BeamRng::new(self.params.seed, self.frame_index, i as u64);
+                        sigma * rng.gaussian_pair().0
+                    } else {
+                        0.0
+                    };
                 if !(d >= ph.min_range_m as f64 && d <= ph.max_range_m as f64) {
                     return None;
                 }
@@ -983,15 +997,9 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// The jittered unit direction of each beam in the sensor frame and its range-noise sample, into `out`: a pure
-/// function of (seed, frame, beam index), computed once per frame for the renderer and the finishing pass.
-fn jittered_dirs(
-    beams: &[Beam],
-    seed: u64,
-    frame_index: u64,
-    sigma: f32,
-    out: &mut Vec<([f32; 3], f64)>,
-) {
+/// The jittered unit direction of each beam in the sensor frame, into `out`: a pure function of (seed, frame,
+/// beam index), computed once per frame for the renderer and the finishing pass.
+fn jittered_dirs(beams: &[Beam], seed: u64, frame_index: u64, sigma: f32, out: &mut Vec<[f32; 3]>) {
     beams
         .par_iter()
         .enumerate()
@@ -1001,13 +1009,15 @@ fn jittered_dirs(
 }
 
 #[inline]
-fn jittered_dir(beam: &Beam, seed: u64, frame_index: u64, sigma: f32, i: usize) -> ([f32; 3], f64) {
+fn jittered_dir(beam: &Beam, seed: u64, frame_index: u64, sigma: f32, i: usize) -> [f32; 3] {
     let b = unit(beam.dir);
-    let mut rng = rng::BeamRng::new(seed, frame_index, i as u64);
-    let (g_range, _) = rng.gaussian_pair();
     if !(sigma > 0.0) {
-        return (b, g_range);
+        return b;
     }
+    let mut rng = rng::BeamRng::new(seed, frame_index, i as u64);
+    // The first pair is the range sample (drawn in the finishing pass): skip its two words.
+    rng.next_u64();
+    rng.next_u64();
     let (g1, g2) = rng.gaussian_pair();
     // An orthonormal pair perpendicular to b.
     let helper = if b[0].abs() < 0.9 {
@@ -1018,14 +1028,11 @@ fn jittered_dir(beam: &Beam, seed: u64, frame_index: u64, sigma: f32, i: usize) 
     let e1 = unit(cross(b, helper));
     let e2 = cross(b, e1);
     let (a1, a2) = (sigma * g1 as f32, sigma * g2 as f32);
-    (
-        unit([
-            b[0] + a1 * e1[0] + a2 * e2[0],
-            b[1] + a1 * e1[1] + a2 * e2[1],
-            b[2] + a1 * e1[2] + a2 * e2[2],
-        ]),
-        g_range,
-    )
+    unit([
+        b[0] + a1 * e1[0] + a2 * e2[0],
+        b[1] + a1 * e1[1] + a2 * e2[1],
+        b[2] + a1 * e1[2] + a2 * e2[2],
+    ])
 }
 
 #[inline]
