@@ -138,6 +138,8 @@ struct Candidates {
     /// Original index of each candidate.
     orig: Vec<u32>,
     d2: Vec<f32>,
+    /// Slots of the candidates within the current bound.
+    pass: Vec<u32>,
     keys: Vec<(u64, u32)>,
 }
 
@@ -174,25 +176,45 @@ impl Candidates {
         for t in 0..m {
             d2[t] = dist2([xs[t], ys[t], zs[t]], q);
         }
-        // (squared distance bits, original index) orders like (d2, index) for d2 >= 0 and sorts as plain
-        // integers; the slot finds the position again. Branch-free compaction: every candidate is written,
-        // only those within tau advance the end.
-        if self.keys.len() < m + 1 {
-            self.keys.resize(m + 1, (0, 0));
+        // Branch-free compaction of the slots within tau (every slot is written, only those within tau
+        // advance the end), then insertion of their (squared distance bits, original index) keys, which order
+        // like (d2, index) for d2 >= 0, into a sorted list of at most k with early rejection against the
+        // current k-th: far fewer writes than keying every candidate and selecting.
+        if self.pass.len() < m + 1 {
+            self.pass.resize(m + 1, 0);
+        }
+        let pass = &mut self.pass[..m + 1];
+        let mut n = 0usize;
+        for (t, &d) in d2.iter().enumerate() {
+            pass[n] = t as u32;
+            n += (d <= tau) as usize;
         }
         let orig = &self.orig[..m];
-        let keys = &mut self.keys[..m + 1];
-        let mut n = 0usize;
-        for t in 0..m {
-            keys[n] = (((d2[t].to_bits() as u64) << 32) | orig[t] as u64, t as u32);
-            n += (d2[t] <= tau) as usize;
+        if self.keys.len() < k {
+            self.keys.resize(k, (0, 0));
         }
-        let keys = &mut keys[..n];
-        if n > k {
-            keys.select_nth_unstable(k - 1);
+        let keys = &mut self.keys[..k];
+        let mut len = 0usize;
+        let mut worst = u64::MAX;
+        for &t in &pass[..n] {
+            let t = t as usize;
+            let key = ((d2[t].to_bits() as u64) << 32) | orig[t] as u64;
+            if key >= worst {
+                continue;
+            }
+            // Full: the new key replaces the k-th (it is smaller).
+            let mut at = len.min(k - 1);
+            len = (len + 1).min(k);
+            while at > 0 && keys[at - 1].0 > key {
+                keys[at] = keys[at - 1];
+                at -= 1;
+            }
+            keys[at] = (key, t as u32);
+            if len == k {
+                worst = keys[k - 1].0;
+            }
         }
-        let keys = &mut keys[..n.min(k)];
-        keys.sort_unstable();
+        let keys = &keys[..len];
         top.clear();
         top.extend(keys.iter().map(|&(key, t)| Entry {
             d2: f32::from_bits((key >> 32) as u32),
