@@ -6,6 +6,7 @@
 
 use aerie_pipeline::map::{Bucket, MapView};
 use aerie_simcore::render::{self, Frame, Method, RenderParams, Renderer};
+use aerie_simcore::scene::Surface;
 use aerie_simcore::sensor::{Beam, Physics};
 use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xyz_rpy};
 use nalgebra::{Point3, Vector3};
@@ -15,205 +16,121 @@ type V3 = Vector3<f64>;
 // ---------------------------------------------------------------------------------------------------------
 // Analytic scenes
 
-#[derive(Clone, Debug)]
-enum Prim {
-    /// Rectangle centred at `c` spanned by unit axes `e1`, `e2` with half extents `a`, `b`.
-    Rect {
-        c: V3,
-        e1: V3,
-        e2: V3,
-        a: f64,
-        b: f64,
-    },
-    /// Open vertical cylinder.
-    Cyl {
-        cx: f64,
-        cy: f64,
-        radius: f64,
-        z0: f64,
-        z1: f64,
-    },
-}
-
-impl Prim {
-    fn rect(c: [f64; 3], e1: [f64; 3], e2: [f64; 3], a: f64, b: f64) -> Prim {
-        Prim::Rect {
-            c: V3::from(c),
-            e1: V3::from(e1).normalize(),
-            e2: V3::from(e2).normalize(),
-            a,
-            b,
-        }
-    }
-
-    fn intersect(&self, o: &V3, u: &V3) -> Option<f64> {
-        match self {
-            Prim::Rect { c, e1, e2, a, b } => {
-                let n = e1.cross(e2);
-                let den = n.dot(u);
-                if den.abs() < 1e-12 {
-                    return None;
+/// Samples `surface` on a grid of spacing r: (position, unit normal, grid indices for coarse-to-fine order).
+fn sample(surface: &Surface, r: f64, out: &mut Vec<(V3, V3, [i64; 2])>) {
+    match *surface {
+        Surface::Rect {
+            centre,
+            e1,
+            e2,
+            half_a,
+            half_b,
+        } => {
+            let (c, e1, e2) = (V3::from(centre), V3::from(e1), V3::from(e2));
+            let n = e1.cross(&e2);
+            let (na, nb) = (
+                (half_a / r + 1e-9).floor() as i64,
+                (half_b / r + 1e-9).floor() as i64,
+            );
+            for i in -na..=na {
+                for j in -nb..=nb {
+                    out.push((c + e1 * (i as f64 * r) + e2 * (j as f64 * r), n, [i, j]));
                 }
-                let t = n.dot(&(c - o)) / den;
-                if t <= 1e-9 {
-                    return None;
-                }
-                let p = o + u * t - c;
-                (p.dot(e1).abs() <= *a && p.dot(e2).abs() <= *b).then_some(t)
-            }
-            Prim::Cyl {
-                cx,
-                cy,
-                radius,
-                z0,
-                z1,
-            } => {
-                let (dx, dy) = (o.x - cx, o.y - cy);
-                let qa = u.x * u.x + u.y * u.y;
-                if qa < 1e-14 {
-                    return None;
-                }
-                let qb = 2.0 * (dx * u.x + dy * u.y);
-                let qc = dx * dx + dy * dy - radius * radius;
-                let disc = qb * qb - 4.0 * qa * qc;
-                if disc < 0.0 {
-                    return None;
-                }
-                let s = disc.sqrt();
-                [(-qb - s) / (2.0 * qa), (-qb + s) / (2.0 * qa)]
-                    .into_iter()
-                    .find(|&t| t > 1e-9 && (o.z + t * u.z) >= *z0 && (o.z + t * u.z) <= *z1)
             }
         }
-    }
-
-    /// Distance from `p` to the surface.
-    fn distance(&self, p: &V3) -> f64 {
-        match self {
-            Prim::Rect { c, e1, e2, a, b } => {
-                let q = p - c;
-                let (x, y, z) = (q.dot(e1), q.dot(e2), q.dot(&e1.cross(e2)));
-                let (dx, dy) = (x - x.clamp(-a, *a), y - y.clamp(-b, *b));
-                (dx * dx + dy * dy + z * z).sqrt()
-            }
-            Prim::Cyl {
-                cx,
-                cy,
-                radius,
-                z0,
-                z1,
-            } => {
-                let radial = (p.x - cx).hypot(p.y - cy) - radius;
-                radial.hypot(p.z - p.z.clamp(*z0, *z1))
-            }
-        }
-    }
-
-    /// Samples on a grid of spacing r: (position, unit normal, grid indices for coarse-to-fine order).
-    fn sample(&self, r: f64, out: &mut Vec<(V3, V3, [i64; 2])>) {
-        match self {
-            Prim::Rect { c, e1, e2, a, b } => {
-                let n = e1.cross(e2);
-                let (na, nb) = ((a / r + 1e-9).floor() as i64, (b / r + 1e-9).floor() as i64);
-                for i in -na..=na {
-                    for j in -nb..=nb {
-                        out.push((c + e1 * (i as f64 * r) + e2 * (j as f64 * r), n, [i, j]));
-                    }
-                }
-            }
-            Prim::Cyl {
-                cx,
-                cy,
-                radius,
-                z0,
-                z1,
-            } => {
-                let nt = ((std::f64::consts::TAU * radius / r).ceil() as i64).max(3);
-                let nz = ((z1 - z0) / r + 1e-9).floor() as i64;
-                for k in 0..nt {
-                    let a = std::f64::consts::TAU * k as f64 / nt as f64;
-                    let n = V3::new(a.cos(), a.sin(), 0.0);
-                    for j in 0..=nz {
-                        out.push((
-                            V3::new(
-                                cx + radius * a.cos(),
-                                cy + radius * a.sin(),
-                                z0 + j as f64 * r,
-                            ),
-                            n,
-                            [k, j],
-                        ));
-                    }
+        Surface::Cylinder {
+            x,
+            y,
+            radius,
+            z0,
+            z1,
+        } => {
+            let nt = ((std::f64::consts::TAU * radius / r).ceil() as i64).max(3);
+            let nz = ((z1 - z0) / r + 1e-9).floor() as i64;
+            for k in 0..nt {
+                let a = std::f64::consts::TAU * k as f64 / nt as f64;
+                let n = V3::new(a.cos(), a.sin(), 0.0);
+                for j in 0..=nz {
+                    out.push((
+                        V3::new(
+                            x + radius * a.cos(),
+                            y + radius * a.sin(),
+                            z0 + j as f64 * r,
+                        ),
+                        n,
+                        [k, j],
+                    ));
                 }
             }
         }
     }
 }
 
+/// The scenes of these tests; exact ray casting comes from `aerie_simcore::scene::Surface`.
 struct Scene {
-    prims: Vec<Prim>,
+    prims: Vec<Surface>,
 }
 
 impl Scene {
     fn distance(&self, p: &V3) -> f64 {
         self.prims
             .iter()
-            .map(|q| q.distance(p))
+            .map(|q| q.distance([p.x, p.y, p.z]))
             .fold(f64::INFINITY, f64::min)
     }
 
     fn cast(&self, o: &V3, u: &V3) -> Option<f64> {
         self.prims
             .iter()
-            .filter_map(|p| p.intersect(o, u))
+            .filter_map(|p| p.raycast([o.x, o.y, o.z], [u.x, u.y, u.z]))
             .min_by(f64::total_cmp)
     }
 
     /// A 20 x 12 x 4 m room with pillars, thin poles and slanted panels at 10-80 deg.
     fn room() -> Scene {
         let mut prims = vec![
-            Prim::rect([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 10.0, 6.0),
-            Prim::rect([0.0, 0.0, 4.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 10.0, 6.0),
-            Prim::rect([10.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], 6.0, 2.0),
-            Prim::rect(
+            Surface::rect([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 10.0, 6.0),
+            Surface::rect([0.0, 0.0, 4.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 10.0, 6.0),
+            Surface::rect([10.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], 6.0, 2.0),
+            Surface::rect(
                 [-10.0, 0.0, 2.0],
                 [0.0, 1.0, 0.0],
                 [0.0, 0.0, 1.0],
                 6.0,
                 2.0,
             ),
-            Prim::rect([0.0, 6.0, 2.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], 10.0, 2.0),
-            Prim::rect(
+            Surface::rect([0.0, 6.0, 2.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], 10.0, 2.0),
+            Surface::rect(
                 [0.0, -6.0, 2.0],
                 [1.0, 0.0, 0.0],
                 [0.0, 0.0, 1.0],
                 10.0,
                 2.0,
             ),
-            Prim::Cyl {
-                cx: 4.0,
-                cy: 2.0,
+            Surface::Cylinder {
+                x: 4.0,
+                y: 2.0,
                 radius: 0.3,
                 z0: 0.0,
                 z1: 4.0,
             },
-            Prim::Cyl {
-                cx: -5.0,
-                cy: -3.0,
+            Surface::Cylinder {
+                x: -5.0,
+                y: -3.0,
                 radius: 0.5,
                 z0: 0.0,
                 z1: 4.0,
             },
-            Prim::Cyl {
-                cx: 2.0,
-                cy: -2.5,
+            Surface::Cylinder {
+                x: 2.0,
+                y: -2.5,
                 radius: 0.04,
                 z0: 0.0,
                 z1: 2.6,
             },
-            Prim::Cyl {
-                cx: -2.0,
-                cy: 3.0,
+            Surface::Cylinder {
+                x: -2.0,
+                y: 3.0,
                 radius: 0.04,
                 z0: 0.0,
                 z1: 2.6,
@@ -228,20 +145,20 @@ impl Scene {
             let tilt = az + std::f64::consts::PI + inc.to_radians();
             let n = V3::new(tilt.cos(), tilt.sin(), 0.0);
             let e1 = V3::z().cross(&n).normalize();
-            prims.push(Prim::Rect {
-                c,
-                e1,
-                e2: V3::z(),
-                a: 0.8,
-                b: 0.6,
-            });
+            prims.push(Surface::rect(
+                c.into(),
+                e1.into(),
+                [0.0, 0.0, 1.0],
+                0.8,
+                0.6,
+            ));
         }
         Scene { prims }
     }
 
     /// Open ground (30 x 30 m) with cylinders and poles; beams into the sky miss.
     fn ground() -> Scene {
-        let mut prims = vec![Prim::rect(
+        let mut prims = vec![Surface::rect(
             [0.0, 0.0, 0.0],
             [1.0, 0.0, 0.0],
             [0.0, 1.0, 0.0],
@@ -256,9 +173,9 @@ impl Scene {
             } else {
                 0.25 + 0.1 * k as f64
             };
-            prims.push(Prim::Cyl {
-                cx: d * a.cos(),
-                cy: d * a.sin(),
+            prims.push(Surface::Cylinder {
+                x: d * a.cos(),
+                y: d * a.sin(),
                 radius,
                 z0: 0.0,
                 z1: 3.0,
@@ -293,7 +210,7 @@ impl TestMap {
     fn build(scene: &Scene, r: f64, origin: [f64; 3]) -> TestMap {
         let mut samples = Vec::new();
         for p in &scene.prims {
-            p.sample(r, &mut samples);
+            sample(p, r, &mut samples);
         }
         let bucket_size = (30.0 * r).max(2.0);
         // Coarse-to-fine: points on coarser sub-grids (more trailing zero bits of both indices) first,
