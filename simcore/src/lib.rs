@@ -4,6 +4,7 @@
 //! `aerie_pipeline::map`; never prints.
 
 pub mod render;
+pub(crate) mod rng;
 pub mod scene;
 pub mod sensor;
 pub mod synthetic;

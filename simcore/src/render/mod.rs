@@ -27,7 +27,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 mod beam;
-mod rng;
+
 mod splat;
 
 use std::sync::Arc;
@@ -939,7 +939,7 @@ impl<'a> Ctx<'a> {
                 let d = d_true
                     + if sigma > 0.0 {
                         let mut rng =
-                            rng::BeamRng::new(self.params.seed, self.frame_index, i as u64);
+                            crate::rng::BeamRng::new(self.params.seed, self.frame_index, i as u64);
                         sigma * rng.gaussian_pair().0
                     } else {
                         0.0
@@ -1014,7 +1014,7 @@ fn jittered_dir(beam: &Beam, seed: u64, frame_index: u64, sigma: f32, i: usize) 
     if !(sigma > 0.0) {
         return b;
     }
-    let mut rng = rng::BeamRng::new(seed, frame_index, i as u64);
+    let mut rng = crate::rng::BeamRng::new(seed, frame_index, i as u64);
     // The first pair is the range sample (drawn in the finishing pass): skip its two words.
     rng.next_u64();
     rng.next_u64();

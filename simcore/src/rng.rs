@@ -1,4 +1,4 @@
-//! Counter-based randomness for the renderer.
+//! Counter-based randomness (the renderer's noise, IMU noise, obstacles).
 //!
 //! Hand-rolled rather than a seeded `rand` generator on purpose: every beam needs its own independent stream
 //! that depends only on (seed, frame, beam index), so a beam's noise is the same whatever thread renders it,
@@ -34,7 +34,7 @@ impl BeamRng {
 
     /// Uniform in (0, 1].
     #[inline]
-    fn uniform_open0(&mut self) -> f64 {
+    pub(crate) fn uniform_open0(&mut self) -> f64 {
         ((self.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
