@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use aerie_pipeline::io::{self, ReadOptions, WriteOptions};
 use aerie_pipeline::prepare::{Recipe, prepare};
-use aerie_pipeline::{Cloud, CloudSummary, NoProgress};
-use aerie_simcore::render::{RenderParams, Renderer};
+use aerie_pipeline::{CloudSummary, NoProgress};
+use aerie_simcore::Simulator;
 use aerie_simcore::sensor::SensorModel;
-use aerie_simcore::trajectory::{Static, pose_from_xyz_rpy};
+use aerie_simcore::trajectory::{Isometry3, Static, pose_from_xyz_rpy};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -34,9 +34,8 @@ fn main() -> anyhow::Result<()> {
         prepared.map.buckets.len()
     );
 
-    let sensor = SensorModel::preset("avia")?;
-    let mut beams = Vec::new();
-    sensor.beams(0, &mut beams);
+    let mut sim = Simulator::new(prepared.map);
+    let avia = sim.add_sensor("avia", SensorModel::preset("avia")?, Isometry3::identity())?;
     let pose = pose_from_xyz_rpy(
         (lo[0] + hi[0]) / 2.0,
         (lo[1] + hi[1]) / 2.0,
@@ -45,17 +44,9 @@ fn main() -> anyhow::Result<()> {
         0.0,
         0.0,
     );
-    let mut renderer = Renderer::new(&beams, &sensor.physics, &RenderParams::default());
-    let frame = renderer.render(&prepared.map.view(), &Static(pose), 0.0, 0);
-    println!("{} of {} beams returned", frame.points.len(), beams.len());
-
-    let scan = Cloud {
-        positions: frame.points.iter().map(|p| p.xyz).collect(),
-        intensity: Some(frame.points.iter().map(|p| p.intensity).collect()),
-        time: Some(frame.points.iter().map(|p| p.time_s as f64).collect()),
-        ring: Some(frame.points.iter().map(|p| p.ring).collect()),
-        ..Cloud::default()
-    };
+    let frame = sim.render(avia, &Static(pose), 0.0, 0);
+    println!("{} of {} beams returned", frame.points.len(), frame.beams);
+    let scan = frame.to_cloud(0.0, false);
     io::write(
         &scan,
         &PathBuf::from(output),

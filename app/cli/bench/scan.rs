@@ -1,15 +1,16 @@
 //! `aerie bench scan`: frames per second of the scan renderers on procedural maps
 //! ([`aerie_simcore::synthetic`]) for shipped sensor presets. The sensor stands still 1.5 m above the ground
-//! in the middle of the scene; Livox patterns change every frame (`Renderer::set_beams`, timed with the
-//! frame), spinning patterns repeat. Map building and the beam renderer's index are timed apart.
+//! in the middle of the scene. Frames go through [`Simulator::render`], so the time of a frame includes what a
+//! user's frame costs (a Livox pattern is generated anew for every frame; spinning patterns repeat). Map
+//! building and the beam renderer's index are timed apart.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use aerie_simcore::render::{BeamIndex, Method, RenderParams, Renderer};
-use aerie_simcore::sensor::{Pattern, SensorModel};
+use aerie_simcore::Simulator;
+use aerie_simcore::render::{Method, RenderParams};
+use aerie_simcore::sensor::SensorModel;
 use aerie_simcore::synthetic::synthetic_map;
-use aerie_simcore::trajectory::{Static, pose_from_xyz_rpy};
+use aerie_simcore::trajectory::{Isometry3, Static, pose_from_xyz_rpy};
 use anyhow::Context;
 
 use super::median;
@@ -93,14 +94,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let map = synthetic_map(n, args.resolution, args.seed)
             .with_context(|| format!("cannot build a synthetic map of {n} points"))?;
         let build_s = t.elapsed().as_secs_f64();
-        let view = map.view();
+        let mut sim = Simulator::new(map);
         let t = Instant::now();
-        let index = Arc::new(BeamIndex::build(&view));
+        let index = sim.beam_index();
         let index_s = t.elapsed().as_secs_f64();
+        let (n_points, n_buckets, bucket_size) = {
+            let view = sim.map();
+            (view.positions.len(), view.buckets.len(), view.bucket_size)
+        };
         let map_line = serde_json::json!({
-            "map_points": view.positions.len(),
-            "buckets": view.buckets.len(),
-            "bucket_size_m": view.bucket_size,
+            "map_points": n_points,
+            "buckets": n_buckets,
+            "bucket_size_m": bucket_size,
             "map_build_s": build_s,
             "beam_index_build_s": index_s,
             "beam_index_mb": index.memory_bytes() as f64 / (1u64 << 20) as f64,
@@ -110,26 +115,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else {
             println!(
                 "# map {} points, {} buckets of {:.2} m: built in {:.2} s (not counted); beam index {:.3} s, {:.0} MB",
-                view.positions.len(),
-                view.buckets.len(),
-                view.bucket_size,
+                n_points,
+                n_buckets,
+                bucket_size,
                 build_s,
                 index_s,
                 index.memory_bytes() as f64 / (1u64 << 20) as f64
             );
         }
         for sensor in &sensors {
-            let runs_on = matches!(sensor.pattern, Pattern::Rosette(_) | Pattern::Sweep(_));
             for &method in &methods {
-                let params = RenderParams {
+                sim.set_params(RenderParams {
                     method,
                     ..RenderParams::default()
-                };
-                let mut beams = Vec::new();
-                sensor.beams(0, &mut beams);
-                let mut renderer = Renderer::new(&beams, &sensor.physics, &params);
-                renderer.set_index(&view, index.clone());
-                let period = sensor.frame_period_s();
+                });
+                let id = sim.add_sensor(&sensor.name, sensor.clone(), Isometry3::identity())?;
                 let mut times = Vec::new();
                 let mut returns = 0usize;
                 let mut cpu0 = None;
@@ -137,16 +137,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     if k == 1 {
                         cpu0 = process_cpu_s();
                     }
-                    // The pattern of the next frame is generated outside the timing: a simulator has it
-                    // ready; handing it to the renderer is part of the frame.
-                    if runs_on {
-                        sensor.beams(k, &mut beams);
-                    }
+                    let start = sim.frame_start(id, 0.0, k);
                     let t = Instant::now();
-                    if runs_on {
-                        renderer.set_beams(&beams);
-                    }
-                    let frame = renderer.render(&view, &trajectory, k as f64 * period, k);
+                    let frame = sim.render(id, &trajectory, start, k);
                     let dt = t.elapsed().as_secs_f64();
                     if k > 0 {
                         times.push(dt * 1e3);
@@ -170,9 +163,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     println!(
                         "{}",
                         serde_json::json!({
-                            "map_points": view.positions.len(),
+                            "map_points": n_points,
                             "sensor": sensor.name,
-                            "beams": beams.len(),
+                            "beams": sensor.beams_per_frame(),
                             "renderer": name,
                             "frames": args.frames,
                             "median_ms": med,
@@ -185,9 +178,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 } else {
                     println!(
                         "{:>10} {:<8} {:>7} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>8}",
-                        view.positions.len(),
+                        n_points,
                         sensor.name,
-                        beams.len(),
+                        sensor.beams_per_frame(),
                         name,
                         med,
                         min,

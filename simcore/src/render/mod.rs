@@ -27,13 +27,14 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 mod beam;
+mod frame;
 
 mod splat;
 
 use std::sync::Arc;
 
 use aerie_pipeline::map::MapView;
-use nalgebra::{Isometry3, Matrix3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Matrix3, Point3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +42,20 @@ use crate::sensor::{Beam, Physics};
 use crate::trajectory::Trajectory;
 
 pub use beam::BeamIndex;
+pub use frame::Image;
+
+/// Something the map does not hold that beams can hit: a dynamic obstacle, another vehicle. Coordinates are
+/// in the map (world) frame.
+pub trait Occluder: Sync {
+    /// The nearest intersection of the ray `origin + t * dir` (`dir` unit) with `0 < t <= max_t`: the ray
+    /// parameter and the unit surface normal there.
+    fn raycast(
+        &self,
+        origin: &Point3<f64>,
+        dir: &Vector3<f64>,
+        max_t: f64,
+    ) -> Option<(f64, Vector3<f64>)>;
+}
 
 /// Which renderer to use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,11 +134,17 @@ pub struct ScanPoint {
     pub beam: u32,
 }
 
-/// A rendered frame.
+/// A rendered frame. Conversions to a point cloud and to range and depth images live in `frame.rs`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Frame {
     /// Returns, in beam order.
     pub points: Vec<ScanPoint>,
+    /// Number of beams fired (returned or not).
+    pub beams: usize,
+    /// Start of the frame on the trajectory's clock, seconds.
+    pub start_s: f64,
+    /// Pose of the sensor at the frame start, in which `points` are expressed.
+    pub world_from_sensor: Isometry3<f64>,
     /// The renderer that produced the frame (never `Auto`).
     pub method: Method,
     /// Present when [`RenderParams::debug`] is set.
@@ -294,15 +315,9 @@ impl Renderer {
         self.chosen
     }
 
-    /// Renders frame `frame_index` whose beam times count from `frame_start_s` (trajectory clock).
-    pub fn render(
-        &mut self,
-        map: &MapView,
-        trajectory: &dyn Trajectory,
-        frame_start_s: f64,
-        frame_index: u64,
-    ) -> Frame {
-        let method = match self.chosen {
+    /// The method this renderer uses on `map`: the one asked for, or the `Auto` choice, made now if needed.
+    pub fn choose(&mut self, map: &MapView) -> Method {
+        match self.chosen {
             Some(m) => m,
             None => {
                 let prepared = self
@@ -312,7 +327,30 @@ impl Renderer {
                 self.chosen = Some(m);
                 m
             }
-        };
+        }
+    }
+
+    /// Renders frame `frame_index` whose beam times count from `frame_start_s` (trajectory clock).
+    pub fn render(
+        &mut self,
+        map: &MapView,
+        trajectory: &dyn Trajectory,
+        frame_start_s: f64,
+        frame_index: u64,
+    ) -> Frame {
+        self.render_with(map, trajectory, frame_start_s, frame_index, &[])
+    }
+
+    /// [`Renderer::render`] with occluders: each beam returns from the nearer of the map and the occluders.
+    pub fn render_with(
+        &mut self,
+        map: &MapView,
+        trajectory: &dyn Trajectory,
+        frame_start_s: f64,
+        frame_index: u64,
+        occluders: &[&dyn Occluder],
+    ) -> Frame {
+        let method = self.choose(map);
         let empty;
         let prepared = if method == Method::Beam {
             empty = Prepared::empty();
@@ -347,7 +385,7 @@ impl Renderer {
             },
             ..ctx
         };
-        let (hits, slices, rasterised) = match method {
+        let (mut hits, slices, rasterised) = match method {
             Method::Beam => {
                 let key = MapKey::of(map);
                 let index = match &self.index {
@@ -366,7 +404,12 @@ impl Renderer {
             }
             _ => splat::render(&ctx),
         };
+        if !occluders.is_empty() {
+            ctx.occlude(&mut hits, occluders);
+        }
         let mut frame = ctx.finish(&hits);
+        frame.start_s = frame_start_s;
+        frame.world_from_sensor = trajectory.world_from_sensor(frame_start_s);
         frame.method = if method == Method::Beam {
             Method::Beam
         } else {
@@ -919,6 +962,32 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Replaces each beam's map hit by an occluder's where the occluder is nearer. Occluder hits carry the
+    /// point index `u32::MAX` (no map point: default reflectance).
+    fn occlude(&self, hits: &mut [Option<Hit>], occluders: &[&dyn Occluder]) {
+        let origin = Vector3::from(self.map.origin);
+        let max_range = self.physics.max_range_m as f64;
+        hits.par_iter_mut()
+            .enumerate()
+            .with_min_len(1024)
+            .for_each(|(i, hit)| {
+                let (o, u) = self.ray(i);
+                let o = Point3::new(o[0] as f64, o[1] as f64, o[2] as f64) + origin;
+                let u = Vector3::new(u[0] as f64, u[1] as f64, u[2] as f64);
+                let mut max_t = hit.map_or(max_range, |h| h.t as f64);
+                for occ in occluders {
+                    if let Some((t, n)) = occ.raycast(&o, &u, max_t) {
+                        max_t = t;
+                        *hit = Some(Hit {
+                            t: t as f32,
+                            point: u32::MAX,
+                            cos_incidence: n.dot(&u).abs().min(1.0) as f32,
+                        });
+                    }
+                }
+            });
+    }
+
     /// Turns per-beam hits into the frame: range noise, intensity, dropout, range limits, output frame.
     fn finish(&self, hits: &[Option<Hit>]) -> Frame {
         let ph = self.physics;
@@ -987,6 +1056,9 @@ impl<'a> Ctx<'a> {
             .collect();
         Frame {
             points,
+            beams: self.beams.len(),
+            start_s: 0.0,
+            world_from_sensor: Isometry3::identity(),
             method: Method::Splat,
             debug: self.params.debug.then(|| FrameDebug {
                 range_m: hits.iter().map(|h| h.map(|h| h.t)).collect(),

@@ -1,0 +1,187 @@
+//! What a rendered [`Frame`] turns into: a point cloud (sensor or map frame) and range or depth images laid
+//! out the way the sensor's own driver lays them out (rings by columns for spinning LiDARs, pixels for depth
+//! cameras, azimuth across and elevation down for Livox).
+
+use aerie_pipeline::Cloud;
+use nalgebra::Point3;
+
+use super::Frame;
+use crate::sensor::{Pattern, SensorModel};
+
+/// A single-channel image, row-major, top row first. Pixels without a return hold 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image {
+    pub width: usize,
+    pub height: usize,
+    /// Metres.
+    pub data: Vec<f32>,
+}
+
+impl Image {
+    /// The value at column `x`, row `y` (0 outside).
+    pub fn get(&self, x: usize, y: usize) -> f32 {
+        if x < self.width {
+            self.data.get(y * self.width + x).copied().unwrap_or(0.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// Pixels holding a return.
+    pub fn filled(&self) -> usize {
+        self.data.iter().filter(|v| **v > 0.0).count()
+    }
+}
+
+impl Frame {
+    /// The returns as a cloud with intensity, time (seconds since `time_offset_s` before the frame start, so a
+    /// series can share one clock) and ring. Points stay in the sensor frame at the frame start unless
+    /// `in_map_frame`, where they are placed by the frame's pose (origin at the pose, rounded down to metres,
+    /// so georeferenced maps keep their precision).
+    pub fn to_cloud(&self, time_offset_s: f64, in_map_frame: bool) -> Cloud {
+        let mut cloud = Cloud::default();
+        let pose = &self.world_from_sensor;
+        if in_map_frame {
+            let t = pose.translation.vector;
+            cloud.origin = [t.x.floor(), t.y.floor(), t.z.floor()];
+        }
+        let o = cloud.origin;
+        cloud.positions = self
+            .points
+            .iter()
+            .map(|p| {
+                if !in_map_frame {
+                    return p.xyz;
+                }
+                let w = pose * Point3::new(p.xyz[0] as f64, p.xyz[1] as f64, p.xyz[2] as f64);
+                [
+                    (w.x - o[0]) as f32,
+                    (w.y - o[1]) as f32,
+                    (w.z - o[2]) as f32,
+                ]
+            })
+            .collect();
+        cloud.intensity = Some(self.points.iter().map(|p| p.intensity).collect());
+        cloud.time = Some(
+            self.points
+                .iter()
+                .map(|p| time_offset_s + p.time_s as f64)
+                .collect(),
+        );
+        cloud.ring = Some(self.points.iter().map(|p| p.ring).collect());
+        cloud
+    }
+
+    /// Range along each beam, as the sensor's native image (see the module doc); the nearest return wins
+    /// where two beams share a pixel.
+    pub fn range_image(&self, sensor: &SensorModel) -> Image {
+        self.image(sensor, |p| p.range_m)
+    }
+
+    /// Depth along the sensor's forward axis (x): what a depth camera reports; for LiDARs the same layout
+    /// as [`Frame::range_image`].
+    pub fn depth_image(&self, sensor: &SensorModel) -> Image {
+        self.image(sensor, |p| p.xyz[0].max(0.0))
+    }
+
+    fn image(&self, sensor: &SensorModel, value: impl Fn(&super::ScanPoint) -> f32) -> Image {
+        let layout = Layout::of(sensor);
+        let mut img = Image {
+            width: layout.width,
+            height: layout.height,
+            data: vec![0.0; layout.width * layout.height],
+        };
+        for p in &self.points {
+            let v = value(p);
+            if let Some(px) = layout.pixel(p).and_then(|i| img.data.get_mut(i))
+                && v > 0.0
+                && (*px == 0.0 || v < *px)
+            {
+                *px = v;
+            }
+        }
+        img
+    }
+}
+
+/// Where a return lands in a sensor's image.
+struct Layout {
+    width: usize,
+    height: usize,
+    kind: LayoutKind,
+}
+
+enum LayoutKind {
+    /// Pixel = beam index.
+    Pixels,
+    /// Row = top ring first, column = beam / lasers.
+    Rings { lasers: usize },
+    /// Azimuth/elevation grid over the field of view.
+    Angles {
+        az_max: f32,
+        az_span: f32,
+        el_max: f32,
+        el_span: f32,
+    },
+}
+
+impl Layout {
+    fn of(sensor: &SensorModel) -> Layout {
+        match &sensor.pattern {
+            Pattern::Pinhole(p) => Layout {
+                width: p.width as usize,
+                height: p.height as usize,
+                kind: LayoutKind::Pixels,
+            },
+            Pattern::Spinning(p) => {
+                let lasers = p.elevations_deg.len().max(1);
+                Layout {
+                    width: p.columns as usize,
+                    height: lasers,
+                    kind: LayoutKind::Rings { lasers },
+                }
+            }
+            _ => {
+                let fov = sensor.fov();
+                let res = sensor.angular_resolution_rad().max(1e-4);
+                let az_span = (fov.azimuth_max_rad - fov.azimuth_min_rad).max(1e-6);
+                let el_span = (fov.elevation_max_rad - fov.elevation_min_rad).max(1e-6);
+                Layout {
+                    width: ((az_span / res).ceil() as usize).clamp(1, 8192),
+                    height: ((el_span / res).ceil() as usize).clamp(1, 4096),
+                    kind: LayoutKind::Angles {
+                        az_max: fov.azimuth_max_rad,
+                        az_span,
+                        el_max: fov.elevation_max_rad,
+                        el_span,
+                    },
+                }
+            }
+        }
+    }
+
+    fn pixel(&self, p: &super::ScanPoint) -> Option<usize> {
+        let (w, h) = (self.width, self.height);
+        match self.kind {
+            LayoutKind::Pixels => ((p.beam as usize) < w * h).then_some(p.beam as usize),
+            LayoutKind::Rings { lasers } => {
+                let (ring, column) = (p.ring as usize, p.beam as usize / lasers);
+                (ring < h && column < w).then(|| (h - 1 - ring) * w + column)
+            }
+            LayoutKind::Angles {
+                az_max,
+                az_span,
+                el_max,
+                el_span,
+            } => {
+                let [x, y, z] = p.xyz;
+                let az = y.atan2(x);
+                let el = z.atan2(x.hypot(y));
+                // Azimuth decreases to the right (looking along +x, +y is left); elevation decreases downward.
+                let u = ((az_max - az) / az_span * w as f32).clamp(0.0, w as f32 - 1.0) as usize;
+                let v = ((el_max - el) / el_span * h as f32).clamp(0.0, h as f32 - 1.0) as usize;
+                Some(v * w + u)
+            }
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The one entry point for simulated scans: [`Simulator`] owns an opened map, the sensors with their mounting
+//! extrinsics, and one renderer per sensor (with the renderer's map index, built once and shared by every
+//! sensor). It turns a body trajectory into frames; the CLI (`aerie scan`, `aerie bench scan`), the examples,
+//! the flight loop and the app all go through it, so nothing above simcore re-implements a frame loop.
+//!
+//! Frames: a sensor's pose is `world_from_body(t) * body_from_sensor`, the mounting fixed. A sensor with the
+//! identity mounting is driven directly by the trajectory (what `aerie scan --pose` does).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use aerie_pipeline::map::{AmapFile, MapView, PackedMap};
+use aerie_pipeline::prepare::{Recipe, prepare};
+use aerie_pipeline::{NoProgress, io};
+use nalgebra::Isometry3;
+
+use crate::render::{BeamIndex, Frame, Method, Occluder, RenderParams, Renderer};
+use crate::sensor::{Beam, Pattern, SensorModel};
+use crate::trajectory::Trajectory;
+
+/// Errors of opening a map or adding a sensor.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The map could not be read or prepared (the message names the file).
+    #[error(transparent)]
+    Map(#[from] aerie_pipeline::Error),
+    /// The sensor model is invalid.
+    #[error("sensor {name}: {source}")]
+    Sensor {
+        name: String,
+        source: crate::sensor::SensorError,
+    },
+}
+
+impl SimError {
+    /// True when the error is the user's input (a bad file or model) rather than the machine.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            SimError::Map(e) => e.is_bad_input(),
+            SimError::Sensor { .. } => true,
+        }
+    }
+}
+
+/// An opened map: a memory-mapped `.amap`, or a map prepared in memory.
+pub enum Map {
+    /// A packed map file, memory-mapped (or read, where mapping fails).
+    File(Box<AmapFile>),
+    /// A map built in this process.
+    Memory(Box<PackedMap>),
+}
+
+impl Map {
+    /// Opens `path`: an `.amap` is memory-mapped; any other scan file (LAS, PLY, PCD, E57...) is prepared in
+    /// memory with the default recipe at `resolution_m` (0.1 m when `None`).
+    pub fn open(path: &Path, resolution_m: Option<f64>) -> Result<Map, SimError> {
+        let is_amap = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("amap"));
+        if is_amap {
+            return Ok(Map::File(Box::new(AmapFile::open(path)?)));
+        }
+        let cloud = io::read(path, None, &io::ReadOptions::default())?;
+        let recipe = Recipe {
+            resolution_m: resolution_m.unwrap_or(0.1),
+            ..Recipe::default()
+        };
+        let prepared = prepare(vec![(cloud, None)], &recipe, &NoProgress)?;
+        Ok(Map::Memory(Box::new(prepared.map)))
+    }
+
+    /// The map's arrays, borrowed.
+    pub fn view(&self) -> MapView<'_> {
+        match self {
+            Map::File(f) => f.view(),
+            Map::Memory(m) => m.view(),
+        }
+    }
+}
+
+impl From<PackedMap> for Map {
+    fn from(map: PackedMap) -> Map {
+        Map::Memory(Box::new(map))
+    }
+}
+
+impl From<AmapFile> for Map {
+    fn from(file: AmapFile) -> Map {
+        Map::File(Box::new(file))
+    }
+}
+
+/// Index of a sensor in a [`Simulator`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SensorId(pub usize);
+
+/// A sensor on the vehicle: its model, where it sits, and its renderer's state.
+struct Mounted {
+    name: String,
+    model: SensorModel,
+    body_from_sensor: Isometry3<f64>,
+    renderer: Renderer,
+    beams: Vec<Beam>,
+    origins: Vec<[f32; 3]>,
+    /// Frame index the pattern in `beams` belongs to (Livox patterns run on from frame to frame).
+    beams_frame: Option<u64>,
+}
+
+/// A trajectory of the body seen through a fixed mounting: the sensor's trajectory.
+struct Through<'a> {
+    world_from_body: &'a dyn Trajectory,
+    body_from_sensor: Isometry3<f64>,
+}
+
+impl Trajectory for Through<'_> {
+    fn world_from_sensor(&self, t_s: f64) -> Isometry3<f64> {
+        self.world_from_body.world_from_sensor(t_s) * self.body_from_sensor
+    }
+}
+
+/// Simulated LiDARs and depth cameras in one map. See the crate documentation for an example.
+pub struct Simulator {
+    map: Map,
+    params: RenderParams,
+    sensors: Vec<Mounted>,
+    /// The beam renderer's index, built on first use and shared by every sensor.
+    index: Option<Arc<BeamIndex>>,
+}
+
+impl Simulator {
+    /// A simulator in `map` with default rendering parameters and no sensors.
+    pub fn new(map: impl Into<Map>) -> Simulator {
+        Simulator {
+            map: map.into(),
+            params: RenderParams::default(),
+            sensors: Vec::new(),
+            index: None,
+        }
+    }
+
+    /// Opens a map file (see [`Map::open`]).
+    pub fn open(path: &Path, resolution_m: Option<f64>) -> Result<Simulator, SimError> {
+        Ok(Simulator::new(Map::open(path, resolution_m)?))
+    }
+
+    /// Sets the rendering parameters of sensors added afterwards (seed, renderer, plane correction...).
+    pub fn with_params(mut self, params: RenderParams) -> Simulator {
+        self.params = params;
+        self
+    }
+
+    /// Sets the rendering parameters of sensors added afterwards.
+    pub fn set_params(&mut self, params: RenderParams) {
+        self.params = params;
+    }
+
+    /// The rendering parameters.
+    pub fn params(&self) -> &RenderParams {
+        &self.params
+    }
+
+    /// The map's arrays.
+    pub fn map(&self) -> MapView<'_> {
+        self.map.view()
+    }
+
+    /// Adds a sensor mounted at `body_from_sensor` on the body; `name` labels its output (topics, files).
+    pub fn add_sensor(
+        &mut self,
+        name: impl Into<String>,
+        model: SensorModel,
+        body_from_sensor: Isometry3<f64>,
+    ) -> Result<SensorId, SimError> {
+        let name = name.into();
+        model.validate().map_err(|source| SimError::Sensor {
+            name: name.clone(),
+            source,
+        })?;
+        let mut beams = Vec::new();
+        model.beams(0, &mut beams);
+        let mut origins = Vec::new();
+        model.beam_origins_m(&beams, &mut origins);
+        let mut renderer = Renderer::new(&beams, &model.physics, &self.params);
+        renderer.set_beam_origins(&origins);
+        self.sensors.push(Mounted {
+            name,
+            model,
+            body_from_sensor,
+            renderer,
+            beams,
+            origins,
+            beams_frame: Some(0),
+        });
+        Ok(SensorId(self.sensors.len() - 1))
+    }
+
+    /// Number of sensors.
+    pub fn sensor_count(&self) -> usize {
+        self.sensors.len()
+    }
+
+    /// A sensor's model.
+    pub fn sensor(&self, id: SensorId) -> &SensorModel {
+        &self.sensors[id.0].model
+    }
+
+    /// A sensor's name.
+    pub fn sensor_name(&self, id: SensorId) -> &str {
+        &self.sensors[id.0].name
+    }
+
+    /// Where a sensor sits on the body.
+    pub fn body_from_sensor(&self, id: SensorId) -> Isometry3<f64> {
+        self.sensors[id.0].body_from_sensor
+    }
+
+    /// The beams of the sensor's most recent frame (for range images of Livox patterns).
+    pub fn beams(&self, id: SensorId) -> &[Beam] {
+        &self.sensors[id.0].beams
+    }
+
+    /// The beam renderer's index of the map, building it now if needed (to time it apart, or to share it).
+    pub fn beam_index(&mut self) -> Arc<BeamIndex> {
+        let view = self.map.view();
+        let gamma_max = self
+            .params
+            .gamma_max_m
+            .unwrap_or(0.5 * view.resolution.max(1e-6));
+        self.index
+            .get_or_insert_with(|| Arc::new(BeamIndex::build_with_gamma_max(&view, gamma_max)))
+            .clone()
+    }
+
+    /// Start time of frame `k` of a sensor whose frames start at `t0_s`.
+    pub fn frame_start(&self, id: SensorId, t0_s: f64, k: u64) -> f64 {
+        t0_s + k as f64 * self.sensors[id.0].model.frame_period_s()
+    }
+
+    /// Renders frame `frame_index` of sensor `id`, which starts at `frame_start_s` on the trajectory's clock,
+    /// with the body moving along `world_from_body`. Frames of one sensor are meant to be rendered in order,
+    /// but any order gives the same result.
+    pub fn render(
+        &mut self,
+        id: SensorId,
+        world_from_body: &dyn Trajectory,
+        frame_start_s: f64,
+        frame_index: u64,
+    ) -> Frame {
+        self.render_with(id, world_from_body, frame_start_s, frame_index, &[])
+    }
+
+    /// [`Simulator::render`] with moving things the map does not hold (obstacles, other vehicles): a beam
+    /// returns from whichever is nearer, the map or an occluder.
+    pub fn render_with(
+        &mut self,
+        id: SensorId,
+        world_from_body: &dyn Trajectory,
+        frame_start_s: f64,
+        frame_index: u64,
+        occluders: &[&dyn Occluder],
+    ) -> Frame {
+        let index = self.wants_index(id).then(|| self.beam_index());
+        let view = self.map.view();
+        let s = &mut self.sensors[id.0];
+        let runs_on = matches!(s.model.pattern, Pattern::Rosette(_) | Pattern::Sweep(_));
+        if runs_on && s.beams_frame != Some(frame_index) {
+            s.model.beams(frame_index, &mut s.beams);
+            s.model.beam_origins_m(&s.beams, &mut s.origins);
+            s.renderer.set_beams(&s.beams);
+            s.renderer.set_beam_origins(&s.origins);
+            s.beams_frame = Some(frame_index);
+        }
+        if let Some(index) = index {
+            s.renderer.set_index(&view, index);
+        }
+        let trajectory = Through {
+            world_from_body,
+            body_from_sensor: s.body_from_sensor,
+        };
+        s.renderer
+            .render_with(&view, &trajectory, frame_start_s, frame_index, occluders)
+    }
+
+    /// Whether the sensor's renderer uses the beam index (so that the shared one is handed to it).
+    fn wants_index(&mut self, id: SensorId) -> bool {
+        let view = self.map.view();
+        let s = &mut self.sensors[id.0];
+        s.renderer.choose(&view) == Method::Beam
+    }
+}
