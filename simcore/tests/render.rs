@@ -331,8 +331,8 @@ fn physics() -> Physics {
         range_sigma_quadratic: 0.0,
         angular_sigma_rad: 0.0,
         default_reflectance: 0.5,
-        reflectance_limit: 0.0,
-        reflectance_range_m: 0.0,
+        range_10pct_m: 0.0,
+        range_80pct_m: 0.0,
     }
 }
 
@@ -738,21 +738,21 @@ fn range_limits_dropout_noise_and_intensity() {
     );
     assert!(expect > 100 && expect < base.points.len() / 2 + base.points.len() / 3);
 
-    // Dropout: reflectance 0.6 * cos(incidence) against 0.8 / 50 m * d.
+    // Detection: a 10% target seen out to 3 m, so reflectance 0.6 * cos(incidence) out to 3 m * sqrt(R / 0.1).
+    let limit = |r: f32| 3.0 * (r / 0.1).sqrt();
     let dropout = Physics {
-        reflectance_limit: 0.8,
-        reflectance_range_m: 50.0,
+        range_10pct_m: 3.0,
         ..physics()
     };
     let kept = run(&dropout);
     assert!(kept.points.len() < base.points.len() && kept.points.len() > base.points.len() / 4);
     for q in &kept.points {
-        assert!(q.intensity >= 0.8 / 50.0 * q.range_m - 1e-6, "{q:?}");
+        assert!(q.range_m <= limit(q.intensity) * (1.0 + 1e-5), "{q:?}");
     }
     let dropped = base
         .points
         .iter()
-        .filter(|q| q.intensity < 0.8 / 50.0 * q.range_m)
+        .filter(|q| q.range_m > limit(q.intensity))
         .count();
     assert_eq!(kept.points.len() + dropped, base.points.len());
     // Intensity is R0 * cos(incidence) <= R0.
@@ -950,8 +950,8 @@ fn beam_origins_offset_the_rays() {
         range_sigma_quadratic: 0.0,
         angular_sigma_rad: 0.0,
         default_reflectance: 0.5,
-        reflectance_limit: 0.0,
-        reflectance_range_m: 0.0,
+        range_10pct_m: 0.0,
+        range_80pct_m: 0.0,
     };
     let pose = Static(pose_from_xyz_rpy(0.0, 0.0, 0.0, 0.0, 0.0, 0.0));
     for method in [Method::Splat, Method::Beam] {

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use aerie_pipeline::map::MapView;
 
-use super::{Ctx, Hit, MIN_COS_PLANE, dot, sub};
+use super::{Ctx, Hit, Layer, MIN_COS_PLANE, dot, gamma_mm, sub};
 
 /// Fine cell edge in units of r_map: ~16 points of a surface per cell, each listed in ~3 cells.
 const FINE_CELL: f32 = 4.0;
@@ -95,6 +95,9 @@ pub struct BeamIndex {
     items: Vec<Item>,
     /// Packed normal of each map point, read only for points that pass the screening test.
     normals: Vec<u32>,
+    /// Plane thickness of each map point, millimetres (saturating; `u16::MAX` where there is no plane): how
+    /// deep the surface layer behind a hit on it reaches.
+    gammas: Vec<u16>,
     /// Plane thickness below which the packed normals say "planar".
     gamma_max: f32,
 }
@@ -276,9 +279,21 @@ impl BeamIndex {
                 pack_normal(normal, gamma < gamma_max)
             })
             .collect();
+        let gammas: Vec<u16> = (0..positions.len())
+            .into_par_iter()
+            .map(|i| {
+                gamma_mm(
+                    map.gamma
+                        .and_then(|g| g.get(i))
+                        .copied()
+                        .unwrap_or(f32::INFINITY),
+                )
+            })
+            .collect();
         BeamIndex {
             rho,
             lo,
+            gammas,
             cell,
             inv_cell,
             top_dims,
@@ -302,6 +317,7 @@ impl BeamIndex {
         4 * (self.top.len() + self.starts.len() + self.normals.len())
             + 6 * self.boxes.len()
             + 8 * self.occupied.len()
+            + 2 * self.gammas.len()
             + self.items.len() * std::mem::size_of::<Item>()
     }
 }
@@ -433,7 +449,7 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
         neg_screen: -screen,
         planes: ctx.planes,
     };
-    let mut best: Option<Hit> = None;
+    let mut best = Layer::new(ctx.layer_window());
     let inv_bc = 1.0 / bc;
     let mut outer = Dda::new(o, u, inv, t_start, lo, [bc; 3], [inv_bc; 3], td);
     let mut t_enter = t_start;
@@ -460,12 +476,12 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
                 &mut best,
             );
         }
-        if best.is_some_and(|b| b.t <= exit) || exit > t_end || !outer.advance(td) {
+        if best.limit() <= exit || exit > t_end || !outer.advance(td) {
             break;
         }
         t_enter = exit;
     }
-    best
+    best.resolve()
 }
 
 /// Marches through the cells of one block from ray parameter `t_enter`.
@@ -479,7 +495,7 @@ fn trace_block(
     inv: [f32; 3],
     t_enter: f32,
     t_end: f32,
-    best: &mut Option<Hit>,
+    best: &mut Layer,
 ) {
     let dims = [BLOCK; 3];
     let c = index.cell;
@@ -492,7 +508,7 @@ fn trace_block(
         return;
     };
     let ta = ta.max(t_enter);
-    let tb = tb.min(t_end).min(best.map_or(f32::INFINITY, |h| h.t));
+    let tb = tb.min(t_end).min(best.limit());
     if !(ta <= tb) {
         return;
     }
@@ -542,7 +558,7 @@ fn trace_block(
             }
         }
         let exit = dda.exit();
-        if best.is_some_and(|b| b.t <= exit) || exit > tb || !dda.advance(dims) {
+        if best.limit() <= exit || exit > tb || !dda.advance(dims) {
             break;
         }
     }
@@ -558,9 +574,9 @@ fn screen(ray: &RayCtx, p: [f32; 3]) -> bool {
     (dot(m, m) <= ray.screen2) & (tp > ray.neg_screen)
 }
 
-/// The exact disk test of a screened item; keeps the nearest hit (ties: lower point index).
+/// The exact disk test of a screened item; offers the hit to the beam's layer of candidates.
 #[inline]
-fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Option<Hit>) {
+fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Layer) {
     let u = ray.u;
     let rel = sub(item.p, ray.o);
     let tp = dot(rel, u);
@@ -569,15 +585,15 @@ fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Op
     let Some(&packed) = index.normals.get(item.idx as usize) else {
         return;
     };
-    if let Some((t, cos)) = disk_hit(ray, packed, rel, tp, perp2)
+    if let Some((t, cos, off2)) = disk_hit(ray, packed, rel, tp, perp2)
         && t <= t_end
-        && best.is_none_or(|b| (t, item.idx) < (b.t, b.point))
     {
-        *best = Some(Hit {
-            t,
-            point: item.idx,
-            cos_incidence: cos,
-        });
+        let gamma_mm = index
+            .gammas
+            .get(item.idx as usize)
+            .copied()
+            .unwrap_or(u16::MAX);
+        best.offer(t, item.idx, cos, 1.0 - off2 / ray.rho2, gamma_mm);
     }
 }
 
@@ -585,7 +601,13 @@ fn exact(ray: &RayCtx, index: &BeamIndex, item: &Item, t_end: f32, best: &mut Op
 /// its squared distance to the ray): an oriented disk of radius rho where the point lies on a plane and the
 /// ray is not near-parallel to it, else a disk facing the ray (the plain range).
 #[inline(always)]
-fn disk_hit(ray: &RayCtx, packed: u32, rel: [f32; 3], tp: f32, perp2: f32) -> Option<(f32, f32)> {
+fn disk_hit(
+    ray: &RayCtx,
+    packed: u32,
+    rel: [f32; 3],
+    tp: f32,
+    perp2: f32,
+) -> Option<(f32, f32, f32)> {
     let u = ray.u;
     if ray.planes && packed & PLANAR != 0 {
         let n = unpack_normal(packed);
@@ -596,7 +618,8 @@ fn disk_hit(ray: &RayCtx, packed: u32, rel: [f32; 3], tp: f32, perp2: f32) -> Op
                 return None;
             }
             let miss = [t * u[0] - rel[0], t * u[1] - rel[1], t * u[2] - rel[2]];
-            return (dot(miss, miss) <= ray.rho2).then_some((t, denom.abs().min(1.0)));
+            let off2 = dot(miss, miss);
+            return (off2 <= ray.rho2).then_some((t, denom.abs().min(1.0), off2));
         }
     }
     if !(tp > 0.0 && perp2 <= ray.rho2) {
@@ -607,7 +630,7 @@ fn disk_hit(ray: &RayCtx, packed: u32, rel: [f32; 3], tp: f32, perp2: f32) -> Op
     } else {
         1.0
     };
-    Some((tp, cos))
+    Some((tp, cos, perp2))
 }
 
 #[cfg(test)]

@@ -99,6 +99,12 @@ pub struct RenderParams {
     pub pixel_rad: Option<f32>,
     /// Keep each beam's geometric range before noise and dropout in [`Frame::debug`]. By default, false.
     pub debug: bool,
+    /// Depth of a surface's layer behind the nearest hit, in plane thicknesses (gamma of the nearest point)
+    /// along the beam, at most r_map: the beam's range is the footprint-weighted mean of the hits in that layer
+    /// (where a real sensor sees a surface that a map fused from many scans holds several centimetres thick).
+    /// 0: the nearest hit wins (MARSIM). By default, 2 (a layer's full depth is about 2-3.5 gamma; measured on
+    /// real scans in docs/accuracy.md).
+    pub surface_layer: f32,
 }
 
 impl Default for RenderParams {
@@ -113,6 +119,7 @@ impl Default for RenderParams {
             neighbours: true,
             pixel_rad: None,
             debug: false,
+            surface_layer: 2.0,
         }
     }
 }
@@ -429,6 +436,119 @@ pub(crate) struct Hit {
     pub t: f32,
     pub point: u32,
     pub cos_incidence: f32,
+}
+
+/// A plane thickness in millimetres, saturating; `u16::MAX` for none (infinite or NaN).
+#[inline]
+pub(crate) fn gamma_mm(gamma: f32) -> u16 {
+    if gamma.is_finite() {
+        (gamma * 1000.0).round().clamp(0.0, 65534.0) as u16
+    } else {
+        u16::MAX
+    }
+}
+
+/// Most candidate hits a beam keeps for its surface estimate.
+const LAYER_CAP: usize = 16;
+
+/// The candidate hits of one beam within the surface layer: every disk hit from the nearest to `window`
+/// behind it. A map fused from many scans holds a surface as a layer a few centimetres thick; the real sensor
+/// sees it near the middle of that layer, so the beam's range is the footprint-weighted mean of the hits in
+/// the layer rather than the nearest one (which reads short).
+pub(crate) struct Layer {
+    /// Depth of the layer behind the nearest hit: `k * gamma / cos(incidence)` of the nearest hit's point,
+    /// at most `cap`.
+    window: f32,
+    k: f32,
+    cap: f32,
+    n: usize,
+    t_min: f32,
+    /// (t, point, cos(incidence), weight).
+    hits: [(f32, u32, f32, f32); LAYER_CAP],
+}
+
+impl Layer {
+    pub fn new((k, cap): (f32, f32)) -> Layer {
+        Layer {
+            window: 0.0,
+            k,
+            cap,
+            n: 0,
+            t_min: f32::INFINITY,
+            hits: [(0.0, 0, 0.0, 0.0); LAYER_CAP],
+        }
+    }
+
+    /// Ray parameter beyond which no hit can change the result.
+    #[inline]
+    pub fn limit(&self) -> f32 {
+        self.t_min + self.window
+    }
+
+    /// Offers a hit with its footprint weight (1 at the disk's centre, 0 at its rim).
+    #[inline]
+    pub fn offer(&mut self, t: f32, point: u32, cos: f32, weight: f32, gamma_mm: u16) {
+        if !(t <= self.limit()) {
+            return;
+        }
+        if t < self.t_min {
+            self.t_min = t;
+            let gamma = if gamma_mm == u16::MAX {
+                self.cap
+            } else {
+                gamma_mm as f32 * 1e-3
+            };
+            self.window = (self.k * gamma / cos.max(0.2)).min(self.cap);
+            let limit = self.limit();
+            let mut k = 0;
+            for i in 0..self.n {
+                if self.hits[i].0 <= limit {
+                    self.hits[k] = self.hits[i];
+                    k += 1;
+                }
+            }
+            self.n = k;
+        }
+        let entry = (t, point, cos, weight.max(1e-3));
+        if self.n < LAYER_CAP {
+            self.hits[self.n] = entry;
+            self.n += 1;
+        } else if let Some(far) = (0..LAYER_CAP).max_by(|&a, &b| {
+            (self.hits[a].0, self.hits[a].1)
+                .partial_cmp(&(self.hits[b].0, self.hits[b].1))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        }) && (t, point) < (self.hits[far].0, self.hits[far].1)
+        {
+            self.hits[far] = entry;
+        }
+    }
+
+    /// The beam's hit: the weighted mean range of the layer, with the nearest hit's point and incidence.
+    /// Sums run in a fixed order (sorted by range, then point), so the result does not depend on the order
+    /// in which the march met the points.
+    pub fn resolve(&self) -> Option<Hit> {
+        if self.n == 0 {
+            return None;
+        }
+        let mut hits = self.hits;
+        let hits = &mut hits[..self.n];
+        hits.sort_unstable_by(|a, b| {
+            (a.0, a.1)
+                .partial_cmp(&(b.0, b.1))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        let (first, _) = hits.split_first()?;
+        let (mut sw, mut swt) = (0.0f32, 0.0f32);
+        for h in hits.iter() {
+            sw += h.3;
+            swt += h.3 * (h.0 - first.0);
+        }
+        Some(Hit {
+            t: first.0 + swt / sw,
+            point: first.1,
+            cos_incidence: first.2,
+        })
+    }
 }
 
 /// A ray-plane intersection (see `Ctx::plane_hit`).
@@ -855,6 +975,28 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Depth behind the nearest hit within which hits count as the same surface layer, metres.
+    pub fn layer_window(&self) -> (f32, f32) {
+        let k = self.params.surface_layer;
+        if k > 0.0 && k.is_finite() {
+            (k, self.r_map)
+        } else {
+            (0.0, 0.0)
+        }
+    }
+
+    /// Plane thickness of point `idx` in millimetres as the beam index stores it (`u16::MAX`: no plane).
+    #[inline]
+    pub fn gamma_mm(&self, idx: u32) -> u16 {
+        gamma_mm(
+            self.map
+                .gamma
+                .and_then(|g| g.get(idx as usize))
+                .copied()
+                .unwrap_or(f32::INFINITY),
+        )
+    }
+
     /// Number of time slices for the splat renderer.
     pub fn time_slices(&self) -> u32 {
         if let Some(k) = self.params.time_slices {
@@ -1023,9 +1165,9 @@ impl<'a> Ctx<'a> {
                     .copied()
                     .unwrap_or(ph.default_reflectance);
                 let reflectivity = r0 * hit.cos_incidence;
-                if ph.reflectance_range_m > 0.0
-                    && (reflectivity as f64)
-                        < (ph.reflectance_limit as f64 / ph.reflectance_range_m as f64) * d
+                if ph
+                    .detection_range_m(reflectivity)
+                    .is_some_and(|limit| !(d <= limit as f64))
                 {
                     return None;
                 }

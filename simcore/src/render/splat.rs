@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::{Ctx, Fov, Hit, LocalPose, MIN_COS_PLANE, dot, mat_vec, sub, wrap_pi};
+use super::{Ctx, Fov, Hit, Layer, LocalPose, MIN_COS_PLANE, dot, mat_vec, sub, wrap_pi};
 
 const EMPTY: u64 = u64::MAX;
 /// Level of detail: points read per image pixel that a far bucket covers.
@@ -554,7 +554,8 @@ fn read_beam(
     // Nearest plane hit that lands on a candidate's disk; failing that, on its plane within the distance a
     // pixel spans there (the image cannot resolve more: at grazing incidence a pixel covers far more than a
     // disk), which is bounded extrapolation of the surface that won the pixel.
-    let mut strict: Option<Hit> = None;
+    // Hits inside a winner's own disk: the surface layer of the beam (see `Layer`).
+    let mut strict = Layer::new(ctx.layer_window());
     let mut relaxed: Option<Hit> = None;
     let reach = if ctx.params.neighbours { 1 } else { 0 };
     let mut last = EMPTY;
@@ -595,9 +596,8 @@ fn read_beam(
                 rho_of(idx)
             };
             if h.off <= radius {
-                if better(&strict) {
-                    strict = Some(hit);
-                }
+                let w = 1.0 - (h.off / radius).powi(2);
+                strict.offer(h.t, idx, h.cos, w, ctx.gamma_mm(idx));
                 continue;
             }
             // Angle between the beam and the centre of the pixel this candidate won (plus a tenth of a
@@ -610,8 +610,8 @@ fn read_beam(
             }
         }
     }
-    if strict.is_some() {
-        return strict;
+    if let Some(hit) = strict.resolve() {
+        return Some(hit);
     }
     if hole {
         relaxed = None;

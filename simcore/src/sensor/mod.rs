@@ -1,5 +1,6 @@
 //! LiDAR and depth-camera models: scan patterns (beam directions with per-beam time offsets and ring/line),
-//! range limits, noise, and the reflectance/dropout model. Presets ship as TOML under `maps/sensors/`.
+//! range limits, noise, and detection (the LiDAR equation through the datasheet's ranges at 10% and 80%
+//! reflectivity). Presets ship as TOML under `maps/sensors/`.
 //!
 //! A [`SensorModel`] is a name, a frame rate, [`Physics`] and a [`Pattern`]; [`SensorModel::beams`] lists one
 //! frame's [`Beam`]s in firing order. Frames: x forward, y left, z up; azimuth counter-clockwise from +x towards
@@ -49,12 +50,38 @@ pub struct Physics {
     /// Reflectance R0 (0..1) used where the map has no intensity.
     #[serde(default = "default_reflectance")]
     pub default_reflectance: f32,
-    /// Detection model of Jansen et al.: a return at range d is dropped when
-    /// R0 * cos(incidence) < (reflectance_limit / reflectance_range_m) * d. `reflectance_range_m = 0` disables it.
+    /// Range out to which the sensor detects a 10% Lambertian target, metres (datasheet); 0 when not published.
+    /// See [`Physics::detection_range_m`].
     #[serde(default)]
-    pub reflectance_limit: f32,
+    pub range_10pct_m: f32,
+    /// Range out to which the sensor detects an 80% Lambertian target, metres (datasheet); 0 when not
+    /// published.
     #[serde(default)]
-    pub reflectance_range_m: f32,
+    pub range_80pct_m: f32,
+}
+
+impl Physics {
+    /// How far a surface of effective reflectivity `r` (reflectance R0 times cos(incidence), Jansen et al.) is
+    /// detected, metres, or `None` when the model has no published range (then only `max_range_m` limits).
+    ///
+    /// The LiDAR equation for an extended Lambertian target gives a received power proportional to r / d^2, so
+    /// the detection range grows as sqrt(r). With both datasheet ranges the exponent is fitted through them,
+    /// `d(r) = d10 * (r / 0.1)^a` with `a = ln(d80 / d10) / ln 8` (a = 0.5 is the pure equation; datasheets
+    /// usually give a little less, the detector saturating or the range limited by ambiguity); with one of
+    /// them, a = 0.5 through that one.
+    pub fn detection_range_m(&self, r: f32) -> Option<f32> {
+        let r = r.max(0.0);
+        let (d10, d80) = (self.range_10pct_m, self.range_80pct_m);
+        match (d10 > 0.0, d80 > 0.0) {
+            (true, true) => {
+                let a = (d80 / d10).ln() / 8f32.ln();
+                Some(d10 * (r / 0.1).powf(a))
+            }
+            (true, false) => Some(d10 * (r / 0.1).sqrt()),
+            (false, true) => Some(d80 * (r / 0.8).sqrt()),
+            (false, false) => None,
+        }
+    }
 }
 
 fn default_reflectance() -> f32 {
@@ -274,17 +301,15 @@ impl SensorModel {
             0.0,
             1.0,
         )?;
-        check_range("physics.reflectance_limit", p.reflectance_limit, 0.0, 1.0)?;
-        check_range(
-            "physics.reflectance_range_m",
-            p.reflectance_range_m,
-            0.0,
-            f32::MAX,
-        )?;
-        if p.reflectance_range_m > 0.0 && p.reflectance_limit == 0.0 {
+        check_range("physics.range_10pct_m", p.range_10pct_m, 0.0, f32::MAX)?;
+        check_range("physics.range_80pct_m", p.range_80pct_m, 0.0, f32::MAX)?;
+        if p.range_10pct_m > 0.0 && p.range_80pct_m > 0.0 && p.range_80pct_m <= p.range_10pct_m {
             return Err(SensorError::invalid(
-                "physics.reflectance_limit",
-                "must be above 0 when reflectance_range_m is set (or set reflectance_range_m = 0 to disable)",
+                "physics.range_80pct_m",
+                format!(
+                    "must be greater than range_10pct_m ({}): a brighter target is seen farther, got {}",
+                    p.range_10pct_m, p.range_80pct_m
+                ),
             ));
         }
         Ok(())
