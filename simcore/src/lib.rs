@@ -27,6 +27,7 @@
 //! # let _ = Isometry3::<f64>::identity();
 //! ```
 
+pub mod control;
 pub mod render;
 pub(crate) mod rng;
 pub mod scene;
@@ -34,5 +35,6 @@ pub mod sensor;
 pub mod simulator;
 pub mod synthetic;
 pub mod trajectory;
+pub mod vehicle;
 
 pub use simulator::{Map, SensorId, SimError, Simulator};
