@@ -4,6 +4,7 @@
 mod bench;
 mod convert;
 mod export;
+mod fly;
 mod info;
 mod prepare;
 mod report;
@@ -32,6 +33,8 @@ enum Command {
     Export(export::Args),
     /// Render what a LiDAR or depth camera would measure in a map, from a pose or along a trajectory.
     Scan(scan::Args),
+    /// Fly a mission through a map and record the sensors (ROS 2 MCAP), ground truth and collisions.
+    Fly(fly::Args),
     /// List the sensor presets (`--show NAME` prints one as TOML to copy and edit).
     Sensors(sensors::Args),
     /// Measure the speed of reading, preparing and scanning (see docs/benchmarks.md).
@@ -47,6 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scan(a) => scan::run(a),
         Command::Prepare(a) => prepare::run(a),
         Command::Export(a) => export::run(a),
+        Command::Fly(a) => fly::run(a),
     }
 }
 

@@ -15,9 +15,15 @@ pub fn shared_data_dir() -> Option<PathBuf> {
 }
 
 /// The path of `rel` inside the shared data, or `None` (with a skip message) when the shared data is absent.
-/// When the shared data is present the file must be there: a test never passes vacuously.
+/// When the shared data is present the file must be there: a test never passes vacuously. With
+/// `AERIE_REQUIRE_SHARED_DATA=1` (CI, which always has it) an absent folder fails the test instead of
+/// skipping it.
 pub fn shared_file(rel: &str) -> Option<PathBuf> {
     let Some(dir) = shared_data_dir() else {
+        assert!(
+            std::env::var("AERIE_REQUIRE_SHARED_DATA").as_deref() != Ok("1"),
+            "AERIE_REQUIRE_SHARED_DATA=1 but ../shared/data (or $AERIE_SHARED_DATA) is absent: {rel} is needed"
+        );
         eprintln!(
             "skipping: ../shared/data is absent (set AERIE_SHARED_DATA to run tests on real scans)"
         );

@@ -28,6 +28,9 @@
 //! ```
 
 pub mod control;
+pub mod flight;
+pub mod mission;
+pub mod record;
 pub mod render;
 pub(crate) mod rng;
 pub mod scene;
@@ -36,5 +39,6 @@ pub mod simulator;
 pub mod synthetic;
 pub mod trajectory;
 pub mod vehicle;
+pub mod world;
 
 pub use simulator::{Map, SensorId, SimError, Simulator};

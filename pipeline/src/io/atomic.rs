@@ -16,10 +16,12 @@ where
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    // Outputs may go into a folder that does not exist yet (`-o run/scan.pcd`).
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(path, e))?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".aerie-tmp-")
         .tempfile_in(dir)
-        .map_err(|e| Error::io(path, e))?;
+        .map_err(|e| Error::io(path, without_temp_path(e)))?;
     write(tmp.as_file_mut())?;
     tmp.as_file_mut().flush().map_err(|e| Error::io(path, e))?;
     // Temporary files are created private (0600); an output file gets the usual permissions.
@@ -32,8 +34,18 @@ where
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))
             .map_err(|e| Error::io(path, e))?;
     }
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io(path, without_temp_path(e.error)))?;
     Ok(())
+}
+
+/// The OS error alone: `tempfile` appends the temporary file's name, which means nothing to the user (the
+/// error already names their file).
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    match e.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(e.kind(), e.kind().to_string()),
+    }
 }
 
 /// [`write_atomic`] with a buffered writer, for formats written front to back.

@@ -89,8 +89,12 @@ pub struct CascadedParams {
     pub position: Gains,
     /// Vertical position loop.
     pub altitude: Gains,
-    /// Attitude loop (roll, pitch, yaw).
+    /// Attitude loop (roll and pitch).
     pub attitude: Gains,
+    /// Heading loop: slower than roll and pitch, whose torque the rotors' drag can give only a little of.
+    pub yaw: Gains,
+    /// Fastest turn of the heading reference, rad/s: a new heading is approached at this rate.
+    pub max_yaw_rate_rad_s: f64,
     /// Largest tilt of the thrust from vertical, radians.
     pub max_tilt_rad: f64,
     /// Largest horizontal acceleration asked of the attitude loop, m/s^2.
@@ -103,6 +107,8 @@ impl Default for CascadedParams {
             position: Gains::from_period(3.0, 0.9),
             altitude: Gains::from_period(2.0, 0.8),
             attitude: Gains::from_period(0.5, 1.0),
+            yaw: Gains::from_period(1.5, 1.0),
+            max_yaw_rate_rad_s: 1.0,
             max_tilt_rad: 30f64.to_radians(),
             max_accel_m_s2: 6.0,
         }
@@ -115,6 +121,8 @@ pub struct Cascaded {
     params: CascadedParams,
     vehicle: QuadParams,
     mixer: Mixer,
+    /// The heading reference, rate-limited toward the setpoint's.
+    yaw_ref: Option<f64>,
 }
 
 impl Cascaded {
@@ -123,6 +131,7 @@ impl Cascaded {
             params,
             vehicle: vehicle.clone(),
             mixer: Mixer::new(vehicle),
+            yaw_ref: None,
         }
     }
 
@@ -164,25 +173,33 @@ impl Cascaded {
 }
 
 impl Controller for Cascaded {
-    fn update(&mut self, s: &QuadState, sp: &Setpoint, _dt: f64) -> RotorCommand {
+    fn update(&mut self, s: &QuadState, sp: &Setpoint, dt: f64) -> RotorCommand {
         let m = self.vehicle.mass_kg;
         let a = self.acceleration(s, sp);
         let f_des = m * (a + Vector3::new(0.0, 0.0, GRAVITY));
         let r = s.world_from_body.to_rotation_matrix();
         // Collective thrust: the desired force projected on the current body z.
         let thrust = f_des.dot(&(r * Vector3::z())).max(0.0);
-        let r_des = desired_attitude(&f_des, sp.yaw);
+        let yaw = self.yaw_ref.unwrap_or_else(|| s.yaw());
+        let step = self.params.max_yaw_rate_rad_s * dt;
+        let turn = (sp.yaw - yaw + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU)
+            - std::f64::consts::PI;
+        let yaw = yaw + turn.clamp(-step, step);
+        self.yaw_ref = Some(yaw);
+        let r_des = desired_attitude(&f_des, yaw);
         // Attitude error (Lee et al.): e_R = vee(R_d^T R - R^T R_d) / 2; the attitude P loop gives body rates,
         // the rate loop torques; together a PD with the attitude design's omega_n and zeta.
         let rm = r.matrix();
         let rd = r_des.matrix();
         let e = rd.transpose() * rm - rm.transpose() * rd;
         let e_r = 0.5 * Vector3::new(e[(2, 1)], e[(0, 2)], e[(1, 0)]);
-        let att = &self.params.attitude;
-        let rate_des = -(att.kp() / att.kd()) * e_r;
+        let (att, yaw) = (&self.params.attitude, &self.params.yaw);
+        let kp = Vector3::new(att.kp(), att.kp(), yaw.kp());
+        let kd = Vector3::new(att.kd(), att.kd(), yaw.kd());
+        let rate_des = -kp.component_div(&kd).component_mul(&e_r);
         let j = Matrix3::from_diagonal(&Vector3::from(self.vehicle.inertia_kg_m2));
         let w = s.body_rates;
-        let torque = j * (att.kd() * (rate_des - w)) + w.cross(&(j * w));
+        let torque = j * kd.component_mul(&(rate_des - w)) + w.cross(&(j * w));
         self.mixer.mix(thrust, &torque)
     }
 }
@@ -206,7 +223,8 @@ fn desired_attitude(f: &Vector3<f64>, yaw: f64) -> Rotation3<f64> {
 }
 
 /// Allocation of collective thrust and body torques to rotor speeds, with saturation: when the rotors cannot
-/// give everything, yaw torque goes first, then roll and pitch are scaled down; the collective thrust is kept.
+/// give everything, the yaw torque is scaled down first (as far as to zero), then roll and pitch; the collective
+/// thrust is kept.
 #[derive(Clone, Debug)]
 pub struct Mixer {
     /// Maps per-rotor thrusts to (thrust, torque x, torque y, torque z).
@@ -240,23 +258,27 @@ impl Mixer {
     pub fn mix(&self, thrust: f64, torque: &Vector3<f64>) -> RotorCommand {
         let within = |f: &Vector4<f64>| f.iter().all(|v| *v >= self.f_min && *v <= self.f_max);
         let solve = |t: &Vector3<f64>| self.inverse * Vector4::new(thrust, t.x, t.y, t.z);
+        // Largest scale in [0, 1] of `part` (added to `base`) that the rotors can give.
+        let fit = |base: Vector3<f64>, part: Vector3<f64>| {
+            let (mut lo, mut hi) = (0.0, 1.0);
+            for _ in 0..30 {
+                let mid = 0.5 * (lo + hi);
+                if within(&solve(&(base + part * mid))) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            base + part * lo
+        };
         let mut f = solve(torque);
         if !within(&f) {
-            let no_yaw = Vector3::new(torque.x, torque.y, 0.0);
-            f = solve(&no_yaw);
-            if !within(&f) {
-                // Largest scale of the roll/pitch torque that fits (bisection over [0, 1]).
-                let (mut lo, mut hi) = (0.0, 1.0);
-                for _ in 0..30 {
-                    let mid = 0.5 * (lo + hi);
-                    if within(&solve(&(no_yaw * mid))) {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                f = solve(&(no_yaw * lo));
-            }
+            let roll_pitch = Vector3::new(torque.x, torque.y, 0.0);
+            f = if within(&solve(&roll_pitch)) {
+                solve(&fit(roll_pitch, Vector3::new(0.0, 0.0, torque.z)))
+            } else {
+                solve(&fit(Vector3::zeros(), roll_pitch))
+            };
         }
         RotorCommand(std::array::from_fn(|i| {
             (f[i].clamp(self.f_min, self.f_max) / self.kf).sqrt()

@@ -1,0 +1,165 @@
+//! `aerie fly MAP --mission m.toml -o run/`: fly the mission's vehicles through the map and record what their
+//! sensors see (ROS 2 MCAP), their ground truth (TUM), collisions (JSON lines), a summary and a picture.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use aerie_pipeline::Error;
+use aerie_simcore::flight::Flight;
+use aerie_simcore::mission::Mission;
+use aerie_simcore::record::{plot, write_tum};
+use aerie_simcore::simulator::Map;
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::BadInput;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A prepared map (.amap), or a scan file, which is prepared in memory first (default recipe).
+    map: PathBuf,
+    /// The mission (TOML; see examples/missions/).
+    #[arg(long)]
+    mission: PathBuf,
+    /// Output folder (created): flight.mcap, <vehicle>.tum, events.jsonl, summary.json, flight.png.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Overrides the mission's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Overrides the mission's duration, seconds.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Resolution r_map used when MAP is a scan file rather than a prepared map, metres.
+    #[arg(long)]
+    resolution: Option<f64>,
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut mission = Mission::load(&args.mission).map_err(|e| BadInput(e.to_string()))?;
+    if let Some(s) = args.seed {
+        mission.seed = s;
+    }
+    if let Some(d) = args.duration {
+        mission.duration_s = Some(d);
+    }
+    mission
+        .check()
+        .map_err(|e| BadInput(format!("{}: {e}", args.mission.display())))?;
+    let map = Map::open(&args.map, args.resolution)
+        .with_context(|| format!("cannot open map {}", args.map.display()))?;
+    let base = args.mission.parent().map(PathBuf::from).unwrap_or_default();
+    let mut flight = Flight::new(map, &mission, &base)
+        .map_err(|e| BadInput(format!("{}: {e}", args.mission.display())))?;
+    std::fs::create_dir_all(&args.output).map_err(|e| Error::io(&args.output, e))?;
+    let mcap = args.output.join("flight.mcap");
+    flight.record_to(&mcap)?;
+    let bar = progress_bar(flight.end_time(), args.quiet);
+    let wall = Instant::now();
+    let mut on_frame = |_: &str, _: &aerie_simcore::render::Frame| {};
+    while !flight.finished() {
+        let t = (flight.time() + 0.5).min(flight.end_time());
+        flight.run_until(t, &mut on_frame)?;
+        bar.set_position((flight.time() * 1000.0) as u64);
+        bar.set_message(format!(
+            "{:.1}x real time",
+            flight.time() / wall.elapsed().as_secs_f64().max(1e-9)
+        ));
+    }
+    bar.finish();
+    flight.finish_recording()?;
+    let wall_s = wall.elapsed().as_secs_f64();
+    write_outputs(&args, &flight, &mission, wall_s)?;
+    if !args.quiet {
+        let summary = flight.summary();
+        for v in &summary {
+            eprintln!(
+                "{}: {:.1} m flown, top speed {:.2} m/s, {} LiDAR frames, {} collisions{}",
+                v.name,
+                v.path_length_m,
+                v.max_speed_m_s,
+                v.lidar_frames,
+                v.collisions,
+                if v.goals_done {
+                    ", goals done"
+                } else {
+                    ", goals NOT done"
+                }
+            );
+        }
+        eprintln!(
+            "flew {:.1} s in {:.1} s ({:.1}x real time); wrote {} (flight.mcap, *.tum, events.jsonl, summary.json, flight.png) in {:.1} s",
+            flight.time(),
+            wall_s,
+            flight.time() / wall_s.max(1e-9),
+            args.output.display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn progress_bar(end_s: f64, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new((end_s * 1000.0) as u64);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {pos}/{len} ms simulated, {msg}, eta {eta}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn write_outputs(
+    args: &Args,
+    flight: &Flight,
+    mission: &Mission,
+    wall_s: f64,
+) -> anyhow::Result<()> {
+    let out = &args.output;
+    for (name, track) in flight.tracks() {
+        let poses: Vec<_> = track.iter().map(|(t, p, _)| (*t, *p)).collect();
+        write_tum(&out.join(format!("{name}.tum")), &poses)?;
+    }
+    let events_path = out.join("events.jsonl");
+    let mut events = String::new();
+    for e in flight.events() {
+        events.push_str(&serde_json::to_string(e)?);
+        events.push('\n');
+    }
+    aerie_pipeline::io::atomic::write_atomic(&events_path, |f| {
+        f.write_all(events.as_bytes())
+            .map_err(|e| Error::io(&events_path, e))
+    })?;
+    let summary = serde_json::json!({
+        "map": args.map.display().to_string(),
+        "mission": args.mission.display().to_string(),
+        "seed": mission.seed,
+        "simulated_s": flight.time(),
+        "wall_s": wall_s,
+        "real_time_factor": flight.time() / wall_s.max(1e-9),
+        "collisions": flight.events().len(),
+        "vehicles": flight.summary(),
+    });
+    let summary_path = out.join("summary.json");
+    let text = serde_json::to_string_pretty(&summary)? + "\n";
+    aerie_pipeline::io::atomic::write_atomic(&summary_path, |f| {
+        f.write_all(text.as_bytes())
+            .map_err(|e| Error::io(&summary_path, e))
+    })?;
+    let tracks: Vec<plot::Track> = flight.tracks().into_iter().map(|(_, t)| t).collect();
+    let hits: Vec<[f64; 3]> = flight.events().iter().map(|e| e.point_hit).collect();
+    plot::flight_png(
+        &out.join("flight.png"),
+        &flight.simulator().map(),
+        &tracks,
+        &hits,
+    )?;
+    Ok(())
+}

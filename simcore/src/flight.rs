@@ -1,0 +1,572 @@
+//! The flight loop: vehicles flying missions in a map, their LiDARs rendered through the [`Simulator`], every
+//! message recorded. One fixed physics step (1 kHz, RK4) drives everything; the controller runs every step,
+//! each IMU at its own rate, odometry at 100 Hz, each sensor once per frame. A LiDAR frame is rendered when
+//! its period has passed, from the poses the body actually took during it (motion distortion, per-beam time),
+//! with the obstacles and the other vehicles as occluders. Deterministic for a seed.
+
+// `!(a <= b)` is deliberate: a NaN must fail the test it is in.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use std::path::Path;
+
+use nalgebra::{Isometry3, Vector3};
+use serde::Serialize;
+
+use crate::control::{Cascaded, CascadedParams, Controller};
+use crate::mission::{self, Grid, Leg, Mission, PlanError};
+use crate::record::{RecordError, Recorder, TrackSample, ros2};
+use crate::render::{Frame, Occluder, RenderParams};
+use crate::sensor::SensorModel;
+use crate::simulator::{Map, SensorId, Simulator};
+use crate::trajectory::{Tum, pose_from_xyz_rpy};
+use crate::vehicle::{Imu, QuadParams, QuadState, Quadrotor, RotorCommand, VehicleError};
+use crate::world::{CollisionEvent, Obstacles, Shape, Spheres, World};
+
+/// Physics and control rate, Hz.
+pub const PHYSICS_HZ: f64 = 1000.0;
+/// Ground-truth odometry and /tf rate, Hz.
+pub const ODOM_HZ: f64 = 100.0;
+
+/// Errors of setting up or running a flight.
+#[derive(Debug, thiserror::Error)]
+pub enum FlightError {
+    #[error("vehicle {vehicle}: {source}")]
+    Vehicle {
+        vehicle: String,
+        source: VehicleError,
+    },
+    #[error("vehicle {vehicle}, sensor {sensor}: {message}")]
+    Sensor {
+        vehicle: String,
+        sensor: String,
+        message: String,
+    },
+    #[error("vehicle {vehicle}: {source}")]
+    Plan { vehicle: String, source: PlanError },
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// Loads a vehicle preset or file, a sensor preset or file (relative to `base`).
+fn resolve<T>(
+    spec: &str,
+    base: &Path,
+    preset: impl Fn(&str) -> Result<T, String>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, String> {
+    if spec.ends_with(".toml") {
+        let path = base.join(spec);
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        return parse(&text).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    preset(spec)
+}
+
+struct Sensor {
+    id: SensorId,
+    topic: String,
+    frame_id: String,
+    period: f64,
+    next_start: f64,
+    frame_index: u64,
+}
+
+struct Craft {
+    name: String,
+    quad: Quadrotor,
+    controller: Box<dyn Controller>,
+    imu: Imu,
+    next_imu: f64,
+    imu_samples: u64,
+    legs: Vec<Leg>,
+    sensors: Vec<Sensor>,
+    /// Body poses since the oldest frame still being collected.
+    history: Vec<(f64, Isometry3<f64>)>,
+    /// Ground truth at the odometry rate, for the TUM file and the summary.
+    track: Vec<TrackSample>,
+    motors_off: bool,
+    touching: bool,
+    collisions: u32,
+    frames: u64,
+    points: u64,
+}
+
+/// What a vehicle did, for summary.json.
+#[derive(Clone, Debug, Serialize)]
+pub struct VehicleSummary {
+    pub name: String,
+    pub path_length_m: f64,
+    pub max_speed_m_s: f64,
+    pub collisions: u32,
+    pub lidar_frames: u64,
+    pub lidar_points: u64,
+    pub goals_done: bool,
+    pub final_position: [f64; 3],
+}
+
+/// A flight being simulated.
+pub struct Flight {
+    sim: Simulator,
+    world: World,
+    crafts: Vec<Craft>,
+    step: u64,
+    recorder: Option<Recorder>,
+    events: Vec<CollisionEvent>,
+    stop_on_collision: bool,
+    end_s: f64,
+    stopped: bool,
+}
+
+fn mount_of(m: &[f64; 6]) -> Isometry3<f64> {
+    pose_from_xyz_rpy(m[0], m[1], m[2], m[3], m[4], m[5])
+}
+
+impl Flight {
+    /// Sets up `mission` in `map`; sensor and vehicle files are looked up relative to `base` (the mission's
+    /// folder). Plans every goal now, so a goal without a path fails here, naming it.
+    pub fn new(map: Map, mission: &Mission, base: &Path) -> Result<Flight, FlightError> {
+        let mut sim = Simulator::new(map);
+        let view = sim.map();
+        let (lo, hi) = bounds(&view);
+        let obstacles = Obstacles::new(&mission.obstacles, lo, hi, mission.seed);
+        let mut world = World::new(&view, obstacles);
+        let voxel = mission
+            .planner_voxel_m
+            .unwrap_or((view.resolution as f64).max(0.2));
+        let mut grid: Option<(f64, Grid)> = None;
+        let mut crafts = Vec::new();
+        for (vi, v) in mission.vehicles.iter().enumerate() {
+            let verr = |source| FlightError::Vehicle {
+                vehicle: v.name.clone(),
+                source,
+            };
+            let params = resolve(
+                &v.preset,
+                base,
+                |n| QuadParams::preset(n).map_err(|e| e.to_string()),
+                |t| QuadParams::from_toml(t).map_err(|e| e.to_string()),
+            )
+            .map_err(|m| verr(VehicleError::Toml(m)))?;
+            let clearance = params.radius_m + 0.1;
+            let legs = mission::timeline(v, |a, b| {
+                if grid.as_ref().is_none_or(|(c, _)| *c != clearance) {
+                    grid = Some((clearance, Grid::from_map(&sim.map(), voxel, clearance)?));
+                }
+                grid.as_ref()
+                    .map_or(Ok(vec![*a, *b]), |(_, g)| g.plan(a, b))
+            })
+            .map_err(|source| FlightError::Plan {
+                vehicle: v.name.clone(),
+                source,
+            })?;
+            let start = Vector3::new(v.start[0], v.start[1], v.start[2]);
+            let mut state = QuadState::at_rest(start, v.start[3]);
+            // A vehicle starting in the air starts hovering; one on the ground starts with its motors still.
+            if world
+                .support_height(&start, params.radius_m, params.gear_height_m)
+                .is_none()
+            {
+                state.rotor_rpm = [params.hover_rpm(); 4];
+            }
+            let quad = Quadrotor::new(params.clone(), state);
+            let controller = Box::new(Cascaded::new(&params, CascadedParams::default()));
+            let imu = Imu::new(params.imu.clone(), mission.seed, vi as u64);
+            let mut sensors = Vec::new();
+            for (si, s) in v.sensors.iter().enumerate() {
+                let model = resolve(
+                    &s.preset,
+                    base,
+                    |n| SensorModel::preset(n).map_err(|e| e.to_string()),
+                    |t| SensorModel::from_toml(t).map_err(|e| e.to_string()),
+                )
+                .map_err(|message| FlightError::Sensor {
+                    vehicle: v.name.clone(),
+                    sensor: s.name.clone(),
+                    message,
+                })?;
+                let period = model.frame_period_s();
+                sim.set_params(RenderParams {
+                    seed: mission.seed
+                        ^ ((vi as u64) << 32 | si as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    ..RenderParams::default()
+                });
+                let id = sim
+                    .add_sensor(format!("{}/{}", v.name, s.name), model, mount_of(&s.mount))
+                    .map_err(|e| FlightError::Sensor {
+                        vehicle: v.name.clone(),
+                        sensor: s.name.clone(),
+                        message: e.to_string(),
+                    })?;
+                sensors.push(Sensor {
+                    id,
+                    topic: format!("/{}/{}/points", v.name, s.name),
+                    frame_id: format!("{}/{}", v.name, s.name),
+                    period,
+                    next_start: 0.0,
+                    frame_index: 0,
+                });
+            }
+            let next_imu = imu.period_s();
+            crafts.push(Craft {
+                name: v.name.clone(),
+                quad,
+                controller,
+                imu,
+                next_imu,
+                imu_samples: 0,
+                legs,
+                sensors,
+                history: Vec::new(),
+                track: Vec::new(),
+                motors_off: false,
+                touching: false,
+                collisions: 0,
+                frames: 0,
+                points: 0,
+            });
+        }
+        let end_s = mission.duration_s.unwrap_or_else(|| {
+            crafts
+                .iter()
+                .map(|c| {
+                    mission::timeline_end(&c.legs).unwrap_or_else(|| landing_end(&c.legs)) + 2.0
+                })
+                .fold(0.0, f64::max)
+        });
+        Ok(Flight {
+            sim,
+            world,
+            crafts,
+            step: 0,
+            recorder: None,
+            events: Vec::new(),
+            stop_on_collision: mission.stop_on_collision,
+            end_s,
+            stopped: false,
+        })
+    }
+
+    /// Records every message into an MCAP file at `path` from now on.
+    pub fn record_to(&mut self, path: &Path) -> Result<(), FlightError> {
+        let mut rec = Recorder::create(path)?;
+        let statics: Vec<(String, String, Isometry3<f64>)> = self
+            .crafts
+            .iter()
+            .flat_map(|c| {
+                c.sensors.iter().map(|s| {
+                    (
+                        format!("{}/base_link", c.name),
+                        s.frame_id.clone(),
+                        self.sim.body_from_sensor(s.id),
+                    )
+                })
+            })
+            .collect();
+        let refs: Vec<(&str, &str, Isometry3<f64>)> = statics
+            .iter()
+            .map(|(a, b, t)| (a.as_str(), b.as_str(), *t))
+            .collect();
+        rec.write(
+            "/tf_static",
+            ros2::TF_MESSAGE,
+            0.0,
+            &ros2::tf_message(0.0, &refs),
+        )?;
+        self.recorder = Some(rec);
+        Ok(())
+    }
+
+    /// Simulation time, seconds.
+    pub fn time(&self) -> f64 {
+        self.step as f64 / PHYSICS_HZ
+    }
+
+    /// When the flight ends, seconds.
+    pub fn end_time(&self) -> f64 {
+        self.end_s
+    }
+
+    /// Whether the flight is over (its time is up, or a collision stopped it).
+    pub fn finished(&self) -> bool {
+        self.stopped || self.time() >= self.end_s - 0.5 / PHYSICS_HZ
+    }
+
+    /// Collisions so far.
+    pub fn events(&self) -> &[CollisionEvent] {
+        &self.events
+    }
+
+    /// Vehicle states, in mission order.
+    pub fn states(&self) -> Vec<(&str, QuadState)> {
+        self.crafts
+            .iter()
+            .map(|c| (c.name.as_str(), *c.quad.state()))
+            .collect()
+    }
+
+    /// The simulator (map, sensors).
+    pub fn simulator(&self) -> &Simulator {
+        &self.sim
+    }
+
+    /// Runs until simulation time `t` (or the end); `on_frame` sees every rendered LiDAR frame.
+    pub fn run_until(
+        &mut self,
+        t: f64,
+        on_frame: &mut dyn FnMut(&str, &Frame),
+    ) -> Result<(), FlightError> {
+        while !self.finished() && self.time() < t - 0.5 / PHYSICS_HZ {
+            self.step_once(on_frame)?;
+        }
+        Ok(())
+    }
+
+    fn step_once(&mut self, on_frame: &mut dyn FnMut(&str, &Frame)) -> Result<(), FlightError> {
+        let dt = 1.0 / PHYSICS_HZ;
+        let t = self.time();
+        for c in &mut self.crafts {
+            let s = *c.quad.state();
+            let (sp, off) = mission::setpoint_at(&c.legs, t, c.quad.grounded());
+            c.motors_off |= off;
+            let cmd = if c.motors_off {
+                RotorCommand([0.0; 4])
+            } else {
+                c.controller.update(&s, &sp, dt)
+            };
+            let p = c.quad.params();
+            let support = self
+                .world
+                .support_height(&s.position, p.radius_m, p.gear_height_m);
+            c.quad.step(&cmd, dt, support);
+        }
+        self.world.obstacles.step(dt);
+        self.step += 1;
+        let t = self.time();
+        self.check_collisions(t);
+        if self.crafts.iter().all(|c| c.motors_off) {
+            // Everyone has landed: one more second of data, then stop.
+            self.end_s = self.end_s.min(t + 1.0);
+        }
+        for i in 0..self.crafts.len() {
+            self.sample(i, t)?;
+            self.render_due(i, t, on_frame)?;
+        }
+        Ok(())
+    }
+
+    fn check_collisions(&mut self, t: f64) {
+        for c in &mut self.crafts {
+            let s = c.quad.state();
+            let p = c.quad.params();
+            let hit = self.world.check_collision(
+                t,
+                &c.name,
+                &s.position,
+                &s.velocity,
+                p.radius_m,
+                p.gear_height_m,
+            );
+            match hit {
+                Some(e) if !c.touching => {
+                    c.touching = true;
+                    c.collisions += 1;
+                    self.events.push(e);
+                    if self.stop_on_collision {
+                        self.stopped = true;
+                    }
+                }
+                Some(_) => {}
+                None => c.touching = false,
+            }
+        }
+    }
+
+    /// IMU, odometry, /tf and the pose history of vehicle `i` at time `t`.
+    fn sample(&mut self, i: usize, t: f64) -> Result<(), FlightError> {
+        let c = &mut self.crafts[i];
+        let s = *c.quad.state();
+        let pose = s.pose();
+        c.history.push((t, pose));
+        let base = format!("{}/base_link", c.name);
+        if t + 1e-9 >= c.next_imu {
+            let f = c.quad.specific_force_body();
+            let sample = c.imu.sample(t, &s.body_rates, &f);
+            // Sample k is due at k / rate: computed, not accumulated, so rounding never adds a sample.
+            c.imu_samples += 1;
+            c.next_imu = (c.imu_samples + 1) as f64 * c.imu.period_s();
+            if let Some(rec) = self.recorder.as_mut() {
+                let ip = c.imu.params();
+                let (gv, av) = (
+                    (ip.gyro_noise_density.powi(2)) * ip.rate_hz,
+                    (ip.accel_noise_density.powi(2)) * ip.rate_hz,
+                );
+                let msg = ros2::imu(
+                    t,
+                    &base,
+                    &sample.angular_velocity,
+                    &sample.linear_acceleration,
+                    gv,
+                    av,
+                );
+                rec.write(&format!("/{}/imu", c.name), ros2::IMU, t, &msg)?;
+            }
+        }
+        if self.step.is_multiple_of((PHYSICS_HZ / ODOM_HZ) as u64) {
+            c.track.push((t, pose, s.velocity));
+            if let Some(rec) = self.recorder.as_mut() {
+                let v_body = s.world_from_body.inverse() * s.velocity;
+                let odom = ros2::odometry(t, "map", &base, &pose, &v_body, &s.body_rates);
+                rec.write(&format!("/{}/odom", c.name), ros2::ODOMETRY, t, &odom)?;
+                let tf = ros2::tf_message(t, &[("map", base.as_str(), pose)]);
+                rec.write("/tf", ros2::TF_MESSAGE, t, &tf)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Renders every frame of vehicle `i` whose period has passed.
+    fn render_due(
+        &mut self,
+        i: usize,
+        t: f64,
+        on_frame: &mut dyn FnMut(&str, &Frame),
+    ) -> Result<(), FlightError> {
+        for k in 0..self.crafts[i].sensors.len() {
+            let (start, period) = {
+                let s = &self.crafts[i].sensors[k];
+                (s.next_start, s.period)
+            };
+            if t + 1e-9 < start + period {
+                continue;
+            }
+            let others = Spheres(
+                self.crafts
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, c)| Shape::Sphere {
+                        centre: c.quad.state().position.into(),
+                        radius: c.quad.params().radius_m,
+                    })
+                    .collect(),
+            );
+            let c = &self.crafts[i];
+            let samples: Vec<(f64, Isometry3<f64>)> = c
+                .history
+                .iter()
+                .filter(|(ht, _)| *ht >= start - 2e-3 && *ht <= start + period + 2e-3)
+                .copied()
+                .collect();
+            let Ok(traj) = Tum::from_samples(samples) else {
+                continue;
+            };
+            let s = &c.sensors[k];
+            let (id, index, topic, frame_id) =
+                (s.id, s.frame_index, s.topic.clone(), s.frame_id.clone());
+            let occluders: [&dyn Occluder; 2] = [&self.world.obstacles, &others];
+            let frame = self.sim.render_with(id, &traj, start, index, &occluders);
+            let c = &mut self.crafts[i];
+            c.frames += 1;
+            c.points += frame.points.len() as u64;
+            on_frame(&c.name, &frame);
+            if let Some(rec) = self.recorder.as_mut() {
+                rec.write(
+                    &topic,
+                    ros2::POINT_CLOUD2,
+                    start + period,
+                    &ros2::point_cloud2(start, &frame_id, &frame.points),
+                )?;
+            }
+            let s = &mut c.sensors[k];
+            s.frame_index += 1;
+            s.next_start += period;
+        }
+        // Forget poses no frame needs any more.
+        let c = &mut self.crafts[i];
+        let keep_from = c
+            .sensors
+            .iter()
+            .map(|s| s.next_start)
+            .fold(f64::INFINITY, f64::min)
+            - 0.01;
+        let cut = c.history.partition_point(|(ht, _)| *ht < keep_from);
+        c.history.drain(..cut);
+        Ok(())
+    }
+
+    /// Finishes the recording (renames it into place).
+    pub fn finish_recording(&mut self) -> Result<(), FlightError> {
+        if let Some(rec) = self.recorder.take() {
+            rec.finish()?;
+        }
+        Ok(())
+    }
+
+    /// Ground truth of each vehicle at the odometry rate: (name, [(t, world_from_body, velocity)]).
+    pub fn tracks(&self) -> Vec<(&str, &[TrackSample])> {
+        self.crafts
+            .iter()
+            .map(|c| (c.name.as_str(), c.track.as_slice()))
+            .collect()
+    }
+
+    /// What each vehicle did.
+    pub fn summary(&self) -> Vec<VehicleSummary> {
+        self.crafts
+            .iter()
+            .map(|c| {
+                let length = c
+                    .track
+                    .windows(2)
+                    .map(|w| (w[1].1.translation.vector - w[0].1.translation.vector).norm())
+                    .sum();
+                let max_speed = c.track.iter().map(|x| x.2.norm()).fold(0.0, f64::max);
+                let p = c.quad.state().position;
+                let end = mission::timeline_end(&c.legs);
+                let done = match end {
+                    Some(e) => self.time() >= e,
+                    None => c.motors_off,
+                };
+                VehicleSummary {
+                    name: c.name.clone(),
+                    path_length_m: length,
+                    max_speed_m_s: max_speed,
+                    collisions: c.collisions,
+                    lidar_frames: c.frames,
+                    lidar_points: c.points,
+                    goals_done: done,
+                    final_position: [p.x, p.y, p.z],
+                }
+            })
+            .collect()
+    }
+}
+
+/// A generous end for a timeline that ends in a landing: its start, plus the descent from the landing height
+/// to 10 m below it at the landing speed.
+fn landing_end(legs: &[Leg]) -> f64 {
+    match legs.last() {
+        Some(Leg::Land { t0, .. }) => t0 + 10.0 / mission::LANDING_SPEED_M_S,
+        _ => 60.0,
+    }
+}
+
+/// Bounds of a map's points in the map frame.
+fn bounds(view: &aerie_pipeline::map::MapView) -> (Vector3<f64>, Vector3<f64>) {
+    let o = Vector3::from(view.origin);
+    let (mut lo, mut hi) = (
+        Vector3::repeat(f64::INFINITY),
+        Vector3::repeat(f64::NEG_INFINITY),
+    );
+    for b in view.buckets {
+        for k in 0..3 {
+            lo[k] = lo[k].min(o[k] + b.min[k] as f64);
+            hi[k] = hi[k].max(o[k] + b.max[k] as f64);
+        }
+    }
+    if !(lo.x <= hi.x) {
+        return (Vector3::zeros(), Vector3::zeros());
+    }
+    (lo, hi)
+}

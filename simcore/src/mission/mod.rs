@@ -1,0 +1,426 @@
+//! Missions: what each vehicle carries and what it does, written in TOML (examples in `examples/missions/`),
+//! and the timeline of setpoints that flies the goals.
+//!
+//! ```toml
+//! seed = 1
+//! stop_on_collision = false
+//! [[vehicle]]
+//! name = "uav"
+//! preset = "marsim_quad"            # or a vehicle TOML file, relative to the mission
+//! start = [0.0, 0.0, 1.0, 0.0]      # x y z yaw (map frame; metres, radians)
+//! max_speed_m_s = 2.0
+//! [[vehicle.sensor]]
+//! name = "lidar"
+//! preset = "avia"                   # a sensor preset or a sensor TOML file
+//! mount = [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]   # body_from_sensor: x y z roll pitch yaw
+//! [[vehicle.goal]]
+//! kind = "waypoint"                 # waypoint | goal (planned around obstacles) | hover | land
+//! position = [5.0, 0.0, 1.5]
+//! ```
+//!
+//! Each vehicle's goals become a sequence of legs planned at the start: straight moves with a smooth speed
+//! profile (stopping at each waypoint for [`WAYPOINT_DWELL_S`]), holds and a landing. A move flies at
+//! 90% of the speed limit so the tracking error of the controller stays under the limit.
+
+pub mod planner;
+
+use std::f64::consts::{PI, TAU};
+use std::path::{Path, PathBuf};
+
+use nalgebra::Vector3;
+use serde::{Deserialize, Serialize};
+
+use crate::control::Setpoint;
+use crate::world::ObstacleConfig;
+
+pub use planner::{Grid, PlanError};
+
+/// A whole mission file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mission {
+    /// Seed of every random stream (noise, obstacles); the same seed gives the same flight.
+    #[serde(default)]
+    pub seed: u64,
+    /// Longest flight, seconds. By default, until every vehicle has finished its goals, plus 2 s.
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// End the flight at the first collision. By default, false (collisions are recorded).
+    #[serde(default)]
+    pub stop_on_collision: bool,
+    /// Voxel of the planner's occupancy grid, metres. By default, the larger of 0.2 m and r_map.
+    #[serde(default)]
+    pub planner_voxel_m: Option<f64>,
+    #[serde(default)]
+    pub obstacles: Vec<ObstacleConfig>,
+    #[serde(rename = "vehicle")]
+    pub vehicles: Vec<VehicleSpec>,
+}
+
+/// One vehicle of a mission.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VehicleSpec {
+    /// Names its topics and output files.
+    pub name: String,
+    /// Vehicle preset name, or a vehicle TOML file (relative to the mission). By default, `marsim_quad`.
+    #[serde(default = "default_vehicle")]
+    pub preset: String,
+    /// x y z yaw in the map frame.
+    pub start: [f64; 4],
+    /// Speed limit of moves, m/s. By default, 2.
+    #[serde(default = "default_speed")]
+    pub max_speed_m_s: f64,
+    /// Acceleration of moves, m/s^2. By default, 1.5.
+    #[serde(default = "default_accel")]
+    pub max_accel_m_s2: f64,
+    #[serde(default, rename = "sensor")]
+    pub sensors: Vec<SensorSpec>,
+    #[serde(default, rename = "goal")]
+    pub goals: Vec<Goal>,
+}
+
+fn default_vehicle() -> String {
+    "marsim_quad".into()
+}
+fn default_speed() -> f64 {
+    2.0
+}
+fn default_accel() -> f64 {
+    1.5
+}
+
+/// A sensor on a vehicle.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SensorSpec {
+    pub name: String,
+    /// Sensor preset name (`aerie sensors`), or a sensor TOML file (relative to the mission).
+    pub preset: String,
+    /// body_from_sensor: x y z (m), roll pitch yaw (rad). By default, the body origin.
+    #[serde(default)]
+    pub mount: [f64; 6],
+}
+
+/// What a vehicle does next.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Goal {
+    /// Fly straight to `position` and stop there.
+    Waypoint {
+        position: [f64; 3],
+        #[serde(default)]
+        speed_m_s: Option<f64>,
+    },
+    /// Reach `position` around obstacles (the built-in planner), then stop.
+    Goal {
+        position: [f64; 3],
+        #[serde(default)]
+        speed_m_s: Option<f64>,
+    },
+    /// Hold the current position.
+    Hover { duration_s: f64 },
+    /// Descend until on the ground, then stop the motors.
+    Land,
+}
+
+/// Errors of reading a mission.
+#[derive(Debug, thiserror::Error)]
+pub enum MissionError {
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Mission {
+    /// Reads and checks a mission file.
+    pub fn load(path: &Path) -> Result<Mission, MissionError> {
+        let invalid = |message: String| MissionError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?;
+        let mission: Mission = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        mission.check().map_err(invalid)?;
+        Ok(mission)
+    }
+
+    /// Checks values a TOML parser cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if self.vehicles.is_empty() {
+            return Err("a mission needs at least one [[vehicle]]".into());
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for v in &self.vehicles {
+            if !names.insert(v.name.as_str()) {
+                return Err(format!("two vehicles are named {:?}", v.name));
+            }
+            if v.name.is_empty()
+                || !v
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                return Err(format!(
+                    "vehicle name {:?}: use letters, digits and _ (it names ROS topics and files)",
+                    v.name
+                ));
+            }
+            if !(v.max_speed_m_s > 0.0 && v.max_accel_m_s2 > 0.0) {
+                return Err(format!(
+                    "vehicle {}: max_speed_m_s and max_accel_m_s2 must be positive",
+                    v.name
+                ));
+            }
+            if !v.start.iter().all(|x| x.is_finite()) {
+                return Err(format!("vehicle {}: start must be finite", v.name));
+            }
+        }
+        if let Some(d) = self.duration_s
+            && !(d > 0.0 && d <= 36_000.0)
+        {
+            return Err(format!("duration_s must be between 0 and 36000, got {d}"));
+        }
+        Ok(())
+    }
+}
+
+/// A straight move from `a` to `b` starting at `t0`: speed up, cruise, slow down, with the acceleration rising
+/// and falling as a raised cosine (bounded jerk), so that the attitude loop can follow the feed-forward without
+/// lag building up (a trapezoidal speed profile, with its steps in acceleration, overshot the speed by ~18%).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Segment {
+    pub a: Vector3<f64>,
+    pub b: Vector3<f64>,
+    pub t0: f64,
+    speed: f64,
+    /// Duration of the speed-up (and of the slow-down), seconds.
+    t_acc: f64,
+    pub duration: f64,
+}
+
+impl Segment {
+    /// The fastest such move from `a` to `b` under `speed` and peak acceleration `accel`, from rest to rest.
+    pub fn new(a: Vector3<f64>, b: Vector3<f64>, t0: f64, speed: f64, accel: f64) -> Segment {
+        let l = (b - a).norm();
+        // The speed-up lasts 2 v / a_peak and covers v t_acc / 2.
+        let v = speed.min((l * accel / 2.0).sqrt());
+        let t_acc = if accel > 0.0 { 2.0 * v / accel } else { 0.0 };
+        let cruise = if v > 0.0 {
+            (l - v * t_acc).max(0.0) / v
+        } else {
+            0.0
+        };
+        Segment {
+            a,
+            b,
+            t0,
+            speed: v,
+            t_acc,
+            duration: 2.0 * t_acc + cruise,
+        }
+    }
+
+    /// Distance, speed and acceleration `tau` seconds into the speed-up.
+    fn ramp(&self, tau: f64) -> (f64, f64, f64) {
+        let (v, ta) = (self.speed, self.t_acc);
+        if ta <= 0.0 {
+            return (0.0, 0.0, 0.0);
+        }
+        let w = TAU / ta;
+        (
+            v * (tau * tau / (2.0 * ta) + ((w * tau).cos() - 1.0) / (w * w * ta)),
+            v * (tau / ta - (w * tau).sin() / TAU),
+            v / ta * (1.0 - (w * tau).cos()),
+        )
+    }
+
+    /// Position, velocity and acceleration at time `t`.
+    pub fn sample(&self, t: f64) -> (Vector3<f64>, Vector3<f64>, Vector3<f64>) {
+        let d = self.b - self.a;
+        let l = d.norm();
+        if l == 0.0 || !(t > self.t0 && t < self.t0 + self.duration) {
+            let at = if t <= self.t0 { self.a } else { self.b };
+            return (at, Vector3::zeros(), Vector3::zeros());
+        }
+        let u = d / l;
+        let tau = t - self.t0;
+        let ta = self.t_acc;
+        let (s, sv, sa) = if tau < ta {
+            self.ramp(tau)
+        } else if tau < self.duration - ta {
+            (
+                0.5 * self.speed * ta + self.speed * (tau - ta),
+                self.speed,
+                0.0,
+            )
+        } else {
+            let (s, v, a) = self.ramp(self.duration - tau);
+            (l - s, v, -a)
+        };
+        (self.a + u * s.clamp(0.0, l), u * sv, u * sa)
+    }
+}
+
+/// One step of a vehicle's timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Leg {
+    Move {
+        segment: Segment,
+        yaw: f64,
+    },
+    Hold {
+        position: Vector3<f64>,
+        yaw: f64,
+        t0: f64,
+        until: f64,
+    },
+    Land {
+        from: Vector3<f64>,
+        yaw: f64,
+        t0: f64,
+    },
+}
+
+/// Heading rate assumed when turning on the spot before a move, rad/s (below the controller's limit).
+pub const TURN_RATE_RAD_S: f64 = 0.8;
+
+/// How long a vehicle holds at each waypoint or path vertex, seconds.
+pub const WAYPOINT_DWELL_S: f64 = 1.0;
+
+/// Speed of a landing descent, m/s.
+pub const LANDING_SPEED_M_S: f64 = 0.5;
+
+/// The legs of a vehicle's goals, planned from its start. `plan` turns a planned goal into a path (start,
+/// goal) -> polyline.
+pub fn timeline(
+    spec: &VehicleSpec,
+    mut plan: impl FnMut(&Vector3<f64>, &Vector3<f64>) -> Result<Vec<Vector3<f64>>, PlanError>,
+) -> Result<Vec<Leg>, PlanError> {
+    let mut legs = Vec::new();
+    let mut at = Vector3::new(spec.start[0], spec.start[1], spec.start[2]);
+    let mut yaw = spec.start[3];
+    let mut t = 0.0;
+    let speed_of = |s: &Option<f64>| 0.9 * s.unwrap_or(spec.max_speed_m_s).min(spec.max_speed_m_s);
+    for goal in &spec.goals {
+        let (points, speed) = match goal {
+            Goal::Waypoint {
+                position,
+                speed_m_s,
+            } => (vec![at, Vector3::from(*position)], speed_of(speed_m_s)),
+            Goal::Goal {
+                position,
+                speed_m_s,
+            } => (plan(&at, &Vector3::from(*position))?, speed_of(speed_m_s)),
+            Goal::Hover { duration_s } => {
+                let until = t + duration_s.max(0.0);
+                legs.push(Leg::Hold {
+                    position: at,
+                    yaw,
+                    t0: t,
+                    until,
+                });
+                t = until;
+                continue;
+            }
+            Goal::Land => {
+                legs.push(Leg::Land {
+                    from: at,
+                    yaw,
+                    t0: t,
+                });
+                break;
+            }
+        };
+        for w in points.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let d = b - a;
+            if d.xy().norm() > 0.2 {
+                let heading = d.y.atan2(d.x);
+                let turn = (heading - yaw + PI).rem_euclid(TAU) - PI;
+                if turn.abs() > 0.05 {
+                    // Turn on the spot first: the heading loop is slow, and turning while accelerating would
+                    // add the lag of both.
+                    let until = t + turn.abs() / TURN_RATE_RAD_S + 0.5;
+                    legs.push(Leg::Hold {
+                        position: at,
+                        yaw: heading,
+                        t0: t,
+                        until,
+                    });
+                    t = until;
+                }
+                yaw = heading;
+            }
+            let segment = Segment::new(a, b, t, speed, spec.max_accel_m_s2);
+            t += segment.duration;
+            legs.push(Leg::Move { segment, yaw });
+            at = b;
+            // Settle on the vertex before the next move, so that the tracking lag of one segment does not
+            // add to the speed of the next.
+            legs.push(Leg::Hold {
+                position: at,
+                yaw,
+                t0: t,
+                until: t + WAYPOINT_DWELL_S,
+            });
+            t += WAYPOINT_DWELL_S;
+        }
+    }
+    if !matches!(legs.last(), Some(Leg::Land { .. })) {
+        legs.push(Leg::Hold {
+            position: at,
+            yaw,
+            t0: t,
+            until: f64::INFINITY,
+        });
+    }
+    Ok(legs)
+}
+
+/// The setpoint of a timeline at time `t`, and whether the vehicle should stop its motors (landed).
+pub fn setpoint_at(legs: &[Leg], t: f64, grounded: bool) -> (Setpoint, bool) {
+    let leg = legs
+        .iter()
+        .find(|l| match l {
+            Leg::Move { segment, .. } => t < segment.t0 + segment.duration,
+            Leg::Hold { until, .. } => t < *until,
+            Leg::Land { .. } => true,
+        })
+        .or(legs.last());
+    match leg {
+        Some(Leg::Move { segment, yaw }) => {
+            let (p, v, a) = segment.sample(t);
+            (
+                Setpoint {
+                    position: p,
+                    velocity: v,
+                    acceleration: a,
+                    yaw: *yaw,
+                },
+                false,
+            )
+        }
+        Some(Leg::Hold { position, yaw, .. }) => (Setpoint::hold(*position, *yaw), false),
+        Some(Leg::Land { from, yaw, t0 }) => {
+            let dz = LANDING_SPEED_M_S * (t - t0).max(0.0);
+            let sp = Setpoint {
+                position: from - Vector3::new(0.0, 0.0, dz),
+                velocity: Vector3::new(0.0, 0.0, -LANDING_SPEED_M_S),
+                acceleration: Vector3::zeros(),
+                yaw: *yaw,
+            };
+            (sp, grounded && t > *t0 + 0.5)
+        }
+        None => (Setpoint::hold(Vector3::zeros(), 0.0), true),
+    }
+}
+
+/// When the timeline's last goal is reached (`None` for an endless hold or a landing, known only in flight).
+pub fn timeline_end(legs: &[Leg]) -> Option<f64> {
+    match legs.last()? {
+        Leg::Hold { t0, until, .. } if until.is_infinite() => Some(*t0),
+        Leg::Hold { until, .. } => Some(*until),
+        Leg::Move { segment, .. } => Some(segment.t0 + segment.duration),
+        Leg::Land { .. } => None,
+    }
+}

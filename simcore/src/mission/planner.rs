@@ -1,0 +1,262 @@
+//! The built-in planner: an occupancy grid built from the map, inflated by the vehicle's radius, searched with
+//! A* (26-connected, Euclidean heuristic, so the path is optimal on the grid), then shortened by line of sight.
+//! The flight loop flies the resulting polyline with a smooth speed profile per segment
+//! ([`super::Segment`]), which is dynamically feasible for the speed and acceleration limits given.
+
+// `!(a <= b)` is deliberate: a NaN must fail the test it is in.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use aerie_pipeline::map::MapView;
+use nalgebra::Vector3;
+
+/// Most cells a planning grid may have (about 1 GB of bookkeeping).
+const MAX_CELLS: usize = 60_000_000;
+
+/// Why no path was found; the message names the goal.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PlanError {
+    #[error(
+        "no path to the goal ({:.2}, {:.2}, {:.2}): it is unreachable from the start ({:.2}, {:.2}, {:.2}) with the vehicle's clearance",
+        goal[0], goal[1], goal[2], start[0], start[1], start[2]
+    )]
+    NoPath { start: [f64; 3], goal: [f64; 3] },
+    #[error(
+        "the goal ({:.2}, {:.2}, {:.2}) is {what}: pick a point in free space inside the map",
+        goal[0], goal[1], goal[2]
+    )]
+    BadGoal { goal: [f64; 3], what: &'static str },
+    #[error(
+        "the start ({:.2}, {:.2}, {:.2}) is {what}",
+        start[0], start[1], start[2]
+    )]
+    BadStart { start: [f64; 3], what: &'static str },
+    #[error(
+        "a planning grid of {cells} cells at {voxel_m} m is too large (at most {MAX_CELLS}); plan at a coarser voxel"
+    )]
+    TooLarge { cells: usize, voxel_m: f64 },
+}
+
+/// An inflated occupancy grid over the map's bounds (plus a margin).
+pub struct Grid {
+    lo: Vector3<f64>,
+    voxel: f64,
+    dims: [usize; 3],
+    occupied: Vec<bool>,
+}
+
+impl Grid {
+    /// Cells of `voxel_m` holding a map point, inflated by `clearance_m` (the vehicle radius plus a margin).
+    pub fn from_map(map: &MapView, voxel_m: f64, clearance_m: f64) -> Result<Grid, PlanError> {
+        let origin = Vector3::from(map.origin);
+        let (mut lo, mut hi) = (
+            Vector3::repeat(f64::INFINITY),
+            Vector3::repeat(f64::NEG_INFINITY),
+        );
+        for p in map.positions {
+            let v = origin + Vector3::new(p[0] as f64, p[1] as f64, p[2] as f64);
+            lo = lo.inf(&v);
+            hi = hi.sup(&v);
+        }
+        if !(lo.x <= hi.x) {
+            lo = Vector3::zeros();
+            hi = Vector3::zeros();
+        }
+        let margin = Vector3::repeat(2.0 * voxel_m + clearance_m);
+        let (lo, hi) = (lo - margin, hi + margin);
+        let dims = [0, 1, 2].map(|k| ((hi[k] - lo[k]) / voxel_m).ceil().max(1.0) as usize);
+        let cells = dims[0].saturating_mul(dims[1]).saturating_mul(dims[2]);
+        if cells > MAX_CELLS {
+            return Err(PlanError::TooLarge { cells, voxel_m });
+        }
+        let mut grid = Grid {
+            lo,
+            voxel: voxel_m,
+            dims,
+            occupied: vec![false; cells],
+        };
+        let mut raw = vec![false; cells];
+        for p in map.positions {
+            let v = origin + Vector3::new(p[0] as f64, p[1] as f64, p[2] as f64);
+            if let Some(i) = grid.index_of(&v) {
+                raw[i] = true;
+            }
+        }
+        // Inflate: every cell within the clearance of an occupied cell's centre.
+        let reach = (clearance_m / voxel_m).ceil() as i64;
+        let r2 = (clearance_m / voxel_m + 0.5).powi(2);
+        let offsets: Vec<[i64; 3]> = (-reach..=reach)
+            .flat_map(|x| {
+                (-reach..=reach).flat_map(move |y| (-reach..=reach).map(move |z| [x, y, z]))
+            })
+            .filter(|o| (o[0] * o[0] + o[1] * o[1] + o[2] * o[2]) as f64 <= r2)
+            .collect();
+        for (i, _) in raw.iter().enumerate().filter(|(_, o)| **o) {
+            let c = grid.cell_of_index(i);
+            for o in &offsets {
+                if let Some(j) = grid.index([c[0] + o[0], c[1] + o[1], c[2] + o[2]]) {
+                    grid.occupied[j] = true;
+                }
+            }
+        }
+        Ok(grid)
+    }
+
+    fn index(&self, c: [i64; 3]) -> Option<usize> {
+        let [x, y, z] = c;
+        let d = self.dims.map(|v| v as i64);
+        (x >= 0 && y >= 0 && z >= 0 && x < d[0] && y < d[1] && z < d[2])
+            .then(|| ((z * d[1] + y) * d[0] + x) as usize)
+    }
+
+    fn cell_of_index(&self, i: usize) -> [i64; 3] {
+        let [dx, dy, _] = self.dims;
+        [
+            (i % dx) as i64,
+            (i / dx % dy) as i64,
+            (i / (dx * dy)) as i64,
+        ]
+    }
+
+    fn cell_of(&self, p: &Vector3<f64>) -> [i64; 3] {
+        [0, 1, 2].map(|k| ((p[k] - self.lo[k]) / self.voxel).floor() as i64)
+    }
+
+    fn index_of(&self, p: &Vector3<f64>) -> Option<usize> {
+        self.index(self.cell_of(p))
+    }
+
+    fn centre(&self, c: [i64; 3]) -> Vector3<f64> {
+        Vector3::new(
+            self.lo.x + (c[0] as f64 + 0.5) * self.voxel,
+            self.lo.y + (c[1] as f64 + 0.5) * self.voxel,
+            self.lo.z + (c[2] as f64 + 0.5) * self.voxel,
+        )
+    }
+
+    /// Whether `p` is inside the grid and not within the clearance of the map.
+    pub fn is_free(&self, p: &Vector3<f64>) -> bool {
+        self.index_of(p).is_some_and(|i| !self.occupied[i])
+    }
+
+    /// Whether the straight segment a-b stays in free cells (sampled at a quarter voxel).
+    pub fn line_free(&self, a: &Vector3<f64>, b: &Vector3<f64>) -> bool {
+        let n = ((b - a).norm() / (0.25 * self.voxel)).ceil().max(1.0) as usize;
+        (0..=n).all(|i| self.is_free(&a.lerp(b, i as f64 / n as f64)))
+    }
+
+    /// The shortest grid path from `start` to `goal`, shortened by line of sight; its first point is `start`
+    /// and its last `goal`.
+    pub fn plan(
+        &self,
+        start: &Vector3<f64>,
+        goal: &Vector3<f64>,
+    ) -> Result<Vec<Vector3<f64>>, PlanError> {
+        let (s3, g3) = ([start.x, start.y, start.z], [goal.x, goal.y, goal.z]);
+        let gi = self.index_of(goal).ok_or(PlanError::BadGoal {
+            goal: g3,
+            what: "outside the map",
+        })?;
+        if self.occupied[gi] {
+            return Err(PlanError::BadGoal {
+                goal: g3,
+                what: "inside an obstacle or too close to the map for the vehicle",
+            });
+        }
+        let si = self.index_of(start).ok_or(PlanError::BadStart {
+            start: s3,
+            what: "outside the map",
+        })?;
+        let cells = self.astar(si, gi).ok_or(PlanError::NoPath {
+            start: s3,
+            goal: g3,
+        })?;
+        let mut path: Vec<Vector3<f64>> = cells
+            .iter()
+            .map(|&i| self.centre(self.cell_of_index(i)))
+            .collect();
+        path[0] = *start;
+        if let Some(last) = path.last_mut() {
+            *last = *goal;
+        }
+        Ok(self.shortcut(&path))
+    }
+
+    fn astar(&self, start: usize, goal: usize) -> Option<Vec<usize>> {
+        #[derive(PartialEq)]
+        struct Open(f64, usize);
+        impl Eq for Open {}
+        impl Ord for Open {
+            fn cmp(&self, o: &Self) -> Ordering {
+                o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+            }
+        }
+        impl PartialOrd for Open {
+            fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        let n = self.occupied.len();
+        let mut g = vec![f64::INFINITY; n];
+        let mut parent = vec![usize::MAX; n];
+        let gc = self.cell_of_index(goal);
+        let h = |c: [i64; 3]| {
+            let d = [c[0] - gc[0], c[1] - gc[1], c[2] - gc[2]];
+            ((d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f64).sqrt()
+        };
+        let mut open = BinaryHeap::new();
+        g[start] = 0.0;
+        open.push(Open(h(self.cell_of_index(start)), start));
+        while let Some(Open(_, i)) = open.pop() {
+            if i == goal {
+                let mut path = vec![goal];
+                let mut k = goal;
+                while parent[k] != usize::MAX {
+                    k = parent[k];
+                    path.push(k);
+                }
+                path.reverse();
+                return Some(path);
+            }
+            let c = self.cell_of_index(i);
+            for dz in -1..=1i64 {
+                for dy in -1..=1i64 {
+                    for dx in -1..=1i64 {
+                        if dx == 0 && dy == 0 && dz == 0 {
+                            continue;
+                        }
+                        let nc = [c[0] + dx, c[1] + dy, c[2] + dz];
+                        let Some(j) = self.index(nc) else { continue };
+                        if self.occupied[j] {
+                            continue;
+                        }
+                        let cost = g[i] + (((dx * dx + dy * dy + dz * dz) as f64).sqrt());
+                        if cost < g[j] {
+                            g[j] = cost;
+                            parent[j] = i;
+                            open.push(Open(cost + h(nc), j));
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Drops every vertex the path can skip while keeping line of sight (greedy, from the start).
+    fn shortcut(&self, path: &[Vector3<f64>]) -> Vec<Vector3<f64>> {
+        let mut out = vec![path[0]];
+        let mut i = 0;
+        while i + 1 < path.len() {
+            let mut j = path.len() - 1;
+            while j > i + 1 && !self.line_free(&path[i], &path[j]) {
+                j -= 1;
+            }
+            out.push(path[j]);
+            i = j;
+        }
+        out
+    }
+}

@@ -1,0 +1,165 @@
+//! Recording a flight: MCAP with ROS 2 messages (what `ros2 bag play`, Foxglove and offline SLAM read) and
+//! ground-truth trajectories in TUM format (what evo reads).
+//!
+//! Topics and frames (documented for users in docs/user-guide.md):
+//!
+//! | topic | type | frame |
+//! |---|---|---|
+//! | `/<vehicle>/<sensor>/points` | sensor_msgs/PointCloud2 (x y z intensity t ring) | `<vehicle>/<sensor>`, stamped at the frame start; `t` is ns since the stamp |
+//! | `/<vehicle>/imu` | sensor_msgs/Imu | `<vehicle>/base_link` |
+//! | `/<vehicle>/odom` | nav_msgs/Odometry (ground truth) | `map` -> `<vehicle>/base_link` |
+//! | `/tf` | tf2_msgs/TFMessage | `map` -> `<vehicle>/base_link` (with the odometry) |
+//! | `/tf_static` | tf2_msgs/TFMessage | `<vehicle>/base_link` -> `<vehicle>/<sensor>` (once) |
+//!
+//! Files are written through a temporary file and renamed by [`Recorder::finish`]; nothing in them depends on
+//! the wall clock, so the same flight gives byte-identical files.
+
+pub mod cdr;
+pub mod plot;
+pub mod ros2;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use nalgebra::Isometry3;
+
+/// Ground truth of a vehicle at one instant: time (s), world_from_body, velocity (world, m/s).
+pub type TrackSample = (f64, Isometry3<f64>, nalgebra::Vector3<f64>);
+
+/// Errors of writing a recording; the message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{path}: {message}")]
+    Write { path: PathBuf, message: String },
+}
+
+/// An MCAP file being written.
+pub struct Recorder {
+    path: PathBuf,
+    tmp: PathBuf,
+    writer: Option<mcap::Writer<BufWriter<File>>>,
+    channels: BTreeMap<String, u16>,
+    sequence: u32,
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    path.with_file_name(format!(".{name}.partial"))
+}
+
+impl Recorder {
+    /// Starts writing `path` (through a temporary file beside it).
+    pub fn create(path: &Path) -> Result<Recorder, RecordError> {
+        let err = |e: &dyn std::fmt::Display| RecordError::Write {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let tmp = temp_path(path);
+        let file = File::create(&tmp).map_err(|e| err(&e))?;
+        let opts = mcap::WriteOptions::new()
+            .profile("ros2")
+            .library("aerie")
+            .compression(None);
+        let writer = opts.create(BufWriter::new(file)).map_err(|e| err(&e))?;
+        Ok(Recorder {
+            path: path.to_path_buf(),
+            tmp,
+            writer: Some(writer),
+            channels: BTreeMap::new(),
+            sequence: 0,
+        })
+    }
+
+    fn err(&self, e: &dyn std::fmt::Display) -> RecordError {
+        RecordError::Write {
+            path: self.path.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn channel(&mut self, topic: &str, type_name: &str) -> Result<u16, RecordError> {
+        if let Some(id) = self.channels.get(topic) {
+            return Ok(*id);
+        }
+        let schema = ros2::schema(type_name);
+        let w = self.writer.as_mut().ok_or_else(|| RecordError::Write {
+            path: self.path.clone(),
+            message: "already finished".into(),
+        })?;
+        let r = w
+            .add_schema(type_name, "ros2msg", schema.as_bytes())
+            .and_then(|s| w.add_channel(s, topic, "cdr", &BTreeMap::new()));
+        let id = r.map_err(|e| self.err(&e))?;
+        self.channels.insert(topic.to_string(), id);
+        Ok(id)
+    }
+
+    /// Writes one CDR message on `topic` at simulation time `t` (log and publish time).
+    pub fn write(
+        &mut self,
+        topic: &str,
+        type_name: &str,
+        t: f64,
+        data: &[u8],
+    ) -> Result<(), RecordError> {
+        let channel_id = self.channel(topic, type_name)?;
+        self.sequence += 1;
+        let ns = (t.max(0.0) * 1e9).round() as u64;
+        let header = mcap::records::MessageHeader {
+            channel_id,
+            sequence: self.sequence,
+            log_time: ns,
+            publish_time: ns,
+        };
+        let r = match self.writer.as_mut() {
+            Some(w) => w.write_to_known_channel(&header, data),
+            None => return Ok(()),
+        };
+        r.map_err(|e| self.err(&e))
+    }
+
+    /// Writes the summary and renames the file into place.
+    pub fn finish(mut self) -> Result<(), RecordError> {
+        if let Some(mut w) = self.writer.take() {
+            w.finish().map_err(|e| self.err(&e))?;
+            drop(w);
+        }
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| self.err(&e))
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            // Abandoned (an error or a cancel): leave no partial file.
+            if let Some(w) = self.writer.take() {
+                std::mem::forget(w);
+            }
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes a trajectory in TUM format (`t x y z qx qy qz qw`, one pose per line) through a temporary file.
+pub fn write_tum(path: &Path, poses: &[(f64, Isometry3<f64>)]) -> Result<(), RecordError> {
+    let err = |e: &dyn std::fmt::Display| RecordError::Write {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let tmp = temp_path(path);
+    let mut w = BufWriter::new(File::create(&tmp).map_err(|e| err(&e))?);
+    for (t, p) in poses {
+        let (v, q) = (p.translation.vector, p.rotation);
+        writeln!(
+            w,
+            "{t:.6} {:.6} {:.6} {:.6} {:.9} {:.9} {:.9} {:.9}",
+            v.x, v.y, v.z, q.i, q.j, q.k, q.w
+        )
+        .map_err(|e| err(&e))?;
+    }
+    w.flush().map_err(|e| err(&e))?;
+    drop(w);
+    std::fs::rename(&tmp, path).map_err(|e| err(&e))
+}

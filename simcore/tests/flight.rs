@@ -1,0 +1,480 @@
+//! The flight loop end to end: missions, planner, collisions, obstacles, and the recording (read back and
+//! decoded by an independent CDR reader here, and by the Python packages ROS tools use when they are installed).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use aerie_pipeline::prepare::{Recipe, Stage, prepare};
+use aerie_pipeline::{Cloud, NoProgress};
+use aerie_simcore::flight::{Flight, FlightError};
+use aerie_simcore::mission::{Mission, PlanError};
+use aerie_simcore::simulator::Map;
+use aerie_simcore::vehicle::GRAVITY;
+use aerie_simcore::world::{ObstacleConfig, ObstacleKind, Obstacles, Shape};
+use nalgebra::Vector3;
+
+/// A 30 x 30 m floor at z = 0 (points every 0.1 m), with optional walls: (x, y0, y1) at constant x, 4 m high.
+fn map_with_walls(walls: &[(f64, f64, f64)], boxes: &[([f64; 3], f64)]) -> Map {
+    let mut pts = Vec::new();
+    for i in 0..300 {
+        for j in 0..300 {
+            pts.push([-10.0 + 0.1 * i as f32, -15.0 + 0.1 * j as f32, 0.0]);
+        }
+    }
+    for &(x, y0, y1) in walls {
+        let n = ((y1 - y0) / 0.1) as usize;
+        for i in 0..=n {
+            for k in 0..40 {
+                pts.push([x as f32, (y0 + 0.1 * i as f64) as f32, 0.1 * k as f32]);
+            }
+        }
+    }
+    // Hollow cubes: (centre, half edge).
+    for &(c, h) in boxes {
+        let n = (2.0 * h / 0.1).round() as i32;
+        for i in 0..=n {
+            for j in 0..=n {
+                let (u, v) = (-h + 0.1 * i as f64, -h + 0.1 * j as f64);
+                for p in [
+                    [c[0] - h, c[1] + u, c[2] + v],
+                    [c[0] + h, c[1] + u, c[2] + v],
+                    [c[0] + u, c[1] - h, c[2] + v],
+                    [c[0] + u, c[1] + h, c[2] + v],
+                    [c[0] + u, c[1] + v, c[2] - h],
+                    [c[0] + u, c[1] + v, c[2] + h],
+                ] {
+                    pts.push(p.map(|x| x as f32));
+                }
+            }
+        }
+    }
+    let cloud = Cloud {
+        positions: pts,
+        ..Cloud::default()
+    };
+    let recipe = Recipe {
+        resolution_m: 0.1,
+        stages: vec![Stage::Normals],
+        ..Recipe::default()
+    };
+    prepare(vec![(cloud, None)], &recipe, &NoProgress)
+        .unwrap()
+        .map
+        .into()
+}
+
+fn mission(text: &str) -> Mission {
+    let m: Mission = toml::from_str(text).unwrap();
+    m.check().unwrap();
+    m
+}
+
+fn fly(map: Map, m: &Mission) -> Flight {
+    let mut f = Flight::new(map, m, Path::new(".")).unwrap();
+    f.run_until(f64::INFINITY, &mut |_, _| {}).unwrap();
+    f
+}
+
+#[test]
+fn a_waypoint_mission_visits_every_waypoint_under_its_speed_limit() {
+    let m = mission(
+        r#"
+        [[vehicle]]
+        name = "uav"
+        start = [0.0, 0.0, 0.13, 0.0]
+        max_speed_m_s = 2.0
+        [[vehicle.goal]]
+        kind = "waypoint"
+        position = [0.0, 0.0, 1.5]
+        [[vehicle.goal]]
+        kind = "waypoint"
+        position = [6.0, 0.0, 1.5]
+        [[vehicle.goal]]
+        kind = "waypoint"
+        position = [6.0, 6.0, 2.5]
+        [[vehicle.goal]]
+        kind = "land"
+        "#,
+    );
+    let f = fly(map_with_walls(&[], &[]), &m);
+    let tracks = f.tracks();
+    let track = tracks[0].1;
+    for w in [[0.0, 0.0, 1.5], [6.0, 0.0, 1.5], [6.0, 6.0, 2.5]] {
+        let near = track
+            .iter()
+            .map(|(_, p, _)| (p.translation.vector - Vector3::from(w)).norm())
+            .fold(f64::INFINITY, f64::min);
+        assert!(near < 0.05, "waypoint {w:?} missed by {near} m");
+    }
+    let top = track.iter().map(|x| x.2.norm()).fold(0.0, f64::max);
+    assert!(top <= 2.0 && top > 1.5, "top speed {top}");
+    let s = &f.summary()[0];
+    assert!(s.goals_done && s.collisions == 0, "{s:?}");
+    // Landed on the floor: the gear rests on z = 0.
+    assert!((s.final_position[2] - 0.12).abs() < 0.03, "{s:?}");
+}
+
+#[test]
+fn a_falling_sphere_falls_with_g_and_obstacles_respawn_inside() {
+    let (lo, hi) = (Vector3::new(-5.0, -5.0, 0.0), Vector3::new(5.0, 5.0, 100.0));
+    let cfg = ObstacleConfig {
+        kind: ObstacleKind::FallingSphere,
+        count: 1,
+        size_m: 0.5,
+        speed_m_s: 0.0,
+    };
+    let mut o = Obstacles::new(&[cfg], lo, hi, 3);
+    let z0 = match o.shapes()[0] {
+        Shape::Sphere { centre, .. } => centre.z,
+        _ => unreachable!(),
+    };
+    for k in 1..=2000 {
+        o.step(0.001);
+        let t = k as f64 * 0.001;
+        let Shape::Sphere { centre, .. } = o.shapes()[0] else {
+            unreachable!()
+        };
+        assert!(
+            (centre.z - (z0 - 0.5 * GRAVITY * t * t)).abs() < 1e-9,
+            "t {t}"
+        );
+    }
+    // Drones and cubes stay inside the box, respawning when they leave; the same seed gives the same run.
+    let cfgs = [
+        ObstacleConfig {
+            kind: ObstacleKind::Drone,
+            count: 4,
+            size_m: 0.4,
+            speed_m_s: 3.0,
+        },
+        ObstacleConfig {
+            kind: ObstacleKind::Cube,
+            count: 3,
+            size_m: 0.6,
+            speed_m_s: 2.0,
+        },
+    ];
+    let run = |seed| {
+        let mut o = Obstacles::new(&cfgs, lo, Vector3::new(5.0, 5.0, 5.0), seed);
+        for _ in 0..20_000 {
+            o.step(0.001);
+            for s in o.shapes() {
+                let c = match s {
+                    Shape::Sphere { centre, .. } | Shape::Cube { centre, .. } => centre,
+                };
+                assert!((0..3).all(|k| c[k] >= -5.6 && c[k] <= 5.6), "{c}");
+            }
+        }
+        (o.shapes().to_vec(), o.respawns())
+    };
+    let (a, respawns) = run(1);
+    assert!(respawns.iter().sum::<u64>() > 7, "{respawns:?}");
+    assert_eq!(a, run(1).0);
+    assert_ne!(a, run(2).0);
+}
+
+#[test]
+fn flying_into_a_wall_is_a_collision_at_the_wall() {
+    let m = mission(
+        r#"
+        stop_on_collision = true
+        [[vehicle]]
+        name = "uav"
+        start = [0.0, 0.0, 1.5, 0.0]
+        [[vehicle.goal]]
+        kind = "waypoint"
+        position = [9.0, 0.0, 1.5]
+        "#,
+    );
+    let f = fly(map_with_walls(&[(5.0, -5.0, 5.0)], &[]), &m);
+    let e = &f.events()[0];
+    let radius = 0.35;
+    assert_eq!(e.what, "map");
+    assert!((e.position[0] - (5.0 - radius)).abs() < 0.06, "{e:?}");
+    assert!(
+        (e.point_hit[0] - 5.0).abs() < 0.06 && e.point_hit[1].abs() < radius,
+        "{e:?}"
+    );
+    assert!(
+        e.time_s > 1.0 && f.time() < e.time_s + 0.01,
+        "stopped at {}",
+        f.time()
+    );
+}
+
+#[test]
+fn the_planner_reaches_a_goal_behind_a_wall() {
+    let m = mission(
+        r#"
+        [[vehicle]]
+        name = "uav"
+        start = [0.0, 0.0, 1.5, 0.0]
+        max_speed_m_s = 3.0
+        [[vehicle.goal]]
+        kind = "goal"
+        position = [9.0, 0.0, 1.5]
+        "#,
+    );
+    // A wall 8 m wide and taller than the flight: the path must go around an end.
+    let f = fly(map_with_walls(&[(5.0, -4.0, 4.0)], &[]), &m);
+    assert!(f.events().is_empty(), "{:?}", f.events());
+    let s = &f.summary()[0];
+    let end = Vector3::from(s.final_position);
+    assert!((end - Vector3::new(9.0, 0.0, 1.5)).norm() < 0.05, "{end}");
+    let tracks = f.tracks();
+    // Around an end or over the top (the map's bounds leave room above it), never through.
+    let went_round = tracks[0].1.iter().any(|(_, p, _)| {
+        let v = p.translation.vector;
+        v.y.abs() > 4.2 || v.z > 4.2
+    });
+    assert!(went_round && s.goals_done, "{s:?}");
+}
+
+#[test]
+fn an_unreachable_goal_is_an_error_naming_it() {
+    let text = |goal: &str| {
+        format!(
+            "[[vehicle]]\nname = \"uav\"\nstart = [0.0, 0.0, 1.5, 0.0]\n[[vehicle.goal]]\nkind = \"goal\"\nposition = {goal}\n"
+        )
+    };
+    // Inside a closed box.
+    let map = map_with_walls(&[], &[([6.0, 0.0, 2.0], 1.5)]);
+    let err = Flight::new(map, &mission(&text("[6.0, 0.0, 2.0]")), Path::new("."))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            err,
+            FlightError::Plan {
+                source: PlanError::NoPath { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("(6.00, 0.00, 2.00)"), "{err}");
+    // Outside the map.
+    let map = map_with_walls(&[], &[]);
+    let err = Flight::new(map, &mission(&text("[500.0, 0.0, 2.0]")), Path::new("."))
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("(500.00, 0.00, 2.00)") && err.to_string().contains("outside"),
+        "{err}"
+    );
+}
+
+/// A short recorded flight with a spinning LiDAR, returning the MCAP bytes.
+fn recorded(seed: u64, dir: &Path) -> Vec<u8> {
+    let m = mission(&format!(
+        r#"
+        seed = {seed}
+        duration_s = 0.6
+        [[vehicle]]
+        name = "uav"
+        start = [0.0, 0.0, 1.5, 0.0]
+        [[vehicle.sensor]]
+        name = "vlp"
+        preset = "vlp16"
+        mount = [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]
+        [[vehicle.goal]]
+        kind = "waypoint"
+        position = [1.0, 0.0, 1.5]
+        "#
+    ));
+    let mut f = Flight::new(map_with_walls(&[(5.0, -5.0, 5.0)], &[]), &m, Path::new(".")).unwrap();
+    let path = dir.join(format!("flight_{seed}.mcap"));
+    f.record_to(&path).unwrap();
+    f.run_until(f64::INFINITY, &mut |_, _| {}).unwrap();
+    f.finish_recording().unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+/// An independent little-endian CDR reader (alignment relative to the end of the 4-byte encapsulation header).
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(b: &'a [u8]) -> Reader<'a> {
+        assert_eq!(&b[..4], &[0, 1, 0, 0], "CDR little-endian encapsulation");
+        Reader { b, pos: 4 }
+    }
+    fn take(&mut self, n: usize, align: usize) -> &'a [u8] {
+        let rel = self.pos - 4;
+        self.pos += (align - rel % align) % align;
+        let s = &self.b[self.pos..self.pos + n];
+        self.pos += n;
+        s
+    }
+    fn u8(&mut self) -> u8 {
+        self.take(1, 1)[0]
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take(4, 4).try_into().unwrap())
+    }
+    fn f64(&mut self) -> f64 {
+        f64::from_le_bytes(self.take(8, 8).try_into().unwrap())
+    }
+    fn string(&mut self) -> String {
+        let n = self.u32() as usize;
+        let s = self.take(n, 1);
+        assert_eq!(s[n - 1], 0);
+        String::from_utf8(s[..n - 1].to_vec()).unwrap()
+    }
+    fn header(&mut self) -> (f64, String) {
+        let sec = self.u32() as i32 as f64;
+        let ns = self.u32() as f64;
+        (sec + ns * 1e-9, self.string())
+    }
+    fn done(&self) {
+        assert_eq!(self.pos, self.b.len(), "trailing bytes");
+    }
+}
+
+fn decode(schema: &str, data: &[u8]) {
+    let mut r = Reader::new(data);
+    match schema {
+        "sensor_msgs/msg/PointCloud2" => {
+            let (_, frame) = r.header();
+            assert_eq!(frame, "uav/vlp");
+            let (h, w) = (r.u32(), r.u32());
+            assert_eq!(h, 1);
+            let n = r.u32();
+            let fields: Vec<(String, u32, u8, u32)> = (0..n)
+                .map(|_| (r.string(), r.u32(), r.u8(), r.u32()))
+                .collect();
+            let names: Vec<&str> = fields.iter().map(|f| f.0.as_str()).collect();
+            assert_eq!(names, ["x", "y", "z", "intensity", "t", "ring"]);
+            assert_eq!(r.u8(), 0);
+            let (step, row) = (r.u32(), r.u32());
+            assert_eq!(row, step * w);
+            let len = r.u32() as usize;
+            let bytes = r.take(len, 1);
+            assert_eq!(len, (step * w) as usize);
+            assert!(w > 1000, "{w} points");
+            for p in bytes.chunks(step as usize) {
+                let f = |o: usize| f32::from_le_bytes(p[o..o + 4].try_into().unwrap());
+                let range = (f(0).powi(2) + f(4).powi(2) + f(8).powi(2)).sqrt();
+                let t = u32::from_le_bytes(p[16..20].try_into().unwrap());
+                let ring = u16::from_le_bytes(p[20..22].try_into().unwrap());
+                assert!(range > 0.5 && range < 120.0 && t < 100_000_000 && ring < 16);
+            }
+            assert_eq!(r.u8(), 1);
+        }
+        "sensor_msgs/msg/Imu" => {
+            let (_, frame) = r.header();
+            assert_eq!(frame, "uav/base_link");
+            let q: Vec<f64> = (0..4).map(|_| r.f64()).collect();
+            assert_eq!(q, [0.0, 0.0, 0.0, 1.0]);
+            assert_eq!(r.f64(), -1.0);
+            (0..8).for_each(|_| assert_eq!(r.f64(), 0.0));
+            let gyro: Vec<f64> = (0..3).map(|_| r.f64()).collect();
+            (0..9).for_each(|_| {
+                r.f64();
+            });
+            let acc: Vec<f64> = (0..3).map(|_| r.f64()).collect();
+            (0..9).for_each(|_| {
+                r.f64();
+            });
+            assert!(gyro.iter().all(|g| g.abs() < 5.0));
+            assert!((acc[2] - GRAVITY).abs() < 3.0, "{acc:?}");
+        }
+        "nav_msgs/msg/Odometry" => {
+            let (_, frame) = r.header();
+            assert_eq!(
+                (frame.as_str(), r.string().as_str()),
+                ("map", "uav/base_link")
+            );
+            let p: Vec<f64> = (0..7).map(|_| r.f64()).collect();
+            assert!((p[2] - 1.5).abs() < 0.2, "{p:?}");
+            let qn: f64 = p[3..].iter().map(|v| v * v).sum();
+            assert!((qn - 1.0).abs() < 1e-9);
+            (0..36 + 6 + 36).for_each(|_| {
+                r.f64();
+            });
+        }
+        "tf2_msgs/msg/TFMessage" => {
+            let n = r.u32();
+            assert!(n >= 1);
+            for _ in 0..n {
+                let (_, parent) = r.header();
+                let child = r.string();
+                assert!(
+                    parent == "map" || parent == "uav/base_link",
+                    "{parent} -> {child}"
+                );
+                (0..7).for_each(|_| {
+                    r.f64();
+                });
+            }
+        }
+        other => panic!("unexpected schema {other}"),
+    }
+    r.done();
+}
+
+#[test]
+fn the_recording_is_deterministic_and_every_message_decodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = recorded(5, dir.path());
+    assert_eq!(a, recorded(5, dir.path()), "same seed, same bytes");
+    assert_ne!(a, recorded(6, dir.path()));
+    let mut per_topic: BTreeMap<String, usize> = BTreeMap::new();
+    for m in mcap::MessageStream::new(&a).unwrap() {
+        let m = m.unwrap();
+        let schema = m.channel.schema.as_ref().unwrap();
+        assert_eq!(
+            (
+                schema.encoding.as_str(),
+                m.channel.message_encoding.as_str()
+            ),
+            ("ros2msg", "cdr")
+        );
+        decode(&schema.name, &m.data);
+        *per_topic.entry(m.channel.topic.clone()).or_default() += 1;
+    }
+    // 0.6 s: IMU at 200 Hz, odometry and /tf at 100 Hz, the LiDAR at 10 Hz.
+    assert_eq!(per_topic.get("/uav/imu"), Some(&120));
+    assert_eq!(per_topic.get("/uav/odom"), Some(&60));
+    assert_eq!(per_topic.get("/uav/vlp/points"), Some(&6));
+    assert_eq!(per_topic.get("/tf_static"), Some(&1));
+    // No partial file is left beside it.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty());
+
+    // The Python packages ROS tools use (mcap + mcap-ros2-support, rosbags) decode every message too.
+    let python_ok = std::process::Command::new("python3")
+        .args(["-c", "import mcap, mcap_ros2, rosbags"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !python_ok {
+        assert!(
+            std::env::var("AERIE_REQUIRE_PYTHON_PEERS").as_deref() != Ok("1"),
+            "AERIE_REQUIRE_PYTHON_PEERS=1 but python3 cannot import mcap, mcap_ros2 and rosbags \
+             (pip install mcap mcap-ros2-support rosbags)"
+        );
+        eprintln!(
+            "skipping the Python decoders: pip install mcap mcap-ros2-support rosbags to run them"
+        );
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_mcap.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(dir.path().join("flight_5.mcap"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\"/uav/vlp/points\": 6"), "{stdout}");
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Decodes every message of an Aerie flight recording the way ROS tools would, with two independent decoders:
+the `mcap` reader with `mcap-ros2-support` (which parses the ros2msg schemas in the file), and `rosbags`'
+ROS 2 Humble typestore (which ignores them and uses the official message definitions). Prints one JSON line with
+the count per topic and exits non-zero on any failure.
+
+usage: check_mcap.py FLIGHT.mcap
+"""
+import json
+import sys
+
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+from rosbags.typesys import Stores, get_typestore
+
+
+def main(path):
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    counts, checked = {}, 0
+    with open(path, "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for schema, channel, message, decoded in reader.iter_decoded_messages():
+            counts[channel.topic] = counts.get(channel.topic, 0) + 1
+            other = store.deserialize_cdr(message.data, schema.name)
+            if schema.name == "sensor_msgs/msg/PointCloud2":
+                names = [fld.name for fld in decoded.fields]
+                assert names == ["x", "y", "z", "intensity", "t", "ring"], names
+                assert decoded.width * decoded.point_step == len(decoded.data) == len(other.data)
+                assert other.header.frame_id == decoded.header.frame_id
+            elif schema.name == "sensor_msgs/msg/Imu":
+                az = decoded.linear_acceleration.z
+                assert abs(az - other.linear_acceleration.z) < 1e-12
+                assert -50 < az < 50, az
+            elif schema.name == "nav_msgs/msg/Odometry":
+                assert decoded.child_frame_id == other.child_frame_id
+                q = decoded.pose.pose.orientation
+                assert abs(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w - 1) < 1e-6
+            elif schema.name == "tf2_msgs/msg/TFMessage":
+                assert len(decoded.transforms) == len(other.transforms) > 0
+            else:
+                raise AssertionError("unexpected schema " + schema.name)
+            checked += 1
+    print(json.dumps({"messages": checked, "topics": counts}))
+    return 0 if checked > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
