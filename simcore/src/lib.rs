@@ -1,8 +1,9 @@
 //! aerie-simcore: the simulator core. Sensor models and scan patterns ([`sensor`]), scan rendering from a
 //! packed map ([`render`]), sensor poses over time ([`trajectory`]), analytic scenes with exact ray casting
-//! for accuracy checks ([`scene`]), procedural maps for benchmarks ([`synthetic`]). Reads maps through
-//! `aerie_pipeline::map`; never prints.
+//! for accuracy checks ([`scene`]), procedural maps for benchmarks ([`synthetic`]), the built-in demo site and
+//! its simulated raw scan ([`demo`]). Reads maps through `aerie_pipeline::map`; never prints.
 
+pub mod demo;
 pub mod render;
 pub(crate) mod rng;
 pub mod scene;
