@@ -16,9 +16,10 @@
 //! ```
 //!
 //! The file's format follows its extension. LAZ (the default of `aerie demo`) is what most users bring and is
-//! compact: intensity, GPS time and the station as point source id, but LAS has no standard place for a
-//! scanner's pose, so the station poses are only in the [`DemoReport`]. E57 (`.e57`) carries them as scan poses,
-//! which lets preparation orient normals toward the scanners, at about four times the size.
+//! compact (13.7 MB for the 2.5 million points of the shipped scene): intensity, GPS time and the station as
+//! point source id, but LAS has no standard place for a scanner's pose, so the station poses are only in the
+//! [`DemoReport`]. E57 (`.e57`) carries them as scan poses, which the prepared map keeps in its metadata, at
+//! about 3.5 times the size (49 MB).
 
 mod layout;
 mod scan;
