@@ -3,6 +3,7 @@
 
 mod bench;
 mod convert;
+mod demo;
 mod export;
 mod fly;
 mod info;
@@ -33,6 +34,8 @@ enum Command {
     Export(export::Args),
     /// Render what a LiDAR or depth camera would measure in a map, from a pose or along a trajectory.
     Scan(scan::Args),
+    /// Run the whole product on a built-in scene: scan, prepare, export, fly, and write report.html.
+    Demo(demo::Args),
     /// Fly a mission through a map and record the sensors (ROS 2 MCAP), ground truth and collisions.
     Fly(fly::Args),
     /// List the sensor presets (`--show NAME` prints one as TOML to copy and edit).
@@ -51,6 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Prepare(a) => prepare::run(a),
         Command::Export(a) => export::run(a),
         Command::Fly(a) => fly::run(a),
+        Command::Demo(a) => demo::run(a),
     }
 }
 

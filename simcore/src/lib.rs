@@ -1,8 +1,9 @@
 //! aerie-simcore: the simulator core. [`Simulator`] is the entry point: it owns an opened map and the mounted
 //! sensors and turns a trajectory into frames. Below it: sensor models and scan patterns ([`sensor`]), scan
 //! rendering from a packed map ([`render`]), sensor poses over time ([`trajectory`]), analytic scenes with exact
-//! ray casting for accuracy checks ([`scene`]), procedural maps for benchmarks ([`synthetic`]). Reads maps
-//! through `aerie_pipeline::map`; never prints.
+//! ray casting for accuracy checks ([`scene`]), procedural maps for benchmarks ([`synthetic`]), the built-in demo
+//! site and its simulated raw scan ([`demo`]); the flight loop ([`flight`]) with [`vehicle`], [`control`],
+//! [`mission`], [`world`] and [`record`]. Reads maps through `aerie_pipeline::map`; never prints.
 //!
 //! ```
 //! use aerie_simcore::{Simulator, sensor::SensorModel, synthetic::synthetic_map};
@@ -28,6 +29,7 @@
 //! ```
 
 pub mod control;
+pub mod demo;
 pub mod flight;
 pub mod mission;
 pub mod record;

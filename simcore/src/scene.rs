@@ -1,7 +1,8 @@
 //! Analytic scenes with exact ray casting, the ground truth of the simulator's accuracy reports
 //! (docs/accuracy.md, tests/accuracy.rs).
 //!
-//! A [`Scene`] is a list of [`Surface`]s (rectangles and open vertical cylinders) in world coordinates, metres.
+//! A [`Scene`] is a list of [`Surface`]s (rectangles, open cylinders vertical or along any axis, spheres and
+//! boxes turned about z) in world coordinates, metres; the demo scene ([`crate::demo`]) is built from them.
 //! [`Scene::raycast`] returns the exact range along a ray; [`Scene::distance`] the exact distance from a point to
 //! the nearest surface. [`Scene::sample_scanlike`] turns a scene into the kind of cloud a map is prepared from:
 //! terrestrial scanners at given positions cast rays on a regular azimuth/elevation grid with Gaussian range
@@ -45,6 +46,21 @@ pub enum Surface {
         radius: f64,
         z0: f64,
         z1: f64,
+    },
+    /// An open cylinder (no caps) of `radius` around the segment from `a` to `b` (a leaning trunk, a wire).
+    Tube {
+        a: [f64; 3],
+        b: [f64; 3],
+        radius: f64,
+    },
+    /// A sphere.
+    Sphere { centre: [f64; 3], radius: f64 },
+    /// A closed box centred at `centre`, turned by `yaw_rad` about the vertical axis, with half extents `half`
+    /// along its own x, y and z.
+    Cuboid {
+        centre: [f64; 3],
+        yaw_rad: f64,
+        half: [f64; 3],
     },
 }
 
@@ -110,6 +126,43 @@ impl Surface {
                     .into_iter()
                     .find(|&t| t > T_MIN && (z0..=z1).contains(&(o.z + t * u.z)))
             }
+            Surface::Tube { a, b, radius } => raycast_tube(o, u, V3::from(a), V3::from(b), radius),
+            Surface::Sphere { centre, radius } => {
+                let w = o - V3::from(centre);
+                let qb = w.dot(&u);
+                let disc = qb * qb - (w.norm_squared() - radius * radius);
+                if disc < 0.0 {
+                    return None;
+                }
+                let s = disc.sqrt();
+                [-qb - s, -qb + s].into_iter().find(|&t| t > T_MIN)
+            }
+            Surface::Cuboid {
+                centre,
+                yaw_rad,
+                half,
+            } => {
+                let (ol, ul) = (
+                    box_frame(o - V3::from(centre), yaw_rad),
+                    box_frame(u, yaw_rad),
+                );
+                let (mut t0, mut t1) = (f64::NEG_INFINITY, f64::INFINITY);
+                for k in 0..3 {
+                    if ul[k].abs() < PARALLEL_EPS {
+                        if ol[k].abs() > half[k] {
+                            return None;
+                        }
+                        continue;
+                    }
+                    let (ta, tb) = ((-half[k] - ol[k]) / ul[k], (half[k] - ol[k]) / ul[k]);
+                    t0 = t0.max(ta.min(tb));
+                    t1 = t1.min(ta.max(tb));
+                }
+                if !(t0 <= t1) {
+                    return None;
+                }
+                [t0, t1].into_iter().find(|&t| t > T_MIN)
+            }
         }
     }
 
@@ -140,6 +193,32 @@ impl Surface {
                 let radial = (p.x - x).hypot(p.y - y) - radius;
                 radial.hypot(p.z - p.z.clamp(z0, z1))
             }
+            Surface::Tube { a, b, radius } => {
+                let (a, b) = (V3::from(a), V3::from(b));
+                let len = (b - a).norm();
+                let v = if len > 0.0 { (b - a) / len } else { V3::z() };
+                let w = p - a;
+                let s = w.dot(&v);
+                let radial = (w - v * s).norm() - radius;
+                radial.hypot(s - s.clamp(0.0, len))
+            }
+            Surface::Sphere { centre, radius } => ((p - V3::from(centre)).norm() - radius).abs(),
+            Surface::Cuboid {
+                centre,
+                yaw_rad,
+                half,
+            } => {
+                let q = box_frame(p - V3::from(centre), yaw_rad);
+                let out = V3::from_fn(|k, _| (q[k].abs() - half[k]).max(0.0));
+                if out.norm_squared() > 0.0 {
+                    out.norm()
+                } else {
+                    // Inside: the nearest face.
+                    (0..3)
+                        .map(|k| half[k] - q[k].abs())
+                        .fold(f64::INFINITY, f64::min)
+                }
+            }
         }
     }
 
@@ -147,17 +226,98 @@ impl Surface {
     pub fn normal_at(&self, p: [f64; 3]) -> [f64; 3] {
         match *self {
             Surface::Rect { e1, e2, .. } => V3::from(e1).cross(&V3::from(e2)).into(),
-            Surface::Cylinder { x, y, .. } => {
-                let r = V3::new(p[0] - x, p[1] - y, 0.0);
-                let norm = r.norm();
-                if norm > 0.0 {
-                    (r / norm).into()
-                } else {
-                    [1.0, 0.0, 0.0]
-                }
+            Surface::Cylinder { x, y, .. } => unit_or_x(V3::new(p[0] - x, p[1] - y, 0.0)),
+            Surface::Tube { a, b, .. } => {
+                let (a, b) = (V3::from(a), V3::from(b));
+                let v = (b - a).try_normalize(0.0).unwrap_or_else(V3::z);
+                let w = V3::from(p) - a;
+                unit_or_x(w - v * w.dot(&v))
+            }
+            Surface::Sphere { centre, .. } => unit_or_x(V3::from(p) - V3::from(centre)),
+            Surface::Cuboid {
+                centre,
+                yaw_rad,
+                half,
+            } => {
+                // The face whose plane the point is nearest to (relative to the box's size).
+                let q = box_frame(V3::from(p) - V3::from(centre), yaw_rad);
+                let k = (0..3)
+                    .min_by(|&i, &j| {
+                        (half[i] - q[i].abs())
+                            .abs()
+                            .total_cmp(&(half[j] - q[j].abs()).abs())
+                    })
+                    .unwrap_or(2);
+                let mut n = V3::zeros();
+                n[k] = q[k].signum();
+                let (s, c) = yaw_rad.sin_cos();
+                [c * n.x - s * n.y, s * n.x + c * n.y, n.z]
             }
         }
     }
+
+    /// A sphere containing the surface: centre and radius (for culling before exact ray casting).
+    pub fn bounding_sphere(&self) -> ([f64; 3], f64) {
+        match *self {
+            Surface::Rect {
+                centre,
+                half_a,
+                half_b,
+                ..
+            } => (centre, half_a.hypot(half_b)),
+            Surface::Cylinder {
+                x,
+                y,
+                radius,
+                z0,
+                z1,
+            } => ([x, y, 0.5 * (z0 + z1)], radius.hypot(0.5 * (z1 - z0))),
+            Surface::Tube { a, b, radius } => {
+                let (a, b) = (V3::from(a), V3::from(b));
+                (((a + b) * 0.5).into(), 0.5 * (b - a).norm() + radius)
+            }
+            Surface::Sphere { centre, radius } => (centre, radius),
+            Surface::Cuboid { centre, half, .. } => (centre, V3::from(half).norm()),
+        }
+    }
+}
+
+/// `v` normalised, or +x when it is zero (a point on the axis has no radial direction).
+fn unit_or_x(v: V3) -> [f64; 3] {
+    v.try_normalize(0.0).unwrap_or_else(V3::x).into()
+}
+
+/// A world vector in the frame of a box turned by `yaw_rad` about z.
+fn box_frame(v: V3, yaw_rad: f64) -> V3 {
+    let (s, c) = yaw_rad.sin_cos();
+    V3::new(c * v.x + s * v.y, -s * v.x + c * v.y, v.z)
+}
+
+/// First hit of the unit ray (`o`, `u`) on the open cylinder of `radius` around the segment `a`-`b`.
+fn raycast_tube(o: V3, u: V3, a: V3, b: V3, radius: f64) -> Option<f64> {
+    let len = (b - a).norm();
+    if !(len > 0.0) {
+        return None;
+    }
+    let v = (b - a) / len;
+    // Components across the axis: |w_perp + t d_perp| = radius.
+    let w = o - a;
+    let (wv, uv) = (w.dot(&v), u.dot(&v));
+    let (wp, dp) = (w - v * wv, u - v * uv);
+    let qa = dp.norm_squared();
+    if qa < 1e-14 {
+        return None;
+    }
+    let qb = 2.0 * wp.dot(&dp);
+    let qc = wp.norm_squared() - radius * radius;
+    let disc = qb * qb - 4.0 * qa * qc;
+    if disc < 0.0 {
+        return None;
+    }
+    let s = disc.sqrt();
+    [(-qb - s) / (2.0 * qa), (-qb + s) / (2.0 * qa)]
+        .into_iter()
+        .find(|&t| t > T_MIN && (0.0..=len).contains(&(wv + t * uv)))
 }
 
 /// A terrestrial scanner for [`Scene::sample_scanlike`]: rays on a regular azimuth/elevation grid from
@@ -177,6 +337,39 @@ pub struct Scanner {
 }
 
 impl Scanner {
+    /// The ray grid as (columns in azimuth, rows in elevation): a whole turn in azimuth, the elevation range from
+    /// its bottom, both in steps of `step_rad`. `None` when the step is not positive and finite, the range is
+    /// empty, or the grid would exceed [`MAX_RAYS_PER_SCANNER`] rays.
+    pub fn grid(&self) -> Option<(u64, u64)> {
+        let step = self.step_rad;
+        let (el_lo, el_hi) = self.elevation_limits();
+        if !(step > 0.0 && step.is_finite() && el_hi >= el_lo) {
+            return None;
+        }
+        let n_az = (TAU / step).round().max(1.0);
+        let n_el = ((el_hi - el_lo) / step).floor() + 1.0;
+        (n_az * n_el <= MAX_RAYS_PER_SCANNER as f64).then_some((n_az as u64, n_el as u64))
+    }
+
+    /// Unit direction, in the scanner's frame, of the ray in column `i` of `n_az` (azimuth `i * 2 pi / n_az` from
+    /// +x toward +y) and row `j` (elevation `j * step_rad` above the bottom of the range).
+    pub fn direction(&self, n_az: u64, i: u64, j: u64) -> [f64; 3] {
+        let el = self.elevation_limits().0 + j as f64 * self.step_rad;
+        let (sin_el, cos_el) = el.sin_cos();
+        let az = i as f64 * TAU / n_az as f64;
+        let (sin_az, cos_az) = az.sin_cos();
+        [cos_el * cos_az, cos_el * sin_az, sin_el]
+    }
+
+    /// The elevation range clamped to [-pi/2, pi/2].
+    fn elevation_limits(&self) -> (f64, f64) {
+        let half_pi = 0.5 * PI;
+        (
+            self.elevation_rad.start.clamp(-half_pi, half_pi),
+            self.elevation_rad.end.clamp(-half_pi, half_pi),
+        )
+    }
+
     /// A scanner at `position` covering elevations -80..+80 degrees with `step_rad` between rays, 1 cm range
     /// noise and a 60 m range.
     pub fn new(position: [f64; 3], step_rad: f64) -> Scanner {
@@ -262,6 +455,24 @@ impl Scene {
                         radius,
                         z0: z0 + offset[2],
                         z1: z1 + offset[2],
+                    },
+                    Surface::Tube { a, b, radius } => Surface::Tube {
+                        a: shift(a),
+                        b: shift(b),
+                        radius,
+                    },
+                    Surface::Sphere { centre, radius } => Surface::Sphere {
+                        centre: shift(centre),
+                        radius,
+                    },
+                    Surface::Cuboid {
+                        centre,
+                        yaw_rad,
+                        half,
+                    } => Surface::Cuboid {
+                        centre: shift(centre),
+                        yaw_rad,
+                        half,
                     },
                 })
                 .collect(),
@@ -382,27 +593,13 @@ impl Scene {
         let mut intensity = Vec::new();
         for (s_index, scanner) in scanners.iter().enumerate() {
             let first = cloud.positions.len();
-            let step = scanner.step_rad;
-            let half_pi = 0.5 * PI;
-            let el_lo = scanner.elevation_rad.start.clamp(-half_pi, half_pi);
-            let el_hi = scanner.elevation_rad.end.clamp(-half_pi, half_pi);
-            if !(step > 0.0 && step.is_finite() && el_hi >= el_lo) {
+            let Some((n_az, n_el)) = scanner.grid() else {
                 continue;
-            }
-            let n_az = (TAU / step).round().max(1.0);
-            let n_el = ((el_hi - el_lo) / step).floor() + 1.0;
-            if !(n_az * n_el <= MAX_RAYS_PER_SCANNER as f64) {
-                continue;
-            }
-            let (n_az, n_el) = (n_az as u64, n_el as u64);
+            };
             let o = scanner.position;
             for j in 0..n_el {
-                let el = el_lo + j as f64 * step;
-                let (sin_el, cos_el) = el.sin_cos();
                 for i in 0..n_az {
-                    let az = i as f64 * TAU / n_az as f64;
-                    let (sin_az, cos_az) = az.sin_cos();
-                    let u = [cos_el * cos_az, cos_el * sin_az, sin_el];
+                    let u = scanner.direction(n_az, i, j);
                     let Some((t, surface)) = self.raycast_surface(o, u) else {
                         continue;
                     };
@@ -511,6 +708,143 @@ mod tests {
                 let p = [u[0] / n * t, u[1] / n * t, 1.5 + u[2] / n * t];
                 assert!(g.distance(p) < 1e-9, "{k}: {p:?}");
             }
+        }
+    }
+
+    #[test]
+    fn tubes_spheres_and_boxes_are_exact() {
+        let x = [1.0, 0.0, 0.0];
+        type Case = (Surface, [f64; 3], [f64; 3], Option<f64>);
+        let cases: [Case; 7] = [
+            (
+                Surface::Sphere {
+                    centre: [5.0, 0.0, 0.0],
+                    radius: 1.0,
+                },
+                [0.0; 3],
+                x,
+                Some(4.0),
+            ),
+            (
+                Surface::Sphere {
+                    centre: [5.0, 0.0, 0.0],
+                    radius: 1.0,
+                },
+                [5.0, 0.0, 0.0],
+                x,
+                Some(1.0),
+            ),
+            // Turned a quarter about z: 1 m thick along world x, 4 m long along world y.
+            (
+                Surface::Cuboid {
+                    centre: [5.0, 0.0, 1.0],
+                    yaw_rad: PI / 2.0,
+                    half: [2.0, 0.5, 1.0],
+                },
+                [0.0, 0.0, 1.0],
+                x,
+                Some(4.5),
+            ),
+            (
+                Surface::Cuboid {
+                    centre: [5.0, 0.0, 1.0],
+                    yaw_rad: PI / 2.0,
+                    half: [2.0, 0.5, 1.0],
+                },
+                [5.0, -5.0, 1.0],
+                [0.0, 1.0, 0.0],
+                Some(3.0),
+            ),
+            (
+                Surface::Tube {
+                    a: [3.0, -1.0, 0.0],
+                    b: [3.0, 1.0, 0.0],
+                    radius: 0.5,
+                },
+                [0.0; 3],
+                x,
+                Some(2.5),
+            ),
+            (
+                Surface::Tube {
+                    a: [3.0, -1.0, 0.0],
+                    b: [3.0, 1.0, 0.0],
+                    radius: 0.5,
+                },
+                [0.0, 2.0, 0.0],
+                x,
+                None,
+            ),
+            // Along the axis of an open tube: no wall is met.
+            (
+                Surface::Tube {
+                    a: [3.0, -1.0, 0.0],
+                    b: [3.0, 1.0, 0.0],
+                    radius: 0.5,
+                },
+                [3.0, -5.0, 0.0],
+                [0.0, 1.0, 0.0],
+                None,
+            ),
+        ];
+        for (k, (surface, o, u, want)) in cases.iter().enumerate() {
+            let got = surface.raycast(*o, *u);
+            match (got, want) {
+                (Some(g), Some(w)) => assert!((g - w).abs() < 1e-12, "{k}: {g} != {w}"),
+                (None, None) => {}
+                _ => panic!("{k}: got {got:?}, want {want:?}"),
+            }
+        }
+        // Hits lie on the surface, normals are unit and across the ray's path agree with `distance`.
+        let shapes = [
+            Surface::Tube {
+                a: [1.0, 2.0, 0.0],
+                b: [2.0, 3.0, 5.0],
+                radius: 0.4,
+            },
+            Surface::Sphere {
+                centre: [1.5, 2.5, 2.0],
+                radius: 1.3,
+            },
+            Surface::Cuboid {
+                centre: [1.5, 2.5, 1.0],
+                yaw_rad: 0.4,
+                half: [1.0, 0.3, 0.8],
+            },
+        ];
+        for (k, shape) in shapes.iter().enumerate() {
+            let mut hits = 0;
+            for r in 0..400 {
+                let a = r as f64 * 0.0157;
+                let o = [
+                    1.5 + 8.0 * a.cos(),
+                    2.5 + 8.0 * a.sin(),
+                    0.5 + 0.01 * r as f64,
+                ];
+                let aim = [
+                    1.5 + (r % 7) as f64 * 0.1 - 0.3,
+                    2.5,
+                    1.0 + (r % 5) as f64 * 0.2,
+                ];
+                let u = (V3::from(aim) - V3::from(o)).normalize();
+                let Some(t) = shape.raycast(o, u.into()) else {
+                    continue;
+                };
+                hits += 1;
+                let p = V3::from(o) + u * t;
+                assert!(shape.distance(p.into()) < 1e-9, "{k}/{r}");
+                assert!((V3::from(shape.normal_at(p.into())).norm() - 1.0).abs() < 1e-12);
+                // Nothing of the surface lies on the ray before the hit.
+                for f in [0.25, 0.5, 0.9, 0.99] {
+                    assert!(
+                        shape.distance((V3::from(o) + u * (t * f)).into()) > 1e-6,
+                        "{k}/{r}"
+                    );
+                }
+                let (c, radius) = shape.bounding_sphere();
+                assert!((p - V3::from(c)).norm() <= radius + 1e-9);
+            }
+            assert!(hits > 100, "{k}: only {hits} hits");
         }
     }
 

@@ -63,6 +63,7 @@ fn sample(surface: &Surface, r: f64, out: &mut Vec<(V3, V3, [i64; 2])>) {
                 }
             }
         }
+        _ => unimplemented!("these tests sample rectangles and vertical cylinders only"),
     }
 }
 

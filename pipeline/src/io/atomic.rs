@@ -1,4 +1,8 @@
 //! Write-then-rename, so that a failed or interrupted write never leaves a partial output file.
+//!
+//! Every output of the program (scans, maps, exports, reports) goes through here, so two things a user meets
+//! are handled once for all of them: a missing output directory is created, and an error names the user's
+//! own path, never the hidden temporary file beside it.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -7,7 +11,8 @@ use std::path::Path;
 use crate::{Error, Result};
 
 /// Create `path` by calling `write` on a temporary file in the same directory, then renaming it over `path`.
-/// On any error the temporary file is removed and `path` is left untouched.
+/// The directory is created first when it does not exist. On any error the temporary file is removed, `path` is
+/// left untouched, and the error names `path` (the temporary file's name never reaches the user).
 pub fn write_atomic<F>(path: &Path, write: F) -> Result<()>
 where
     F: FnOnce(&mut File) -> Result<()>,
@@ -16,12 +21,21 @@ where
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    // Outputs may go into a folder that does not exist yet (`-o run/scan.pcd`).
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(path, e))?;
+    if !dir.is_dir() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::io(
+                path,
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot create the directory {}: {e}", dir.display()),
+                ),
+            )
+        })?;
+    }
     let mut tmp = tempfile::Builder::new()
         .prefix(".aerie-tmp-")
         .tempfile_in(dir)
-        .map_err(|e| Error::io(path, without_temp_path(e)))?;
+        .map_err(|e| Error::io(path, bare(e)))?;
     write(tmp.as_file_mut())?;
     tmp.as_file_mut().flush().map_err(|e| Error::io(path, e))?;
     // Temporary files are created private (0600); an output file gets the usual permissions.
@@ -35,17 +49,23 @@ where
             .map_err(|e| Error::io(path, e))?;
     }
     tmp.persist(path)
-        .map_err(|e| Error::io(path, without_temp_path(e.error)))?;
+        .map_err(|e| Error::io(path, bare(e.error)))?;
     Ok(())
 }
 
-/// The OS error alone: `tempfile` appends the temporary file's name, which means nothing to the user (the
-/// error already names their file).
-fn without_temp_path(e: std::io::Error) -> std::io::Error {
-    match e.raw_os_error() {
-        Some(code) => std::io::Error::from_raw_os_error(code),
-        None => std::io::Error::new(e.kind(), e.kind().to_string()),
+/// The error without the context `tempfile` adds: its message names the temporary file ("... at path
+/// \".aerie-tmp-XXXX\""), which means nothing to the user; our error names the output path instead. (`tempfile`
+/// keeps the original error private, so the context is cut from the message.)
+fn bare(e: std::io::Error) -> std::io::Error {
+    if let Some(code) = e.raw_os_error() {
+        return std::io::Error::from_raw_os_error(code);
     }
+    let text = e.to_string();
+    let text = match text.find(" at path ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    std::io::Error::new(e.kind(), text)
 }
 
 /// [`write_atomic`] with a buffered writer, for formats written front to back.
@@ -82,5 +102,18 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         write_atomic_buffered(&out, |w| w.write_all(b"whole").map_err(io_err(&out))).unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"whole");
+    }
+
+    #[test]
+    fn bare_errors_keep_the_os_message_and_drop_context() {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "No such file at path \".aerie-tmp-x\"",
+        );
+        let b = bare(e);
+        assert_eq!(b.kind(), std::io::ErrorKind::NotFound);
+        assert!(!b.to_string().contains("aerie-tmp"), "{b}");
+        let os = bare(std::io::Error::from_raw_os_error(13));
+        assert_eq!(os.raw_os_error(), Some(13));
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! Collisions (ALGORITHMS.md section 7; MARSIM only logs them, and only when asked): every physics step the
 //! vehicle's sphere is checked against the map's points and the obstacles. Map points are surface samples: the
-//! vehicle touches the map where a point lies within its radius. Points under the landing gear are the ground
-//! contact's business, not a collision, unless the vehicle hits them faster than [`HARD_LANDING_M_S`].
+//! vehicle touches the map where a point lies within its radius. Points below the middle of the landing gear are
+//! the ground contact's business, not a collision, unless the vehicle hits them faster than
+//! [`HARD_LANDING_M_S`].
 
 mod obstacles;
 
@@ -141,7 +142,8 @@ impl World {
             what,
         };
         let hard = -velocity.z > HARD_LANDING_M_S;
-        let floor = position.z - gear + 0.03;
+        // The lower half of the gear is the ground contact's (on a slope the ground around the feet rises).
+        let floor = position.z - 0.5 * gear;
         let hit = self
             .map
             .within(position, radius, &mut self.scratch)

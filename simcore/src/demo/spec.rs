@@ -1,0 +1,321 @@
+//! The demo scene's description: `maps/demo/scene.toml`, embedded at compile time (like the sensor presets) so
+//! the program needs no data directory, and parsed into a [`DemoSpec`]. Units as the file says: metres,
+//! seconds, degrees; every field is required, so the shipped file documents them all.
+
+// `!(a > b)` is deliberate: a NaN must fail the test it is in.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use serde::{Deserialize, Serialize};
+
+use super::DemoError;
+
+/// The shipped description, `maps/demo/scene.toml`.
+pub const BUILTIN_TOML: &str = include_str!("../../../maps/demo/scene.toml");
+
+/// A demo scene and the scan of it, as `maps/demo/scene.toml` describes them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemoSpec {
+    pub ground: GroundSpec,
+    pub forest: ForestSpec,
+    pub building: BuildingSpec,
+    pub power_line: PowerLineSpec,
+    pub parking: ParkingSpec,
+    pub person: PersonSpec,
+    pub scan: ScanSpec,
+}
+
+/// The ground: a smooth height field over a rectangle centred on the origin.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroundSpec {
+    /// Half sizes of the ground rectangle along x and y, metres.
+    pub half_extent: [f64; 2],
+    /// Number of plane waves summed.
+    pub waves: usize,
+    /// Amplitude of each wave, metres.
+    pub amplitude: f64,
+    /// Range the wavelengths are drawn from, metres.
+    pub wavelength: [f64; 2],
+    pub reflectance: f64,
+}
+
+/// A small forest: trunks (leaning open cylinders) with crowns of spheres.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForestSpec {
+    /// Min and max corner of the area the trunks stand in, metres.
+    pub area: [[f64; 2]; 2],
+    pub trees: usize,
+    /// Least distance between two trunks, metres.
+    pub spacing: f64,
+    pub trunk_radius: [f64; 2],
+    /// Tree height, metres.
+    pub height: [f64; 2],
+    /// Lean of the trunk from the vertical, degrees.
+    pub lean: [f64; 2],
+    pub crown_spheres: [usize; 2],
+    pub crown_radius: [f64; 2],
+    /// Least height of a crown's underside above the ground, metres.
+    pub crown_clearance: f64,
+    pub bark_reflectance: f64,
+    pub leaf_reflectance: f64,
+}
+
+/// A building with a corridor through it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildingSpec {
+    pub centre: [f64; 2],
+    /// Outer length (along the corridor) and width, metres.
+    pub size: [f64; 2],
+    /// Turn about the vertical, degrees (counter-clockwise from +x).
+    pub yaw: f64,
+    pub wall_height: f64,
+    pub wall_thickness: f64,
+    /// Clear width of the corridor and of its end doorways, metres.
+    pub corridor_width: f64,
+    pub corridor_door_height: f64,
+    /// Width and height of the room doors, metres.
+    pub door: [f64; 2],
+    /// Width and height of the windows, metres.
+    pub window: [f64; 2],
+    /// Height of the window sills above the floor, metres.
+    pub window_sill: f64,
+    pub windows_per_side: usize,
+    pub reflectance: f64,
+    pub roof_reflectance: f64,
+}
+
+/// Poles and the wires between them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerLineSpec {
+    pub from: [f64; 2],
+    pub to: [f64; 2],
+    pub poles: usize,
+    pub pole_height: f64,
+    pub pole_radius: f64,
+    /// Wires per span.
+    pub wires: usize,
+    pub wire_radius: f64,
+    /// Sag at mid-span, metres.
+    pub sag: f64,
+    pub reflectance: f64,
+}
+
+/// Parked vehicles.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParkingSpec {
+    pub area: [[f64; 2]; 2],
+    pub vehicles: usize,
+    /// Length, width, height, metres.
+    pub size: [f64; 3],
+    /// Range each vehicle's paint reflectance is drawn from.
+    pub reflectance: [f64; 2],
+}
+
+/// The person walking through the scan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonSpec {
+    /// Start and end of the walk; the person walks back and forth between them.
+    pub path: [[f64; 2]; 2],
+    /// Metres per second.
+    pub speed: f64,
+    pub radius: f64,
+    pub height: f64,
+    /// Stations (0-based) during whose scans the person walks; absent otherwise.
+    pub during: Vec<usize>,
+    pub reflectance: f64,
+}
+
+/// The terrestrial scan: stations, angular grid and the artefacts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanSpec {
+    /// Station positions (x, y); each stands `height` above the ground there.
+    pub stations: Vec<[f64; 2]>,
+    pub height: f64,
+    /// Angle between neighbouring beams in azimuth and elevation, degrees.
+    pub step: f64,
+    /// Elevations covered, degrees.
+    pub elevation: [f64; 2],
+    pub max_range: f64,
+    /// Range at which a surface of reflectance 1 at normal incidence is still detected, metres.
+    pub detect_range: f64,
+    pub range_sigma: f64,
+    pub range_sigma_per_m: f64,
+    /// Share of beams returning from a random point in the air.
+    pub outlier_share: f64,
+    /// Chance that a beam next to a depth jump returns a range between the two sides.
+    pub mixed_share: f64,
+    /// Depth difference between neighbouring beams that makes an edge, metres.
+    pub edge_jump: f64,
+    /// Seconds one station's turn takes.
+    pub duration: f64,
+    /// Seconds between the starts of two stations.
+    pub interval: f64,
+}
+
+impl DemoSpec {
+    /// The shipped description (`maps/demo/scene.toml`).
+    pub fn builtin() -> DemoSpec {
+        // The shipped file is checked by a test; failing here would be a build defect, not a user error.
+        DemoSpec::from_toml(BUILTIN_TOML).unwrap_or_else(|e| panic!("maps/demo/scene.toml: {e}"))
+    }
+
+    /// Parse and check a description.
+    pub fn from_toml(text: &str) -> Result<DemoSpec, DemoError> {
+        let spec: DemoSpec = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            DemoError::Spec {
+                line,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Check values that parse but make no scene: negative sizes, empty ranges, a grid too fine.
+    pub fn validate(&self) -> Result<(), DemoError> {
+        let positive = [
+            (
+                "ground.half_extent",
+                self.ground.half_extent[0].min(self.ground.half_extent[1]),
+            ),
+            ("ground.wavelength", self.ground.wavelength[0]),
+            ("forest.spacing", self.forest.spacing),
+            ("forest.trunk_radius", self.forest.trunk_radius[0]),
+            ("forest.height", self.forest.height[0]),
+            ("forest.crown_radius", self.forest.crown_radius[0]),
+            (
+                "building.size",
+                self.building.size[0].min(self.building.size[1]),
+            ),
+            ("building.wall_height", self.building.wall_height),
+            ("building.wall_thickness", self.building.wall_thickness),
+            ("building.corridor_width", self.building.corridor_width),
+            ("power_line.pole_height", self.power_line.pole_height),
+            ("power_line.pole_radius", self.power_line.pole_radius),
+            ("power_line.wire_radius", self.power_line.wire_radius),
+            (
+                "parking.size",
+                self.parking
+                    .size
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min),
+            ),
+            ("person.speed", self.person.speed),
+            ("person.radius", self.person.radius),
+            ("person.height", self.person.height),
+            ("scan.step", self.scan.step),
+            ("scan.max_range", self.scan.max_range),
+            ("scan.detect_range", self.scan.detect_range),
+            ("scan.duration", self.scan.duration),
+        ];
+        for (field, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(DemoError::invalid(
+                    field,
+                    format!("{v} must be a positive number"),
+                ));
+            }
+        }
+        let ordered = [
+            ("ground.wavelength", self.ground.wavelength),
+            ("forest.trunk_radius", self.forest.trunk_radius),
+            ("forest.height", self.forest.height),
+            ("forest.lean", self.forest.lean),
+            ("forest.crown_radius", self.forest.crown_radius),
+            ("parking.reflectance", self.parking.reflectance),
+            ("scan.elevation", self.scan.elevation),
+        ];
+        for (field, [lo, hi]) in ordered {
+            if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+                return Err(DemoError::invalid(
+                    field,
+                    format!("[{lo}, {hi}] is not a range [low, high]"),
+                ));
+            }
+        }
+        let b = &self.building;
+        if !(b.corridor_width + 4.0 * b.wall_thickness < b.size[1]
+            && b.corridor_door_height < b.wall_height)
+        {
+            return Err(DemoError::invalid(
+                "building.corridor_width",
+                "the corridor and its doorways must fit inside the building's width and wall height",
+            ));
+        }
+        if self.forest.crown_spheres[0] > self.forest.crown_spheres[1]
+            || self.forest.crown_spheres[0] == 0
+        {
+            return Err(DemoError::invalid(
+                "forest.crown_spheres",
+                "must be a range [low, high] of at least 1",
+            ));
+        }
+        if self.ground.waves > super::terrain::MAX_WAVES {
+            return Err(DemoError::invalid(
+                "ground.waves",
+                format!("at most {} waves", super::terrain::MAX_WAVES),
+            ));
+        }
+        if self.power_line.poles < 2 {
+            return Err(DemoError::invalid(
+                "power_line.poles",
+                "a line needs at least 2 poles",
+            ));
+        }
+        let shares = [
+            ("scan.outlier_share", self.scan.outlier_share),
+            ("scan.mixed_share", self.scan.mixed_share),
+        ];
+        for (field, v) in shares {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(DemoError::invalid(
+                    field,
+                    format!("{v} is not a share between 0 and 1"),
+                ));
+            }
+        }
+        if self.scan.stations.is_empty() {
+            return Err(DemoError::invalid(
+                "scan.stations",
+                "at least one station is needed",
+            ));
+        }
+        if let Some(&s) = self
+            .person
+            .during
+            .iter()
+            .find(|&&s| s >= self.scan.stations.len())
+        {
+            return Err(DemoError::invalid(
+                "person.during",
+                format!(
+                    "station {s} does not exist (there are {})",
+                    self.scan.stations.len()
+                ),
+            ));
+        }
+        let rays = (360.0 / self.scan.step)
+            * ((self.scan.elevation[1] - self.scan.elevation[0]) / self.scan.step);
+        if rays > crate::scene::MAX_RAYS_PER_SCANNER as f64 {
+            return Err(DemoError::invalid(
+                "scan.step",
+                format!(
+                    "{} degrees gives {rays:.0} beams per station; use a coarser step",
+                    self.scan.step
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
