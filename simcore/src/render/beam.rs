@@ -5,6 +5,7 @@
 //! cell's exit ends the march. Beams are independent, so the result does not depend on the number of threads.
 
 use rayon::prelude::*;
+use wide::f32x4;
 
 use aerie_pipeline::map::MapView;
 
@@ -589,20 +590,20 @@ fn trace_block(
 }
 
 /// Bit j set where the ray passes close enough to point j of the pack (within the screening radius, not
-/// behind) for its disk. Lane-wise and branch-free, so it compiles to SIMD.
+/// behind) for its disk: the four lanes at once (SSE; the compiler left the same code per lane scalar).
 #[inline(always)]
 fn screen(ray: &RayCtx, pack: &Pack) -> u32 {
-    let [ox, oy, oz] = ray.o;
-    let [ux, uy, uz] = ray.u;
-    let mut mask = 0u32;
-    for j in 0..LANES {
-        let (rx, ry, rz) = (pack.x[j] - ox, pack.y[j] - oy, pack.z[j] - oz);
-        let tp = rx * ux + ry * uy + rz * uz;
-        let (mx, my, mz) = (rx - tp * ux, ry - tp * uy, rz - tp * uz);
-        let d2 = mx * mx + my * my + mz * mz;
-        mask |= (((d2 <= ray.screen2) & (tp > ray.neg_screen)) as u32) << j;
-    }
-    mask
+    let [ox, oy, oz] = ray.o.map(f32x4::splat);
+    let [ux, uy, uz] = ray.u.map(f32x4::splat);
+    let rx = f32x4::from(pack.x) - ox;
+    let ry = f32x4::from(pack.y) - oy;
+    let rz = f32x4::from(pack.z) - oz;
+    // Separate multiplies and adds in the scalar order: the same rounding as the exact test.
+    let tp = rx * ux + ry * uy + rz * uz;
+    let (mx, my, mz) = (rx - tp * ux, ry - tp * uy, rz - tp * uz);
+    let d2 = mx * mx + my * my + mz * mz;
+    let pass = d2.simd_le(f32x4::splat(ray.screen2)) & tp.simd_gt(f32x4::splat(ray.neg_screen));
+    pass.to_bitmask()
 }
 
 /// The exact disk test of a screened item; offers the hit to the beam's layer of candidates.
