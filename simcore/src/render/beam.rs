@@ -2,7 +2,9 @@
 //! 8 x 8 x 8 fine cells; empty blocks and empty cells are skipped) and takes the nearest disk it crosses
 //! (oriented disks of radius sqrt(3)/2 * r_map for points on planes, disks facing the beam for the others). A
 //! point is listed in every fine cell its disk can reach, so the first cell holding a hit nearer than the
-//! cell's exit ends the march. Beams are independent, so the result does not depend on the number of threads.
+//! cell's exit ends the march. A cell's points are stored four to a cache line (structure of arrays) and screened
+//! four at a time with SSE before the exact test. Beams are independent, so the result does not depend on the
+//! number of threads.
 
 use rayon::prelude::*;
 use wide::f32x4;
