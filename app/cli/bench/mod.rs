@@ -31,7 +31,8 @@ enum What {
     },
     /// Time each preparation stage on a file (median of N runs), with the same parameters as the peers.
     Prepare(prepare::Args),
-    /// Median time per frame of the scan renderers on procedural maps, per sensor preset and map size.
+    /// Median time per frame and Mrays/s of the scan renderers, per sensor preset, on procedural maps of
+    /// several sizes or on a prepared map at a pose (--map, --pose).
     Scan(scan::Args),
 }
 

@@ -1,25 +1,34 @@
 //! `aerie bench scan`: frames per second of the scan renderers on procedural maps
-//! ([`aerie_simcore::synthetic`]) for shipped sensor presets. The sensor stands still 1.5 m above the ground
-//! in the middle of the scene. Frames go through [`Simulator::render`], so the time of a frame includes what a
-//! user's frame costs (a Livox pattern is generated anew for every frame; spinning patterns repeat). Map
-//! building and the beam renderer's index are timed apart.
+//! ([`aerie_simcore::synthetic`]; the sensor stands still 1.5 m above the ground in the middle of the scene) or on
+//! a prepared map file at a given pose, for shipped sensor presets. Frames go through [`Simulator::render`], so
+//! the time of a frame includes what a user's frame costs (a Livox pattern is generated anew for every frame;
+//! spinning patterns repeat). Map building or loading and the beam renderer's index are timed apart.
 
 use std::time::Instant;
 
-use aerie_simcore::Simulator;
+use std::path::PathBuf;
+
 use aerie_simcore::render::{Method, RenderParams};
 use aerie_simcore::sensor::SensorModel;
 use aerie_simcore::synthetic::synthetic_map;
 use aerie_simcore::trajectory::{Isometry3, Static, pose_from_xyz_rpy};
+use aerie_simcore::{Map, Simulator};
 use anyhow::Context;
 
 use super::median;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Map sizes, points (comma separated). 20000000 needs ~2 GB and a minute or two to build.
+    /// Map sizes, points (comma separated). 20000000 needs ~2 GB and a minute or two to build. Ignored with
+    /// --map.
     #[arg(long, value_delimiter = ',', default_values_t = [1_000_000usize, 5_000_000])]
     points: Vec<usize>,
+    /// A prepared map file (.amap, or a scan file prepared on the fly) instead of the procedural maps.
+    #[arg(long, requires = "pose")]
+    map: Option<PathBuf>,
+    /// Sensor pose in the --map frame: x,y,z in metres, roll,pitch,yaw in radians.
+    #[arg(long, value_parser = crate::cli::parse_numbers::<6>, allow_hyphen_values = true)]
+    pose: Option<[f64; 6]>,
     /// Map resolution r_map, metres.
     #[arg(long, default_value_t = 0.05)]
     resolution: f32,
@@ -35,6 +44,11 @@ pub struct Args {
     /// Seed of the procedural map.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Write the rays of each sensor's first timed frame to DIR/rays_<sensor>.f32 (little-endian f32, six per
+    /// ray: origin x y z and unit direction x y z in the map frame, nominal directions without jitter or beam
+    /// origin offsets), for the peer ray casters of bench/scan_peers.py.
+    #[arg(long)]
+    rays_out: Option<PathBuf>,
     /// JSON lines instead of a table.
     #[arg(long)]
     json: bool,
@@ -73,11 +87,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             )),
         })
         .collect::<anyhow::Result<_>>()?;
-    let pose = pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.3);
-    let trajectory = Static(pose);
     if !args.json {
         println!(
-            "{:>10} {:<8} {:>7} {:<6} {:>9} {:>9} {:>9} {:>9} {:>8}",
+            "{:>10} {:<8} {:>7} {:<6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
             "map pts",
             "sensor",
             "beams",
@@ -86,111 +98,174 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "min ms",
             "max ms",
             "cpu ms",
-            "returns"
+            "returns",
+            "Mrays/s"
         );
+    }
+    if let Some(path) = &args.map {
+        let [x, y, z, roll, pitch, yaw] = args.pose.unwrap_or_default();
+        let t = Instant::now();
+        let map =
+            Map::open(path, None).with_context(|| format!("cannot open map {}", path.display()))?;
+        let load_s = t.elapsed().as_secs_f64();
+        let pose = pose_from_xyz_rpy(x, y, z, roll, pitch, yaw);
+        return bench_map(&args, &sensors, &methods, Simulator::new(map), load_s, pose);
     }
     for &n in &args.points {
         let t = Instant::now();
         let map = synthetic_map(n, args.resolution, args.seed)
             .with_context(|| format!("cannot build a synthetic map of {n} points"))?;
         let build_s = t.elapsed().as_secs_f64();
-        let mut sim = Simulator::new(map);
-        let t = Instant::now();
-        let index = sim.beam_index();
-        let index_s = t.elapsed().as_secs_f64();
-        let (n_points, n_buckets, bucket_size) = {
-            let view = sim.map();
-            (view.positions.len(), view.buckets.len(), view.bucket_size)
-        };
-        let map_line = serde_json::json!({
-            "map_points": n_points,
-            "buckets": n_buckets,
-            "bucket_size_m": bucket_size,
-            "map_build_s": build_s,
-            "beam_index_build_s": index_s,
-            "beam_index_mb": index.memory_bytes() as f64 / (1u64 << 20) as f64,
-        });
-        if args.json {
-            println!("{map_line}");
-        } else {
-            println!(
-                "# map {} points, {} buckets of {:.2} m: built in {:.2} s (not counted); beam index {:.3} s, {:.0} MB",
-                n_points,
-                n_buckets,
-                bucket_size,
-                build_s,
-                index_s,
-                index.memory_bytes() as f64 / (1u64 << 20) as f64
-            );
-        }
-        for sensor in &sensors {
-            for &method in &methods {
-                sim.set_params(RenderParams {
-                    method,
-                    ..RenderParams::default()
-                });
-                let id = sim.add_sensor(&sensor.name, sensor.clone(), Isometry3::identity())?;
-                let mut times = Vec::new();
-                let mut returns = 0usize;
-                let mut cpu0 = None;
-                for k in 0..=args.frames {
-                    if k == 1 {
-                        cpu0 = process_cpu_s();
-                    }
-                    let start = sim.frame_start(id, 0.0, k);
-                    let t = Instant::now();
-                    let frame = sim.render(id, &trajectory, start, k);
-                    let dt = t.elapsed().as_secs_f64();
-                    if k > 0 {
-                        times.push(dt * 1e3);
-                        returns = frame.points.len();
-                    }
+        let pose = pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.3);
+        bench_map(
+            &args,
+            &sensors,
+            &methods,
+            Simulator::new(map),
+            build_s,
+            pose,
+        )?;
+    }
+    Ok(())
+}
+
+/// Times the beam index build, then every sensor and renderer on one map, the sensor still at `pose`.
+fn bench_map(
+    args: &Args,
+    sensors: &[SensorModel],
+    methods: &[Method],
+    mut sim: Simulator,
+    build_s: f64,
+    pose: Isometry3<f64>,
+) -> anyhow::Result<()> {
+    let trajectory = Static(pose);
+    let t = Instant::now();
+    let index = sim.beam_index();
+    let index_s = t.elapsed().as_secs_f64();
+    let (n_points, n_buckets, bucket_size) = {
+        let view = sim.map();
+        (view.positions.len(), view.buckets.len(), view.bucket_size)
+    };
+    let map_line = serde_json::json!({
+        "map_points": n_points,
+        "buckets": n_buckets,
+        "bucket_size_m": bucket_size,
+        "map_build_s": build_s,
+        "beam_index_build_s": index_s,
+        "beam_index_mb": index.memory_bytes() as f64 / (1u64 << 20) as f64,
+        "beam_index_bytes_per_point": index.memory_bytes() as f64 / n_points.max(1) as f64,
+    });
+    if args.json {
+        println!("{map_line}");
+    } else {
+        println!(
+            "# map {} points, {} buckets of {:.2} m: built in {:.2} s (not counted); beam index {:.3} s, {:.0} MB ({:.0} bytes per point)",
+            n_points,
+            n_buckets,
+            bucket_size,
+            build_s,
+            index_s,
+            index.memory_bytes() as f64 / (1u64 << 20) as f64,
+            index.memory_bytes() as f64 / n_points.max(1) as f64
+        );
+    }
+    for sensor in sensors {
+        for &method in methods {
+            sim.set_params(RenderParams {
+                method,
+                ..RenderParams::default()
+            });
+            let id = sim.add_sensor(&sensor.name, sensor.clone(), Isometry3::identity())?;
+            let mut times = Vec::new();
+            let mut returns = 0usize;
+            let mut cpu0 = None;
+            for k in 0..=args.frames {
+                if k == 1 {
+                    cpu0 = process_cpu_s();
                 }
-                // Mean CPU time per timed frame (beam generation for Livox included: it is small).
-                let cpu_ms = match (cpu0, process_cpu_s()) {
-                    (Some(a), Some(b)) if args.frames > 0 => (b - a) * 1e3 / args.frames as f64,
-                    _ => f64::NAN,
-                };
-                let min = times.iter().copied().fold(f64::INFINITY, f64::min);
-                let max = times.iter().copied().fold(0.0, f64::max);
-                let med = median(times);
-                let name = if method == Method::Beam {
-                    "beam"
-                } else {
-                    "splat"
-                };
-                if args.json {
-                    println!(
-                        "{}",
-                        serde_json::json!({
-                            "map_points": n_points,
-                            "sensor": sensor.name,
-                            "beams": sensor.beams_per_frame(),
-                            "renderer": name,
-                            "frames": args.frames,
-                            "median_ms": med,
-                            "min_ms": min,
-                            "max_ms": max,
-                            "cpu_ms": cpu_ms,
-                            "returns": returns,
-                        })
-                    );
-                } else {
-                    println!(
-                        "{:>10} {:<8} {:>7} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>8}",
-                        n_points,
-                        sensor.name,
-                        sensor.beams_per_frame(),
-                        name,
-                        med,
-                        min,
-                        max,
-                        cpu_ms,
-                        returns
-                    );
+                let start = sim.frame_start(id, 0.0, k);
+                let t = Instant::now();
+                let frame = sim.render(id, &trajectory, start, k);
+                let dt = t.elapsed().as_secs_f64();
+                if k == 1
+                    && let Some(dir) = &args.rays_out
+                {
+                    write_rays(dir, &sensor.name, sim.beams(id), &pose)?;
                 }
+                if k > 0 {
+                    times.push(dt * 1e3);
+                    returns = frame.points.len();
+                }
+            }
+            // Mean CPU time per timed frame (beam generation for Livox included: it is small).
+            let cpu_ms = match (cpu0, process_cpu_s()) {
+                (Some(a), Some(b)) if args.frames > 0 => (b - a) * 1e3 / args.frames as f64,
+                _ => f64::NAN,
+            };
+            let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = times.iter().copied().fold(0.0, f64::max);
+            let med = median(times);
+            // Beams fired per second of wall time (median frame).
+            let mrays = sensor.beams_per_frame() as f64 / (med * 1e3);
+            let name = if method == Method::Beam {
+                "beam"
+            } else {
+                "splat"
+            };
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "map_points": n_points,
+                        "sensor": sensor.name,
+                        "beams": sensor.beams_per_frame(),
+                        "renderer": name,
+                        "frames": args.frames,
+                        "median_ms": med,
+                        "min_ms": min,
+                        "max_ms": max,
+                        "cpu_ms": cpu_ms,
+                        "returns": returns,
+                        "mrays_per_s": mrays,
+                    })
+                );
+            } else {
+                println!(
+                    "{:>10} {:<8} {:>7} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>8} {:>8.2}",
+                    n_points,
+                    sensor.name,
+                    sensor.beams_per_frame(),
+                    name,
+                    med,
+                    min,
+                    max,
+                    cpu_ms,
+                    returns,
+                    mrays
+                );
             }
         }
     }
     Ok(())
+}
+
+/// Writes the rays of `beams` cast from `pose` (see `Args::rays_out`).
+fn write_rays(
+    dir: &std::path::Path,
+    sensor: &str,
+    beams: &[aerie_simcore::sensor::Beam],
+    pose: &Isometry3<f64>,
+) -> anyhow::Result<()> {
+    let o = pose.translation.vector;
+    let mut bytes = Vec::with_capacity(beams.len() * 24);
+    for b in beams {
+        let d = pose.rotation
+            * nalgebra::Vector3::new(b.dir[0] as f64, b.dir[1] as f64, b.dir[2] as f64).normalize();
+        for v in [o.x, o.y, o.z, d.x, d.y, d.z] {
+            bytes.extend_from_slice(&(v as f32).to_le_bytes());
+        }
+    }
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("rays_{sensor}.f32"));
+    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Per-frame cost of `aerie scan`, measured from outside the process as issue 8 defines it:
+(time of N+1 frames - time of 1 frame) / N, so that the map load and the beam index build (both paid before or
+in the first frame) cancel out. Reports wall time and CPU time (user + system of the process, all threads):
+on a machine shared with other work the CPU time tells the work done apart from the wait for a core.
+
+    python3 bench/scan_frames.py target/release/aerie MAP --sensor avia --pose x,y,z,r,p,y [--n 100] [--repeat 3]
+"""
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import time
+
+
+def run(aerie, map_, sensor, pose, frames, extra):
+    cmd = [aerie, "scan", map_, "--sensor", sensor, "--pose", pose, "--frames", str(frames), "--quiet", *extra]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return wall, cpu
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("aerie")
+    ap.add_argument("map")
+    ap.add_argument("--sensor", required=True)
+    ap.add_argument("--pose", required=True)
+    ap.add_argument("--n", type=int, default=100, help="frames beyond the first (default 100)")
+    ap.add_argument("--repeat", type=int, default=1, help="repeat the pair and report the median (default 1)")
+    ap.add_argument("extra", nargs="*", help="more `aerie scan` arguments (after --)")
+    a = ap.parse_args()
+    walls, cpus = [], []
+    for _ in range(a.repeat):
+        w1, c1 = run(a.aerie, a.map, a.sensor, a.pose, 1, a.extra)
+        wn, cn = run(a.aerie, a.map, a.sensor, a.pose, a.n + 1, a.extra)
+        walls.append((wn - w1) * 1e3 / a.n)
+        cpus.append((cn - c1) * 1e3 / a.n)
+    load = os.getloadavg()[0]
+    print(
+        f"{a.sensor} pose {a.pose}: {statistics.median(walls):.2f} ms/frame wall, "
+        f"{statistics.median(cpus):.2f} ms/frame CPU (median of {a.repeat}; walls {[round(w, 1) for w in walls]}; "
+        f"load {load:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
