@@ -1,6 +1,8 @@
 //! The `aerie` command line: parse, run, print the error chain, exit 2 on bad input.
 
 mod cli;
+mod gui;
+mod jobs;
 mod progress;
 
 use std::process::ExitCode;

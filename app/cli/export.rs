@@ -1,6 +1,8 @@
 //! `aerie export map.amap OUT`: write a prepared map in another tool's format.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use aerie_pipeline::Cloud;
 
 use aerie_pipeline::io::{self, Encoding, Format, LasVersion, WriteOptions};
 use aerie_pipeline::map::amap::AmapFile;
@@ -32,18 +34,54 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let map = AmapFile::open(&args.map)
         .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let cloud = map.to_cloud();
+    let target = match args.target.as_deref() {
+        Some("marsim") => Target::Marsim,
+        _ => Target::Generic,
+    };
+    write(
+        &cloud,
+        &args.output,
+        args.format,
+        args.encoding,
+        args.las_version,
+        target,
+    )?;
+    if !args.quiet {
+        eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
+    }
+    Ok(())
+}
+
+/// Whom an export is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The format as asked, every attribute it can hold.
+    Generic,
+    /// MARSIM loads binary PCD with x y z only.
+    Marsim,
+}
+
+/// Writes a map's cloud for another tool: the one export path of the CLI and the app.
+pub fn write(
+    cloud: &Cloud,
+    output: &Path,
+    format: Option<Format>,
+    encoding: Option<Encoding>,
+    las_version: Option<LasVersion>,
+    target: Target,
+) -> anyhow::Result<()> {
     let mut opts = WriteOptions {
-        encoding: args.encoding,
-        las_version: args.las_version,
+        encoding,
+        las_version,
         fields: None,
     };
-    let mut format = args.format;
-    if args.target.as_deref() == Some("marsim") {
-        let ext_is_pcd = Format::from_path(&args.output) == Some(Format::Pcd);
+    let mut format = format;
+    if target == Target::Marsim {
+        let ext_is_pcd = Format::from_path(output) == Some(Format::Pcd);
         if !(ext_is_pcd || format == Some(Format::Pcd)) {
             return Err(super::BadInput(format!(
-                "--for marsim writes PCD: name the output .pcd, not {}",
-                args.output.display()
+                "MARSIM reads PCD: name the output .pcd, not {}",
+                output.display()
             ))
             .into());
         }
@@ -51,10 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         opts.encoding = Some(Encoding::Binary);
         opts.fields = Some(Vec::new());
     }
-    io::write(&cloud, &args.output, format, &opts)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
-    if !args.quiet {
-        eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
-    }
+    io::write(cloud, output, format, &opts)
+        .with_context(|| format!("cannot write {}", output.display()))?;
     Ok(())
 }

@@ -4,10 +4,10 @@
 mod bench;
 mod convert;
 mod demo;
-mod export;
+pub(crate) mod export;
 mod fly;
 mod info;
-mod prepare;
+pub(crate) mod prepare;
 mod report;
 mod scan;
 mod sensors;
@@ -18,12 +18,46 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "aerie", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
+    /// Without a subcommand, the desktop app opens.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+}
+
+/// `aerie app [FILE...]`: open the desktop app, importing the files given.
+#[derive(clap::Args, Debug)]
+pub struct AppArgs {
+    /// Scan files or maps (.amap) to import at once.
+    files: Vec<std::path::PathBuf>,
+    /// Take a screenshot of the window once the files have loaded, write it here (PNG) and close.
+    #[arg(long)]
+    screenshot: Option<std::path::PathBuf>,
+    /// Window size in points, WIDTHxHEIGHT (e.g. 1400x880).
+    #[arg(long, value_parser = parse_size)]
+    size: Option<[f32; 2]>,
+}
+
+fn parse_size(s: &str) -> Result<[f32; 2], String> {
+    let (w, h) = s
+        .split_once('x')
+        .ok_or_else(|| format!("expected WIDTHxHEIGHT, got {s:?}"))?;
+    let n = |v: &str| {
+        v.trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|v| *v >= 200.0 && *v <= 10_000.0)
+    };
+    match (n(w), n(h)) {
+        (Some(w), Some(h)) => Ok([w, h]),
+        _ => Err(format!(
+            "expected WIDTHxHEIGHT between 200 and 10000, got {s:?}"
+        )),
+    }
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Open the desktop app (the same as `aerie` alone), importing the files given.
+    App(AppArgs),
     /// Show format, point count, bounds, attributes with their ranges, CRS and scan poses of scan files or maps.
     Info(info::Args),
     /// Convert a scan file to another format (taken from the output's extension or --format).
@@ -45,7 +79,15 @@ enum Command {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return crate::gui::run(crate::gui::Launch::default());
+    };
+    match command {
+        Command::App(a) => crate::gui::run(crate::gui::Launch {
+            files: a.files,
+            screenshot: a.screenshot,
+            size: a.size,
+        }),
         Command::Info(a) => info::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Bench(a) => bench::run(a),

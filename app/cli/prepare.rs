@@ -6,7 +6,7 @@ use std::time::Instant;
 use aerie_pipeline::filters::{DownsampleMethod, SorCompat};
 use aerie_pipeline::io::{self, Format, ReadOptions};
 use aerie_pipeline::map::amap;
-use aerie_pipeline::prepare::{Recipe, Stage, prepare};
+use aerie_pipeline::prepare::{Prepared, Recipe, Stage, prepare};
 use aerie_pipeline::{Error, Progress};
 use anyhow::Context;
 
@@ -129,6 +129,34 @@ pub fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
     Ok(recipe)
 }
 
+/// Writes the map and its report beside it (`map.report.json`); the one way the CLI and the app save a map.
+pub fn write_map(
+    prepared: &Prepared,
+    recipe: &Recipe,
+    output: &Path,
+    points_in: usize,
+    seconds: f64,
+) -> anyhow::Result<PathBuf> {
+    amap::write(&prepared.map, output)?;
+    let report_file = report_path(output);
+    let json = serde_json::json!({
+        "map": output.display().to_string(),
+        "points_in": points_in,
+        "points_out": prepared.map.len(),
+        "seconds": seconds,
+        "recipe": recipe,
+        "stages": prepared.reports,
+        "warnings": prepared.warnings,
+    });
+    let text = serde_json::to_string_pretty(&json)?;
+    aerie_pipeline::io::atomic::write_atomic(&report_file, |f| {
+        use std::io::Write;
+        f.write_all(text.as_bytes())
+            .map_err(|e| Error::io(&report_file, e))
+    })?;
+    Ok(report_file)
+}
+
 /// `map.amap` -> `map.report.json`.
 pub fn report_path(map: &Path) -> PathBuf {
     map.with_extension("report.json")
@@ -175,23 +203,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();
     let prepared = prepare(inputs, &recipe, &progress)?;
     progress.stage("write map", 0);
-    amap::write(&prepared.map, &args.output)?;
-    let report_file = report_path(&args.output);
-    let json = serde_json::json!({
-        "map": args.output.display().to_string(),
-        "points_in": points_in,
-        "points_out": prepared.map.len(),
-        "seconds": started.elapsed().as_secs_f64(),
-        "recipe": recipe,
-        "stages": prepared.reports,
-        "warnings": prepared.warnings,
-    });
-    let text = serde_json::to_string_pretty(&json)?;
-    aerie_pipeline::io::atomic::write_atomic(&report_file, |f| {
-        use std::io::Write;
-        f.write_all(text.as_bytes())
-            .map_err(|e| Error::io(&report_file, e))
-    })?;
+    let report_file = write_map(
+        &prepared,
+        &recipe,
+        &args.output,
+        points_in,
+        started.elapsed().as_secs_f64(),
+    )?;
     progress.finish();
     drop(progress);
     if !args.quiet {

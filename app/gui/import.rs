@@ -1,0 +1,239 @@
+//! Step 1, import: scan files (or a prepared map) from a file dialog, drag-and-drop, a typed path or the recent
+//! list, read on a background thread with the same readers as `aerie info`, each file's summary shown.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aerie_pipeline::io::{self, ReadOptions};
+use aerie_pipeline::map::PackedMap;
+use aerie_pipeline::map::amap::AmapFile;
+use aerie_pipeline::{Cloud, CloudSummary, Progress};
+use anyhow::Context;
+use eframe::egui::{self, RichText};
+
+use super::app::{AerieApp, Imported, MapDoc, Step};
+use super::view::PointLayer;
+use crate::jobs::Job;
+
+/// What a file turned out to be.
+pub enum Loaded {
+    Scan {
+        path: PathBuf,
+        cloud: Cloud,
+        info: String,
+    },
+    Map {
+        path: PathBuf,
+        packed: Box<PackedMap>,
+        cloud: Cloud,
+    },
+}
+
+#[derive(Default)]
+pub struct ImportState {
+    pub job: Option<Job<Vec<Result<Loaded, String>>>>,
+    pub path_text: String,
+}
+
+/// The file extensions the dialog offers.
+const EXTENSIONS: [&str; 11] = [
+    "las", "laz", "e57", "ply", "pcd", "xyz", "txt", "csv", "pts", "bin", "amap",
+];
+
+/// Reads `paths` in the background; each file fails on its own, with its name in the message.
+pub fn start(app: &mut AerieApp, paths: Vec<PathBuf>) {
+    if app.import.job.is_some() {
+        app.error("an import is already running");
+        return;
+    }
+    let job = Job::spawn("import", app.waker(), move |progress| {
+        let mut out = Vec::new();
+        for p in paths {
+            progress.stage(&format!("read {}", file_name(&p)), 0);
+            out.push(load(&p).map_err(|e| format!("{e:#}")));
+            if progress.is_cancelled() {
+                break;
+            }
+        }
+        Ok(out)
+    });
+    app.import.job = Some(job);
+}
+
+fn load(path: &Path) -> anyhow::Result<Loaded> {
+    let is_map = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("amap"));
+    if is_map {
+        let file =
+            AmapFile::open(path).with_context(|| format!("cannot open map {}", path.display()))?;
+        return Ok(Loaded::Map {
+            path: path.to_path_buf(),
+            packed: Box::new(file.to_packed_map()),
+            cloud: file.to_cloud(),
+        });
+    }
+    let cloud = io::read(path, None, &ReadOptions::default())
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let info = CloudSummary::of(&cloud).to_string();
+    Ok(Loaded::Scan {
+        path: path.to_path_buf(),
+        cloud,
+        info,
+    })
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+pub fn poll(app: &mut AerieApp) {
+    let Some(result) = app.import.job.as_mut().and_then(|j| j.poll()) else {
+        return;
+    };
+    app.import.job = None;
+    let first = app.files.is_empty() && app.map.is_none();
+    match result {
+        Ok(loaded) => {
+            for l in loaded {
+                match l {
+                    Ok(l) => add(app, l),
+                    Err(e) => app.error(e),
+                }
+            }
+        }
+        Err(e) => app.error(e),
+    }
+    if first && (!app.files.is_empty() || app.map.is_some()) {
+        app.frame_all();
+    }
+}
+
+fn add(app: &mut AerieApp, loaded: Loaded) {
+    let mode = app.settings.color;
+    let path = match &loaded {
+        Loaded::Scan { path, .. } | Loaded::Map { path, .. } => path.clone(),
+    };
+    app.settings.recent.retain(|p| *p != path);
+    app.settings.recent.insert(0, path.clone());
+    app.settings.recent.truncate(10);
+    match loaded {
+        Loaded::Scan { path, cloud, info } => {
+            let origin = app.origin_for(&cloud);
+            let mut layer = PointLayer::from_cloud(&cloud, origin, mode, None);
+            layer.point_size_px = app.settings.point_size_px;
+            app.info(format!(
+                "imported {} ({} points)",
+                path.display(),
+                cloud.len()
+            ));
+            app.files.push(Imported {
+                path,
+                cloud: Arc::new(cloud),
+                info,
+                layer,
+                removed: None,
+            });
+            app.clean.inputs_changed();
+        }
+        Loaded::Map {
+            path,
+            packed,
+            cloud,
+        } => {
+            let origin = app.origin_for(&cloud);
+            let mut layer = PointLayer::from_cloud(&cloud, origin, mode, None);
+            layer.point_size_px = app.settings.point_size_px;
+            let recipe = packed
+                .metadata()
+                .ok()
+                .and_then(|m| m.recipe)
+                .and_then(|t| t.try_into().ok())
+                .unwrap_or_default();
+            app.info(format!(
+                "opened map {} ({} points)",
+                path.display(),
+                cloud.len()
+            ));
+            app.map = Some(MapDoc {
+                points_in: cloud.len(),
+                packed: Arc::new(*packed),
+                cloud: Arc::new(cloud),
+                reports: Vec::new(),
+                warnings: Vec::new(),
+                recipe,
+                layer,
+                path: Some(path),
+                seconds: 0.0,
+            });
+            app.step = Step::Map;
+        }
+    }
+}
+
+pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
+    ui.heading("Import scans");
+    ui.label("LAS, LAZ, E57, PLY, PCD, XYZ/TXT/CSV, KITTI .bin, or a prepared map (.amap). Several files are merged when cleaned. You can also drop files on the window.");
+    ui.horizontal(|ui| {
+        if ui.button("Open files…").clicked()
+            && let Some(paths) = rfd::FileDialog::new()
+                .add_filter("scans and maps", &EXTENSIONS)
+                .pick_files()
+        {
+            start(app, paths);
+        }
+    });
+    ui.horizontal(|ui| {
+        ui.add(
+            egui::TextEdit::singleline(&mut app.import.path_text)
+                .hint_text("or type a path")
+                .desired_width(220.0),
+        );
+        if ui.button("Import").clicked() && !app.import.path_text.trim().is_empty() {
+            let p = PathBuf::from(app.import.path_text.trim());
+            start(app, vec![p]);
+        }
+    });
+    if !app.settings.recent.is_empty() {
+        ui.collapsing("Recent", |ui| {
+            let mut chosen = None;
+            for p in &app.settings.recent {
+                if ui.link(p.display().to_string()).clicked() {
+                    chosen = Some(p.clone());
+                }
+            }
+            if let Some(p) = chosen {
+                start(app, vec![p]);
+            }
+        });
+    }
+    ui.separator();
+    let mut remove = None;
+    for (i, f) in app.files.iter().enumerate() {
+        ui.horizontal(|ui| {
+            ui.label(RichText::new(file_name(&f.path)).strong());
+            ui.label(format!("{} points", f.cloud.len()));
+            if ui.small_button("remove").clicked() {
+                remove = Some(i);
+            }
+        });
+        egui::CollapsingHeader::new("info")
+            .id_salt(("info", i))
+            .show(ui, |ui| {
+                ui.label(RichText::new(&f.info).monospace().size(11.0));
+            });
+    }
+    if let Some(i) = remove {
+        app.files.remove(i);
+        app.clean.inputs_changed();
+    }
+    if !app.files.is_empty() {
+        ui.add_space(8.0);
+        if ui.button("Next: clean ->").clicked() {
+            app.step = Step::Clean;
+        }
+    }
+}

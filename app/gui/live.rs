@@ -1,0 +1,238 @@
+//! A flight running on its own thread, as the window shows it: the same [`Flight`] `aerie fly` steps, paced to
+//! a multiple of real time (or as fast as it goes), pausable and steppable; what the window draws is copied into
+//! a snapshot under a mutex after each slice of simulated time.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aerie_simcore::flight::Flight;
+use aerie_simcore::mission::Mission;
+use aerie_simcore::render::Image;
+use aerie_simcore::simulator::{Map, SensorId};
+use aerie_simcore::world::CollisionEvent;
+use nalgebra::Point3;
+
+/// One vehicle, as drawn.
+#[derive(Clone, Debug, Default)]
+pub struct VehicleLive {
+    pub name: String,
+    pub position: [f64; 3],
+    /// Past positions, view-local, every 0.1 s.
+    pub track: Vec<[f32; 3]>,
+}
+
+/// What the window shows of the flight.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub t: f64,
+    pub end: f64,
+    pub finished: bool,
+    pub error: Option<String>,
+    pub vehicles: Vec<VehicleLive>,
+    /// The latest LiDAR frame in view-local coordinates, and a counter that changes with it.
+    pub scan: Arc<Vec<[f32; 3]>>,
+    pub scan_seq: u64,
+    pub range: Option<Arc<Image>>,
+    pub events: Vec<CollisionEvent>,
+    /// Time, altitude (m), speed (m/s), roll, pitch, yaw (degrees) of the first vehicle, every 0.05 s.
+    pub plot: Vec<[f64; 6]>,
+    pub real_time_factor: f64,
+}
+
+struct Control {
+    paused: AtomicBool,
+    /// Real-time multiple times 100; 0 runs as fast as possible.
+    speed_x100: AtomicU32,
+    step: AtomicBool,
+    stop: AtomicBool,
+}
+
+/// Handle to the running flight.
+pub struct Live {
+    shared: Arc<Mutex<Snapshot>>,
+    ctl: Arc<Control>,
+}
+
+/// Simulated seconds per slice between snapshots.
+const SLICE_S: f64 = 0.05;
+
+impl Live {
+    /// Starts flying `mission` in `map` (layers drawn relative to `view_origin`); `wake` repaints the window.
+    pub fn start(
+        map: Map,
+        mission: Mission,
+        view_origin: [f64; 3],
+        wake: impl Fn() + Send + 'static,
+    ) -> Live {
+        let shared = Arc::new(Mutex::new(Snapshot::default()));
+        let ctl = Arc::new(Control {
+            paused: AtomicBool::new(false),
+            speed_x100: AtomicU32::new(100),
+            step: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
+        let (s, c) = (Arc::clone(&shared), Arc::clone(&ctl));
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                fly(map, &mission, view_origin, &s, &c, &wake)
+            }));
+            let error = match outcome {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e),
+                Err(_) => Some("the flight stopped on an internal error".to_string()),
+            };
+            if let Ok(mut snap) = s.lock() {
+                snap.finished = true;
+                snap.error = error;
+            }
+            wake();
+        });
+        Live { shared, ctl }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.shared.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    pub fn set_paused(&self, paused: bool) {
+        self.ctl.paused.store(paused, Ordering::Relaxed);
+    }
+
+    pub fn paused(&self) -> bool {
+        self.ctl.paused.load(Ordering::Relaxed)
+    }
+
+    /// Advances one slice while paused.
+    pub fn step(&self) {
+        self.ctl.step.store(true, Ordering::Relaxed);
+    }
+
+    /// Multiple of real time; 0 for as fast as possible.
+    pub fn set_speed(&self, x: f32) {
+        self.ctl
+            .speed_x100
+            .store((x * 100.0) as u32, Ordering::Relaxed);
+    }
+
+    pub fn stop(&self) {
+        self.ctl.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn fly(
+    map: Map,
+    mission: &Mission,
+    origin: [f64; 3],
+    shared: &Mutex<Snapshot>,
+    ctl: &Control,
+    wake: &dyn Fn(),
+) -> Result<(), String> {
+    let mut flight = Flight::new(map, mission, Path::new(".")).map_err(|e| e.to_string())?;
+    let sensor = (flight.simulator().sensor_count() > 0)
+        .then(|| flight.simulator().sensor(SensorId(0)).clone());
+    let mut snap = Snapshot {
+        end: flight.end_time(),
+        ..Snapshot::default()
+    };
+    let mut pace = (Instant::now(), 0.0, ctl.speed_x100.load(Ordering::Relaxed));
+    let wall = Instant::now();
+    while !flight.finished() && !ctl.stop.load(Ordering::Relaxed) {
+        let speed = ctl.speed_x100.load(Ordering::Relaxed);
+        if ctl.paused.load(Ordering::Relaxed) && !ctl.step.swap(false, Ordering::Relaxed) {
+            pace = (Instant::now(), flight.time(), speed);
+            std::thread::sleep(Duration::from_millis(15));
+            continue;
+        }
+        if speed != pace.2 {
+            pace = (Instant::now(), flight.time(), speed);
+        }
+        if speed > 0 && !ctl.paused.load(Ordering::Relaxed) {
+            let allowed = pace.1 + pace.0.elapsed().as_secs_f64() * speed as f64 / 100.0;
+            if allowed < flight.time() + SLICE_S {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+        }
+        let mut frame_points = None;
+        let mut range = None;
+        let t = flight.time() + SLICE_S;
+        flight
+            .run_until(t, &mut |_, frame| {
+                let pose = frame.world_from_sensor;
+                let pts: Vec<[f32; 3]> = frame
+                    .points
+                    .iter()
+                    .map(|p| {
+                        let w =
+                            pose * Point3::new(p.xyz[0] as f64, p.xyz[1] as f64, p.xyz[2] as f64);
+                        [
+                            (w.x - origin[0]) as f32,
+                            (w.y - origin[1]) as f32,
+                            (w.z - origin[2]) as f32,
+                        ]
+                    })
+                    .collect();
+                frame_points = Some(pts);
+                range = sensor.as_ref().map(|s| frame.range_image(s));
+            })
+            .map_err(|e| e.to_string())?;
+        record(&mut snap, &flight, origin, frame_points, range, wall);
+        if let Ok(mut s) = shared.lock() {
+            *s = snap.clone();
+        }
+        wake();
+    }
+    Ok(())
+}
+
+fn record(
+    snap: &mut Snapshot,
+    flight: &Flight,
+    origin: [f64; 3],
+    points: Option<Vec<[f32; 3]>>,
+    range: Option<Image>,
+    wall: Instant,
+) {
+    snap.t = flight.time();
+    snap.real_time_factor = snap.t / wall.elapsed().as_secs_f64().max(1e-9);
+    if let Some(p) = points {
+        snap.scan = Arc::new(p);
+        snap.scan_seq += 1;
+    }
+    if let Some(r) = range {
+        snap.range = Some(Arc::new(r));
+    }
+    snap.events = flight.events().to_vec();
+    let states = flight.states();
+    snap.vehicles
+        .resize_with(states.len(), VehicleLive::default);
+    let sample_track = snap.plot.last().is_none_or(|l| snap.t - l[0] >= 0.099);
+    for (v, (name, s)) in snap.vehicles.iter_mut().zip(&states) {
+        v.name = name.to_string();
+        v.position = s.position.into();
+        if sample_track {
+            v.track
+                .push(std::array::from_fn(|k| (s.position[k] - origin[k]) as f32));
+        }
+    }
+    if let Some((_, s)) = states.first() {
+        let (r, p, y) = s.world_from_body.euler_angles();
+        let deg = f64::to_degrees;
+        snap.plot.push([
+            snap.t,
+            s.position.z,
+            s.velocity.norm(),
+            deg(r),
+            deg(p),
+            deg(y),
+        ]);
+    }
+}

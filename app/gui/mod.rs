@@ -1,0 +1,57 @@
+//! The desktop app: one window in which a user goes from raw scans to a validated, exported map.
+//!
+//! Shaped like rerun's viewer: thin over the data crates. Every operation is the same library call the CLI makes
+//! (`io::read`, `prepare`, `cli::prepare::write_map`, `flight::Flight`, `cli::export::write`), run as a
+//! [`crate::jobs::Job`] on a background thread so the window never freezes. The panels on the left follow the
+//! workflow top to bottom (import, clean, map, simulate, export); the viewport fills the rest.
+//!
+//! - `app`: the state, the frame loop, persistence (recent files, colour mode, camera) between runs;
+//! - `import`, `clean`, `map`, `simulate`, `export`: one panel each;
+//! - `live`: the flight running on its own thread, paced to real time (or faster), pausable;
+//! - `view`: the wgpu viewport (and its CPU fallback), camera, picking, level of detail.
+
+mod app;
+mod clean;
+mod export;
+mod import;
+mod live;
+mod map;
+mod simulate;
+#[cfg(test)]
+mod tests;
+pub mod view;
+
+use std::path::PathBuf;
+
+pub use app::AerieApp;
+
+/// What to do besides showing the window: files to import at once, and an optional screenshot to take (once
+/// everything given has loaded) before closing, for tests and documentation.
+#[derive(Clone, Debug, Default)]
+pub struct Launch {
+    pub files: Vec<PathBuf>,
+    pub screenshot: Option<PathBuf>,
+    pub size: Option<[f32; 2]>,
+}
+
+/// Opens the window and runs until it is closed.
+pub fn run(launch: Launch) -> anyhow::Result<()> {
+    let size = launch.size.unwrap_or([1400.0, 880.0]);
+    let options = eframe::NativeOptions {
+        viewport: eframe::egui::ViewportBuilder::default()
+            .with_title("Aerie")
+            .with_inner_size(size)
+            .with_drag_and_drop(true),
+        renderer: eframe::Renderer::Wgpu,
+        depth_buffer: 32,
+        // A screenshot run must not be shaped by (nor change) the user's saved layout.
+        persist_window: launch.screenshot.is_none(),
+        ..Default::default()
+    };
+    eframe::run_native(
+        "Aerie",
+        options,
+        Box::new(move |cc| Ok(Box::new(AerieApp::new(cc, launch)))),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot open the window: {e}"))
+}

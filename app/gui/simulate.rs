@@ -1,0 +1,436 @@
+//! Step 4, simulate: pick a vehicle and a sensor, click the start and the goal in the viewport, fly. The flight is
+//! a one-vehicle mission (take off, reach the goal around obstacles with the built-in planner, land) flown by the
+//! same `Flight` as `aerie fly`; the live scan is drawn over the map, the range image and the plots beside it.
+
+use aerie_simcore::mission::{Goal, Mission, SensorSpec, VehicleSpec};
+use aerie_simcore::render::Image;
+use aerie_simcore::sensor::SensorModel;
+use aerie_simcore::simulator::Map;
+use aerie_simcore::vehicle::QuadParams;
+use eframe::egui::{self, Color32, RichText};
+use egui_plot::{Legend, Line, Plot};
+
+use super::app::{AerieApp, SLOT_SCAN};
+use super::live::{Live, Snapshot};
+use super::view::{Overlay, PointLayer};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClickSets {
+    Start,
+    #[default]
+    Goal,
+}
+
+pub struct SimState {
+    pub vehicle: String,
+    pub sensor: String,
+    pub max_speed_m_s: f64,
+    /// Flight height above the clicked points, metres.
+    pub altitude_m: f64,
+    pub click_sets: ClickSets,
+    /// View-local points the user clicked.
+    pub start: Option<[f32; 3]>,
+    pub goal: Option<[f32; 3]>,
+    pub speed_x: f32,
+    live: Option<Live>,
+    pub snap: Snapshot,
+    scan_layer: Option<PointLayer>,
+    scan_seq: u64,
+    range_tex: Option<egui::TextureHandle>,
+    reported: bool,
+}
+
+impl Default for SimState {
+    fn default() -> Self {
+        SimState {
+            vehicle: "marsim_quad".into(),
+            sensor: "mid360".into(),
+            max_speed_m_s: 2.0,
+            altitude_m: 1.5,
+            click_sets: ClickSets::Goal,
+            start: None,
+            goal: None,
+            speed_x: 1.0,
+            live: None,
+            snap: Snapshot::default(),
+            scan_layer: None,
+            scan_seq: 0,
+            range_tex: None,
+            reported: false,
+        }
+    }
+}
+
+impl SimState {
+    pub fn running(&self) -> bool {
+        self.live.is_some() && !self.snap.finished
+    }
+
+    pub fn has_flight(&self) -> bool {
+        self.live.is_some()
+    }
+
+    pub fn scan_layers(&self) -> Vec<(usize, &PointLayer)> {
+        self.scan_layer.iter().map(|l| (SLOT_SCAN, l)).collect()
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(l) = &self.live {
+            l.stop();
+        }
+    }
+}
+
+/// The mission the window's settings describe, in the map frame.
+pub fn mission(app: &AerieApp) -> Result<Mission, String> {
+    let s = &app.sim;
+    let origin = app.view_origin.unwrap_or_default();
+    let world = |p: [f32; 3], up: f64| {
+        [
+            origin[0] + p[0] as f64,
+            origin[1] + p[1] as f64,
+            origin[2] + p[2] as f64 + up,
+        ]
+    };
+    let start = s
+        .start
+        .or_else(|| default_start(app))
+        .ok_or("click a start point on the map")?;
+    let goal = s.goal.ok_or("click a goal point on the map")?;
+    let st = world(start, 0.3);
+    let mission = Mission {
+        seed: 1,
+        duration_s: None,
+        stop_on_collision: false,
+        planner_voxel_m: None,
+        obstacles: Vec::new(),
+        vehicles: vec![VehicleSpec {
+            name: "uav".into(),
+            preset: s.vehicle.clone(),
+            start: [st[0], st[1], st[2], 0.0],
+            max_speed_m_s: s.max_speed_m_s,
+            max_accel_m_s2: 1.5,
+            sensors: vec![SensorSpec {
+                name: s.sensor.clone(),
+                preset: s.sensor.clone(),
+                mount: [0.0, 0.0, 0.1, 0.0, 0.0, 0.0],
+            }],
+            goals: vec![
+                Goal::Waypoint {
+                    position: world(start, s.altitude_m),
+                    speed_m_s: Some(1.0),
+                },
+                Goal::Goal {
+                    position: world(goal, s.altitude_m),
+                    speed_m_s: None,
+                },
+                Goal::Land,
+            ],
+        }],
+    };
+    mission.check()?;
+    Ok(mission)
+}
+
+/// Where the vehicle starts when the user has not clicked: on the ground near the middle of the map.
+pub fn default_start(app: &AerieApp) -> Option<[f32; 3]> {
+    let m = app.map.as_ref()?;
+    let (lo, hi) = m.cloud.bounds()?;
+    let origin = app.view_origin.unwrap_or_default();
+    let c = [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0];
+    let near = |r: f64| {
+        m.cloud
+            .positions
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, _)| {
+                let w = m.cloud.world(i);
+                ((w[0] - c[0]).hypot(w[1] - c[1]) < r).then_some(w)
+            })
+    };
+    let ground = near(2.0)
+        .chain(near(1e9).take(1))
+        .min_by(|a, b| a[2].total_cmp(&b[2]))?;
+    Some(std::array::from_fn(|k| (ground[k] - origin[k]) as f32))
+}
+
+pub fn start_flight(app: &mut AerieApp) {
+    let mission = match mission(app) {
+        Ok(m) => m,
+        Err(e) => return app.error(e),
+    };
+    let Some(m) = &app.map else { return };
+    let map = Map::Memory(Box::new((*m.packed).clone()));
+    app.sim.stop();
+    let live = Live::start(
+        map,
+        mission,
+        app.view_origin.unwrap_or_default(),
+        app.waker(),
+    );
+    live.set_speed(app.sim.speed_x);
+    app.sim.live = Some(live);
+    app.sim.snap = Snapshot::default();
+    app.sim.reported = false;
+    app.info(format!(
+        "flying with a {} on a {}",
+        app.sim.sensor, app.sim.vehicle
+    ));
+}
+
+pub fn clicked(app: &mut AerieApp, pos: [f32; 3]) {
+    match app.sim.click_sets {
+        ClickSets::Start => app.sim.start = Some(pos),
+        ClickSets::Goal => app.sim.goal = Some(pos),
+    }
+}
+
+pub fn poll(app: &mut AerieApp) {
+    let Some(live) = &app.sim.live else { return };
+    let snap = live.snapshot();
+    if snap.scan_seq != app.sim.scan_seq {
+        app.sim.scan_seq = snap.scan_seq;
+        app.sim.scan_layer = Some(PointLayer::solid(
+            snap.scan.iter().copied(),
+            [255, 255, 255],
+            3.0,
+        ));
+        if let Some(r) = &snap.range {
+            let image = range_image(r);
+            match &mut app.sim.range_tex {
+                Some(t) => t.set(image, egui::TextureOptions::NEAREST),
+                None => {
+                    app.sim.range_tex = Some(app.ctx.load_texture(
+                        "range",
+                        image,
+                        egui::TextureOptions::NEAREST,
+                    ))
+                }
+            }
+        }
+    }
+    let done = snap.finished && !app.sim.reported;
+    app.sim.snap = snap;
+    if done {
+        app.sim.reported = true;
+        let s = &app.sim.snap;
+        let msg = format!(
+            "flight ended at {:.1} s, {} collision(s), {:.1}x real time",
+            s.t,
+            s.events.len(),
+            s.real_time_factor
+        );
+        match s.error.clone() {
+            Some(e) => app.error(e),
+            None => app.info(msg),
+        }
+    }
+}
+
+/// A range image in turbo colours, near red, far blue, no return black.
+fn range_image(r: &Image) -> egui::ColorImage {
+    let max = r.data.iter().copied().fold(0.0f32, f32::max).max(1.0);
+    let px: Vec<Color32> = r
+        .data
+        .iter()
+        .map(|&v| {
+            if v > 0.0 {
+                let c = super::view::points::turbo(1.0 - (v / max).sqrt());
+                Color32::from_rgb(c[0], c[1], c[2])
+            } else {
+                Color32::BLACK
+            }
+        })
+        .collect();
+    egui::ColorImage {
+        size: [r.width.max(1), r.height.max(1)],
+        source_size: egui::vec2(r.width as f32, r.height as f32),
+        pixels: px,
+    }
+}
+
+pub fn overlay(app: &AerieApp, o: &mut Overlay) {
+    if app.map.is_none() || app.step != super::app::Step::Simulate && !app.sim.has_flight() {
+        return;
+    }
+    if let Some(p) = app.sim.start.or_else(|| default_start(app)) {
+        o.markers
+            .push((p, Color32::from_rgb(80, 230, 120), "start".into()));
+    }
+    if let Some(p) = app.sim.goal {
+        o.markers
+            .push((p, Color32::from_rgb(255, 170, 40), "goal".into()));
+    }
+    let origin = app.view_origin.unwrap_or_default();
+    for v in &app.sim.snap.vehicles {
+        o.lines
+            .push((v.track.clone(), Color32::from_rgb(90, 200, 255)));
+        let p = std::array::from_fn(|k| (v.position[k] - origin[k]) as f32);
+        o.markers
+            .push((p, Color32::from_rgb(90, 200, 255), v.name.clone()));
+    }
+    for e in &app.sim.snap.events {
+        let p = std::array::from_fn(|k| (e.point_hit[k] - origin[k]) as f32);
+        o.markers.push((
+            p,
+            Color32::from_rgb(255, 60, 60),
+            format!("collision {:.1} s", e.time_s),
+        ));
+    }
+}
+
+fn presets_ui(s: &mut SimState, ui: &mut egui::Ui) {
+    egui::ComboBox::from_label("vehicle")
+        .selected_text(&s.vehicle)
+        .show_ui(ui, |ui| {
+            for n in QuadParams::preset_names() {
+                ui.selectable_value(&mut s.vehicle, n.to_string(), *n);
+            }
+        });
+    egui::ComboBox::from_label("sensor")
+        .selected_text(&s.sensor)
+        .show_ui(ui, |ui| {
+            for n in SensorModel::preset_names() {
+                ui.selectable_value(&mut s.sensor, n.to_string(), *n);
+            }
+        });
+    ui.horizontal(|ui| {
+        ui.add(
+            egui::DragValue::new(&mut s.max_speed_m_s)
+                .range(0.2..=15.0)
+                .speed(0.1)
+                .suffix(" m/s"),
+        );
+        ui.label("speed limit");
+    });
+    ui.horizontal(|ui| {
+        ui.add(
+            egui::DragValue::new(&mut s.altitude_m)
+                .range(0.3..=50.0)
+                .speed(0.1)
+                .suffix(" m"),
+        );
+        ui.label("height above the clicked points");
+    });
+}
+
+fn fmt_point(app: &AerieApp, p: Option<[f32; 3]>) -> String {
+    let o = app.view_origin.unwrap_or_default();
+    p.map_or("—".into(), |p| {
+        format!(
+            "{:.1}, {:.1}, {:.1}",
+            o[0] + p[0] as f64,
+            o[1] + p[1] as f64,
+            o[2] + p[2] as f64
+        )
+    })
+}
+
+fn controls_ui(app: &mut AerieApp, ui: &mut egui::Ui) {
+    ui.horizontal(|ui| {
+        if ui
+            .add_enabled(
+                app.sim.goal.is_some(),
+                egui::Button::new(RichText::new("Fly").strong()),
+            )
+            .clicked()
+        {
+            start_flight(app);
+        }
+        if let Some(live) = &app.sim.live
+            && !app.sim.snap.finished
+        {
+            let paused = live.paused();
+            if ui.button(if paused { "Resume" } else { "Pause" }).clicked() {
+                live.set_paused(!paused);
+            }
+            if ui.add_enabled(paused, egui::Button::new("Step")).clicked() {
+                live.step();
+            }
+            if ui.button("Stop").clicked() {
+                live.stop();
+            }
+        }
+    });
+    ui.horizontal(|ui| {
+        ui.label("speed");
+        for (label, x) in [("1x", 1.0), ("2x", 2.0), ("5x", 5.0), ("max", 0.0)] {
+            if ui.selectable_label(app.sim.speed_x == x, label).clicked() {
+                app.sim.speed_x = x;
+                if let Some(l) = &app.sim.live {
+                    l.set_speed(x);
+                }
+            }
+        }
+    });
+}
+
+pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
+    ui.heading("Simulate");
+    presets_ui(&mut app.sim, ui);
+    ui.add_space(4.0);
+    ui.horizontal(|ui| {
+        ui.label("a click in the view sets the");
+        ui.radio_value(&mut app.sim.click_sets, ClickSets::Start, "start");
+        ui.radio_value(&mut app.sim.click_sets, ClickSets::Goal, "goal");
+    });
+    ui.label(format!(
+        "start: {}",
+        fmt_point(app, app.sim.start.or_else(|| default_start(app)))
+    ));
+    ui.label(format!("goal:  {}", fmt_point(app, app.sim.goal)));
+    ui.separator();
+    controls_ui(app, ui);
+    if app.sim.has_flight() {
+        let s = &app.sim.snap;
+        ui.label(format!(
+            "t = {:.1} s of {:.1} s, {:.1}x real time",
+            s.t, s.end, s.real_time_factor
+        ));
+        if let Some(e) = &s.error {
+            ui.colored_label(Color32::from_rgb(255, 110, 100), e);
+        }
+        ui.label(format!("{} collision(s)", s.events.len()));
+        for e in &s.events {
+            ui.label(format!(
+                "{:.2} s at {:.2}, {:.2}, {:.2} ({})",
+                e.time_s, e.point_hit[0], e.point_hit[1], e.point_hit[2], e.what
+            ));
+        }
+    }
+    ui.add_space(8.0);
+    ui.label(RichText::new("To record MCAP for your SLAM, save the map and run `aerie fly MAP --mission m.toml -o run/` (see the user guide).").weak());
+}
+
+/// The right panel during a flight: the range image and the plots.
+pub fn side_panel(app: &mut AerieApp, ui: &mut egui::Ui) {
+    ui.heading("Flight");
+    if let Some(t) = &app.sim.range_tex {
+        ui.label(format!("{} range image", app.sim.sensor));
+        let w = ui.available_width();
+        let size = t.size_vec2();
+        let h = (w * size.y / size.x.max(1.0)).clamp(30.0, 220.0);
+        ui.image((t.id(), egui::vec2(w, h)));
+    }
+    let plot = &app.sim.snap.plot;
+    let series = |k: usize| -> Vec<[f64; 2]> { plot.iter().map(|r| [r[0], r[k]]).collect() };
+    for (id, title, keys) in [
+        ("alt", "altitude (m)", &[(1usize, "z")][..]),
+        ("speed", "speed (m/s)", &[(2, "speed")][..]),
+        (
+            "att",
+            "attitude (deg)",
+            &[(3, "roll"), (4, "pitch"), (5, "yaw")][..],
+        ),
+    ] {
+        ui.label(title);
+        Plot::new(id)
+            .height(120.0)
+            .legend(Legend::default())
+            .show(ui, |p| {
+                for (k, name) in keys {
+                    p.line(Line::new(*name, series(*k)));
+                }
+            });
+    }
+}

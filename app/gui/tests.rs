@@ -1,0 +1,228 @@
+//! The app driven through its workflow with egui's test harness, as a person would: import a shared real scan,
+//! preview and run the cleaning, read the counts, save the map, click a goal in the viewport, fly a few seconds
+//! with a Mid-360, export a MARSIM PCD. The viewport runs on its CPU path here (the harness has no GPU); the
+//! screenshot test in tests/gui_screenshot.rs covers the wgpu path in a real window.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use eframe::egui;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+
+use super::Launch;
+use super::app::{AerieApp, Step};
+
+fn harness(files: Vec<PathBuf>) -> Harness<'static, AerieApp> {
+    Harness::builder()
+        .with_size(egui::vec2(1400.0, 900.0))
+        .build_eframe(move |cc| {
+            AerieApp::new(
+                cc,
+                Launch {
+                    files,
+                    ..Launch::default()
+                },
+            )
+        })
+}
+
+/// Steps the app until `done` holds (background work finishes between frames), at most `limit`.
+fn run_until(
+    h: &mut Harness<'static, AerieApp>,
+    limit: Duration,
+    done: impl Fn(&AerieApp) -> bool,
+) {
+    let t0 = Instant::now();
+    // Input given before this call is handled in the next frame.
+    h.step();
+    while !done(h.state()) {
+        assert!(
+            t0.elapsed() < limit,
+            "the app did not get there within {limit:?}; log: {:?}",
+            log(h.state())
+        );
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    h.step();
+}
+
+fn log(app: &AerieApp) -> Vec<String> {
+    app.log
+        .iter()
+        .map(|l| format!("{}{}", if l.error { "ERROR " } else { "" }, l.text))
+        .collect()
+}
+
+fn click_at(h: &Harness<'static, AerieApp>, pos: egui::Pos2) {
+    for pressed in [true, false] {
+        h.event(egui::Event::PointerButton {
+            pos,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: egui::Modifiers::NONE,
+        });
+    }
+}
+
+#[test]
+fn import_clean_fly_and_export_lone_star() {
+    let Some(scan) = aerie_pipeline::testing::shared_file("las/lone_star_tls.laz") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let mut h = harness(vec![scan]);
+    let long = Duration::from_secs(300);
+    run_until(&mut h, long, |a| !a.busy());
+    assert_eq!(h.state().files.len(), 1, "{:?}", log(h.state()));
+    h.get_by_label("lone_star_tls.laz");
+
+    // Clean: preview what outlier removal drops, then run the recipe.
+    h.get_by_label("2  Clean").click();
+    h.step();
+    h.get_by_label("Preview outliers").click();
+    run_until(&mut h, long, |a| a.clean.preview_counts.is_some());
+    let (removed, total) = h.state().clean.preview_counts.unwrap();
+    assert!(removed > 0 && removed < total / 10, "{removed} of {total}");
+    h.get_by_label_contains("would remove");
+    h.get_by_label("Run cleaning").click();
+    run_until(&mut h, long, |a| a.map.is_some() && !a.busy());
+    assert_eq!(h.state().step, Step::Map);
+    let m = h.state().map.as_ref().unwrap();
+    assert_eq!(m.points_in, total);
+    let points_out = m.packed.len();
+    assert!(points_out > 10_000 && points_out < total);
+
+    // The counts are on screen (the Clean panel shows them).
+    h.get_by_label("2  Clean").click();
+    h.step();
+    h.get_by_label(&format!("points in {total} -> points out {points_out}"));
+
+    // Save the map, as `aerie prepare` would.
+    h.get_by_label("3  Map").click();
+    let amap = out.path().join("lone.amap");
+    h.state_mut().mapstep.save_path = amap.display().to_string();
+    h.step();
+    h.get_by_label("Save .amap").click();
+    run_until(&mut h, long, |a| !a.busy());
+    assert!(
+        amap.is_file() && out.path().join("lone.report.json").is_file(),
+        "{:?}",
+        log(h.state())
+    );
+
+    // Simulate: a click in the viewport sets the goal; then start and goal on the ground either side of the tree.
+    h.get_by_label("4  Simulate").click();
+    h.step();
+    let target = h.state().map.as_ref().unwrap().layer.points[0].pos;
+    h.state_mut().view.camera.target = target;
+    h.step();
+    let centre = h
+        .state()
+        .view
+        .last_rect
+        .expect("the viewport was drawn")
+        .center();
+    click_at(&h, centre);
+    h.step();
+    assert!(
+        h.state().sim.goal.is_some(),
+        "a click in the viewport sets the goal"
+    );
+    let (start, goal) = ground_pair(h.state());
+    h.state_mut().sim.start = Some(start);
+    h.state_mut().sim.goal = Some(goal);
+    h.state_mut().sim.sensor = "mid360".into();
+    h.state_mut().sim.speed_x = 0.0;
+    h.step();
+    h.get_by_label("Fly").click();
+    run_until(&mut h, long, |a| a.sim.snap.t > 3.0 || a.sim.snap.finished);
+    assert!(
+        h.state().sim.snap.error.is_none(),
+        "{:?}",
+        h.state().sim.snap.error
+    );
+    assert!(
+        !h.state().sim.scan_layers().is_empty(),
+        "the live scan is drawn"
+    );
+    assert!(h.state().sim.snap.plot.len() > 20);
+    assert!(
+        h.state().sim.snap.scan.len() > 1000,
+        "a Mid-360 frame has returns"
+    );
+    h.get_by_label("Stop").click();
+    run_until(&mut h, long, |a| a.sim.snap.finished);
+
+    // Export for MARSIM.
+    h.get_by_label("5  Export").click();
+    let pcd = out.path().join("lone_marsim.pcd");
+    h.state_mut().export.path = pcd.display().to_string();
+    h.step();
+    h.get_by_label("Export").click();
+    run_until(&mut h, long, |a| !a.busy());
+    let head = std::fs::read(&pcd).expect("the PCD was written");
+    let text = String::from_utf8_lossy(&head[..400.min(head.len())]).to_string();
+    assert!(
+        text.contains("FIELDS x y z\n") && text.contains(&format!("POINTS {points_out}")),
+        "{text}"
+    );
+}
+
+/// Two ground points 8 m either side of the map's middle, view-local.
+fn ground_pair(app: &AerieApp) -> ([f32; 3], [f32; 3]) {
+    let layer = &app.map.as_ref().unwrap().layer;
+    let (mut lo, mut hi) = ([f32::INFINITY; 2], [f32::NEG_INFINITY; 2]);
+    for p in layer.points.iter() {
+        for k in 0..2 {
+            lo[k] = lo[k].min(p.pos[k]);
+            hi[k] = hi[k].max(p.pos[k]);
+        }
+    }
+    let c = [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0];
+    let lowest_near = |x: f32, y: f32| {
+        *layer
+            .points
+            .iter()
+            .map(|p| &p.pos)
+            .filter(|p| (p[0] - x).hypot(p[1] - y) < 1.0)
+            .min_by(|a, b| a[2].total_cmp(&b[2]))
+            .expect("ground points there")
+    };
+    (lowest_near(c[0] - 8.0, c[1]), lowest_near(c[0] + 8.0, c[1]))
+}
+
+#[test]
+fn a_bad_file_is_an_error_in_the_window_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("broken.las");
+    std::fs::write(&bad, b"LASF but not really a LAS file").unwrap();
+    let missing = dir.path().join("missing.pcd");
+    let mut h = harness(vec![bad, missing]);
+    run_until(&mut h, Duration::from_secs(30), |a| !a.busy());
+    let errors: Vec<_> = h
+        .state()
+        .log
+        .iter()
+        .filter(|l| l.error)
+        .map(|l| l.text.clone())
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("broken.las") && errors[1].contains("missing.pcd"),
+        "{errors:?}"
+    );
+    assert!(h.state().files.is_empty());
+    h.get_by_label_contains("missing.pcd");
+}
+
+#[test]
+fn the_empty_window_invites_a_drop_and_steps_wait_for_data() {
+    let mut h = harness(Vec::new());
+    h.run_steps(3);
+    h.get_by_label_contains("Drop scan files");
+    h.get_by_label("2  Clean").click();
+    h.step();
+    assert_eq!(h.state().step, Step::Import, "Clean needs files first");
+}

@@ -1,0 +1,321 @@
+//! The 3D viewport: point layers drawn with wgpu (or on the CPU where there is no GPU), an orbit/pan/zoom/fly
+//! camera, picking, and overlays (paths, goal, collisions) painted by egui over the points.
+
+pub mod camera;
+pub mod cpu;
+pub mod gpu;
+pub mod points;
+
+use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke};
+
+pub use camera::Camera;
+pub use points::{ColorMode, PointLayer};
+
+/// Lines and markers in view coordinates, drawn over the points.
+#[derive(Default)]
+pub struct Overlay {
+    pub lines: Vec<(Vec<[f32; 3]>, Color32)>,
+    pub markers: Vec<([f32; 3], Color32, String)>,
+}
+
+/// A point the user clicked: which layer, which point of its source, where.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pick {
+    pub slot: usize,
+    pub source_index: u32,
+    pub pos: [f32; 3],
+}
+
+/// What happened in the viewport this frame.
+#[derive(Default)]
+pub struct ViewResponse {
+    pub clicked: Option<Pick>,
+}
+
+/// The viewport's state between frames.
+pub struct Viewport {
+    pub camera: Camera,
+    /// Points drawn per layer while the camera moves (the rest when it stops).
+    pub moving_budget: usize,
+    /// W A S D Q E move the camera (fly mode) while the pointer is over the viewport.
+    pub fly: bool,
+    last_motion: f64,
+    cpu_texture: Option<egui::TextureHandle>,
+    cpu_key: Option<CpuKey>,
+    /// Points drawn in the last frame, for the status line.
+    pub drawn: usize,
+    /// Where the viewport was last drawn, in points.
+    pub last_rect: Option<Rect>,
+}
+
+impl Default for Viewport {
+    fn default() -> Self {
+        Viewport {
+            camera: Camera::default(),
+            moving_budget: 2_000_000,
+            fly: false,
+            last_motion: -1.0,
+            cpu_texture: None,
+            cpu_key: None,
+            drawn: 0,
+            last_rect: None,
+        }
+    }
+}
+
+/// Most points the CPU fallback draws, moving or not: it must stay interactive without a GPU.
+const CPU_BUDGET: usize = 1_500_000;
+
+impl Viewport {
+    /// Draws `layers` (slot, layer) and `overlay` filling `ui`, handles the camera, and reports a click.
+    pub fn show(
+        &mut self,
+        ui: &mut egui::Ui,
+        gpu: bool,
+        layers: &[(usize, &PointLayer)],
+        overlay: &Overlay,
+    ) -> ViewResponse {
+        let rect = ui.available_rect_before_wrap();
+        let response = ui.allocate_rect(rect, Sense::click_and_drag());
+        self.last_rect = Some(rect);
+        let moved = self.handle_input(ui, &response, rect);
+        let now = ui.input(|i| i.time);
+        if moved {
+            self.last_motion = now;
+        }
+        let moving = now - self.last_motion < 0.3;
+        if moving {
+            // Draw the full detail once the camera rests.
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(320));
+        }
+        let budget = if gpu {
+            if moving {
+                self.moving_budget
+            } else {
+                usize::MAX
+            }
+        } else {
+            CPU_BUDGET
+        };
+        let counts: Vec<usize> = layers.iter().map(|(_, l)| l.len().min(budget)).collect();
+        self.drawn = counts.iter().sum();
+        ui.painter().rect_filled(rect, 0.0, BACKGROUND);
+        if gpu {
+            self.paint_gpu(ui, rect, layers, &counts);
+        } else {
+            self.paint_cpu(ui, rect, layers, &counts);
+        }
+        self.paint_overlay(ui, rect, overlay);
+        let mut out = ViewResponse::default();
+        if response.clicked()
+            && let Some(pos) = response.interact_pointer_pos()
+        {
+            out.clicked = self.pick(rect, pos, layers, &counts);
+        }
+        if response.double_clicked()
+            && let Some(p) = out.clicked
+        {
+            self.camera.target = p.pos;
+        }
+        out
+    }
+
+    fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, rect: Rect) -> bool {
+        let mut moved = false;
+        let d = response.drag_delta();
+        if d != egui::Vec2::ZERO {
+            let pan = response.dragged_by(egui::PointerButton::Secondary)
+                || response.dragged_by(egui::PointerButton::Middle)
+                || ui.input(|i| i.modifiers.shift);
+            if pan {
+                self.camera.pan(d.x, d.y, rect.height());
+            } else {
+                self.camera.orbit(d.x, d.y);
+            }
+            moved = true;
+        }
+        if response.hovered() {
+            let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+            if scroll != 0.0 {
+                self.camera.zoom(scroll);
+                moved = true;
+            }
+            if self.fly && !ui.ctx().egui_wants_keyboard_input() {
+                moved |= self.fly_keys(ui);
+            }
+        }
+        moved
+    }
+
+    fn fly_keys(&mut self, ui: &egui::Ui) -> bool {
+        use egui::Key;
+        let (f, r, u, dt) = ui.input(|i| {
+            let k = |a: Key, b: Key| i.key_down(a) as i32 as f32 - i.key_down(b) as i32 as f32;
+            (
+                k(Key::W, Key::S),
+                k(Key::D, Key::A),
+                k(Key::E, Key::Q),
+                i.stable_dt.min(0.1),
+            )
+        });
+        if f == 0.0 && r == 0.0 && u == 0.0 {
+            return false;
+        }
+        let step = self.camera.distance.max(2.0) * 0.6 * dt;
+        self.camera.fly(f, r, u, step);
+        ui.ctx().request_repaint();
+        true
+    }
+
+    fn paint_gpu(
+        &self,
+        ui: &egui::Ui,
+        rect: Rect,
+        layers: &[(usize, &PointLayer)],
+        counts: &[usize],
+    ) {
+        let ppp = ui.ctx().pixels_per_point();
+        let vp = self.camera.view_proj(rect.width() / rect.height().max(1.0));
+        let draw = gpu::DrawPoints {
+            view_proj: vp.into(),
+            eye: self.camera.eye().coords.into(),
+            size_px: [rect.width() * ppp, rect.height() * ppp],
+            layers: layers
+                .iter()
+                .zip(counts)
+                .map(|((slot, l), &n)| (*slot, (*l).clone(), n))
+                .collect(),
+        };
+        ui.painter().add(gpu::callback(rect, draw));
+    }
+
+    fn paint_cpu(
+        &mut self,
+        ui: &egui::Ui,
+        rect: Rect,
+        layers: &[(usize, &PointLayer)],
+        counts: &[usize],
+    ) {
+        let ppp = ui.ctx().pixels_per_point();
+        let w = (rect.width() * ppp).round().max(1.0) as u32;
+        let h = (rect.height() * ppp).round().max(1.0) as u32;
+        let c = &self.camera;
+        let cam_key = [
+            c.target[0],
+            c.target[1],
+            c.target[2],
+            c.yaw,
+            c.pitch + c.distance,
+        ]
+        .map(f32::to_bits);
+        let key = (
+            layers.iter().map(|(_, l)| l.version).collect(),
+            [w, h],
+            cam_key,
+            self.drawn,
+        );
+        if self.cpu_key.as_ref() != Some(&key) || self.cpu_texture.is_none() {
+            let owned: Vec<(PointLayer, usize)> = layers
+                .iter()
+                .zip(counts)
+                .map(|((_, l), &n)| ((*l).clone(), n))
+                .collect();
+            let px = cpu::rasterise(
+                c,
+                &owned,
+                w as usize,
+                h as usize,
+                [BACKGROUND.r(), BACKGROUND.g(), BACKGROUND.b()],
+            );
+            let image = egui::ColorImage::from_rgba_unmultiplied(
+                [w as usize, h as usize],
+                bytemuck::cast_slice(&px),
+            );
+            match &mut self.cpu_texture {
+                Some(t) => t.set(image, egui::TextureOptions::NEAREST),
+                None => {
+                    self.cpu_texture = Some(ui.ctx().load_texture(
+                        "aerie_viewport",
+                        image,
+                        egui::TextureOptions::NEAREST,
+                    ))
+                }
+            }
+            self.cpu_key = Some(key);
+        }
+        if let Some(t) = &self.cpu_texture {
+            let uv = Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0));
+            ui.painter().image(t.id(), rect, uv, Color32::WHITE);
+        }
+    }
+
+    fn to_screen(&self, rect: Rect) -> impl Fn([f32; 3]) -> Option<Pos2> {
+        let vp = self.camera.view_proj(rect.width() / rect.height().max(1.0));
+        let size = [rect.width(), rect.height()];
+        let min = rect.min;
+        move |p| Camera::project(&vp, p, size).map(|([x, y], _)| Pos2::new(min.x + x, min.y + y))
+    }
+
+    fn paint_overlay(&self, ui: &egui::Ui, rect: Rect, overlay: &Overlay) {
+        let painter = ui.painter_at(rect);
+        let project = self.to_screen(rect);
+        for (line, color) in &overlay.lines {
+            let pts: Vec<Pos2> = line.iter().filter_map(|p| project(*p)).collect();
+            if pts.len() > 1 {
+                painter.add(egui::Shape::line(pts, Stroke::new(2.0, *color)));
+            }
+        }
+        for (p, color, label) in &overlay.markers {
+            if let Some(s) = project(*p) {
+                painter.circle(s, 6.0, color.gamma_multiply(0.6), Stroke::new(2.0, *color));
+                painter.text(
+                    s + egui::vec2(9.0, -9.0),
+                    egui::Align2::LEFT_BOTTOM,
+                    label,
+                    egui::FontId::proportional(13.0),
+                    *color,
+                );
+            }
+        }
+    }
+
+    /// The nearest drawn point within 6 pixels of `pos`, front-most first.
+    fn pick(
+        &self,
+        rect: Rect,
+        pos: Pos2,
+        layers: &[(usize, &PointLayer)],
+        counts: &[usize],
+    ) -> Option<Pick> {
+        let vp = self.camera.view_proj(rect.width() / rect.height().max(1.0));
+        let size = [rect.width(), rect.height()];
+        let (cx, cy) = (pos.x - rect.min.x, pos.y - rect.min.y);
+        let mut best: Option<(f32, Pick)> = None;
+        for ((slot, layer), &n) in layers.iter().zip(counts) {
+            for (k, p) in layer.points.iter().take(n).enumerate() {
+                let Some(([x, y], z)) = Camera::project(&vp, p.pos, size) else {
+                    continue;
+                };
+                if (x - cx).powi(2) + (y - cy).powi(2) <= 36.0
+                    && best.as_ref().is_none_or(|(bz, _)| z < *bz)
+                {
+                    best = Some((
+                        z,
+                        Pick {
+                            slot: *slot,
+                            source_index: layer.source_index[k],
+                            pos: p.pos,
+                        },
+                    ));
+                }
+            }
+        }
+        best.map(|(_, p)| p)
+    }
+}
+
+/// What the CPU image depends on: layer versions, size in pixels, camera, points drawn.
+type CpuKey = (Vec<u64>, [u32; 2], [u32; 5], usize);
+
+pub const BACKGROUND: Color32 = Color32::from_rgb(22, 24, 29);
