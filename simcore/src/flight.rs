@@ -74,6 +74,8 @@ struct Sensor {
 
 struct Craft {
     name: String,
+    /// `<name>/base_link`, the body's frame id (made once: the loop must not allocate every step).
+    base_frame: String,
     quad: Quadrotor,
     controller: Box<dyn Controller>,
     imu: Imu,
@@ -116,6 +118,8 @@ pub struct Flight {
     stop_on_collision: bool,
     end_s: f64,
     stopped: bool,
+    /// Wall time spent rendering LiDAR frames so far, seconds (for benchmarks; never affects the output).
+    render_s: f64,
 }
 
 fn mount_of(m: &[f64; 6]) -> Isometry3<f64> {
@@ -210,6 +214,7 @@ impl Flight {
             let next_imu = imu.period_s();
             crafts.push(Craft {
                 name: v.name.clone(),
+                base_frame: format!("{}/base_link", v.name),
                 quad,
                 controller,
                 imu,
@@ -244,6 +249,7 @@ impl Flight {
             stop_on_collision: mission.stop_on_collision,
             end_s,
             stopped: false,
+            render_s: 0.0,
         })
     }
 
@@ -308,6 +314,25 @@ impl Flight {
     /// The simulator (map, sensors).
     pub fn simulator(&self) -> &Simulator {
         &self.sim
+    }
+
+    /// Builds now what the first LiDAR frame would otherwise build (the beam renderer's index of the map), so
+    /// that a benchmark can time setup and flight apart. Changes no output.
+    pub fn warm_up(&mut self) {
+        let ids: Vec<SensorId> = self
+            .crafts
+            .iter()
+            .flat_map(|c| c.sensors.iter().map(|s| s.id))
+            .collect();
+        if ids.into_iter().any(|id| self.sim.wants_index(id)) {
+            self.sim.beam_index();
+        }
+    }
+
+    /// Wall time spent rendering LiDAR frames so far (occluders, motion and the renderer), seconds; the rest of
+    /// a flight's time is physics, control, sampling and recording.
+    pub fn render_time_s(&self) -> f64 {
+        self.render_s
     }
 
     /// Runs until simulation time `t` (or the end); `on_frame` sees every rendered LiDAR frame.
@@ -388,7 +413,7 @@ impl Flight {
         let s = *c.quad.state();
         let pose = s.pose();
         c.history.push((t, pose));
-        let base = format!("{}/base_link", c.name);
+        let base = c.base_frame.as_str();
         if t + 1e-9 >= c.next_imu {
             let f = c.quad.specific_force_body();
             let sample = c.imu.sample(t, &s.body_rates, &f);
@@ -403,7 +428,7 @@ impl Flight {
                 );
                 let msg = ros2::imu(
                     t,
-                    &base,
+                    base,
                     &sample.angular_velocity,
                     &sample.linear_acceleration,
                     gv,
@@ -416,9 +441,9 @@ impl Flight {
             c.track.push((t, pose, s.velocity));
             if let Some(rec) = self.recorder.as_mut() {
                 let v_body = s.world_from_body.inverse() * s.velocity;
-                let odom = ros2::odometry(t, "map", &base, &pose, &v_body, &s.body_rates);
+                let odom = ros2::odometry(t, "map", base, &pose, &v_body, &s.body_rates);
                 rec.write(&format!("/{}/odom", c.name), ros2::ODOMETRY, t, &odom)?;
-                let tf = ros2::tf_message(t, &[("map", base.as_str(), pose)]);
+                let tf = ros2::tf_message(t, &[("map", base, pose)]);
                 rec.write("/tf", ros2::TF_MESSAGE, t, &tf)?;
             }
         }
@@ -465,7 +490,9 @@ impl Flight {
             let (id, index, topic, frame_id) =
                 (s.id, s.frame_index, s.topic.clone(), s.frame_id.clone());
             let occluders: [&dyn Occluder; 2] = [&self.world.obstacles, &others];
+            let started = std::time::Instant::now();
             let frame = self.sim.render_with(id, &traj, start, index, &occluders);
+            self.render_s += started.elapsed().as_secs_f64();
             let c = &mut self.crafts[i];
             c.frames += 1;
             c.points += frame.points.len() as u64;

@@ -283,7 +283,7 @@ impl Simulator {
     }
 
     /// Whether the sensor's renderer uses the beam index (so that the shared one is handed to it).
-    fn wants_index(&mut self, id: SensorId) -> bool {
+    pub(crate) fn wants_index(&mut self, id: SensorId) -> bool {
         let view = self.map.view();
         let s = &mut self.sensors[id.0];
         s.renderer.choose(&view) == Method::Beam

@@ -1,6 +1,7 @@
 //! `aerie bench`: reproducible speed measurements of the library, printed as a table or JSON lines, for
 //! docs/benchmarks.md and the peer comparison scripts under bench/. One module per measured job.
 
+mod fly;
 mod prepare;
 mod scan;
 
@@ -34,6 +35,9 @@ enum What {
     /// Median time per frame and Mrays/s of the scan renderers, per sensor preset, on procedural maps of
     /// several sizes or on a prepared map at a pose (--map, --pose).
     Scan(scan::Args),
+    /// Real-time factor of the flight loop: physics and control alone, one Avia vehicle in a map, a swarm of
+    /// ten Mid-360 vehicles (issue 9).
+    Fly(fly::Args),
 }
 
 #[derive(Serialize)]
@@ -104,6 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         What::Prepare(a) => prepare::run(a),
         What::Scan(a) => scan::run(a),
+        What::Fly(a) => fly::run(a),
     }
 }
 
@@ -121,4 +126,18 @@ pub fn time_runs<T>(
     }
     let out = last.ok_or_else(|| anyhow::anyhow!("no runs"))?;
     Ok((median(times), out))
+}
+
+/// CPU time of this process (all threads, user + system), seconds, where /proc says it (Linux): on a loaded
+/// machine it tells the work done apart from the wait for a core. Ticks of 10 ms: read over many frames.
+pub fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name and state.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // USER_HZ is 100 on every Linux configuration in use.
+    Some((utime + stime) / 100.0)
 }

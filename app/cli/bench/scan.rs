@@ -15,7 +15,7 @@ use aerie_simcore::trajectory::{Isometry3, Static, pose_from_xyz_rpy};
 use aerie_simcore::{Map, Simulator};
 use anyhow::Context;
 
-use super::median;
+use super::{median, process_cpu_s};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -52,20 +52,6 @@ pub struct Args {
     /// JSON lines instead of a table.
     #[arg(long)]
     json: bool,
-}
-
-/// CPU time of this process (all threads, user + system), seconds, where /proc says it (Linux): on a loaded
-/// machine it tells the work done apart from the wait for a core. Ticks of 10 ms: read over many frames.
-fn process_cpu_s() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name and state.
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    // USER_HZ is 100 on every Linux configuration in use.
-    Some((utime + stime) / 100.0)
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
