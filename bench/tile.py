@@ -16,13 +16,17 @@ def main():
     ap.add_argument("input")
     ap.add_argument("output")
     ap.add_argument("--n", type=int, default=4, help="copies per axis (default 4)")
+    ap.add_argument("--limit", type=int, default=0, help="keep only the first N points (e.g. exactly 10 million)")
     a = ap.parse_args()
     p = np.loadtxt(a.input, comments="//", dtype=np.float64)[:, :3]
     # Shift to the cloud's minimum corner so that float32 map coordinates keep millimetres.
     p -= p.min(axis=0)
     ext = p.max(axis=0) - p.min(axis=0)
     tiles = [p + np.array([i * ext[0], j * ext[1], 0.0]) for i in range(a.n) for j in range(a.n)]
-    out = np.ascontiguousarray(np.concatenate(tiles))
+    out = np.concatenate(tiles)
+    if a.limit:
+        out = out[: a.limit]
+    out = np.ascontiguousarray(out)
     header = (
         "ply\nformat binary_little_endian 1.0\n"
         f"element vertex {len(out)}\n"

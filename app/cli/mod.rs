@@ -31,6 +31,12 @@ pub struct AppArgs {
     /// Take a screenshot of the window once the files have loaded, write it here (PNG) and close.
     #[arg(long)]
     screenshot: Option<std::path::PathBuf>,
+    /// Measure the viewport's frame time over N frames orbiting (thinned, then every point), print it and close.
+    #[arg(long)]
+    bench_frames: Option<u32>,
+    /// Points per frame while orbiting in --bench-frames' first phase (default 1000000).
+    #[arg(long, default_value_t = 1_000_000)]
+    bench_budget: usize,
     /// Window size in points, WIDTHxHEIGHT (e.g. 1400x880).
     #[arg(long, value_parser = parse_size)]
     size: Option<[f32; 2]>,
@@ -87,6 +93,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             files: a.files,
             screenshot: a.screenshot,
             size: a.size,
+            bench_frames: a.bench_frames.map(|n| (n, a.bench_budget)),
         }),
         Command::Info(a) => info::run(a),
         Command::Convert(a) => convert::run(a),

@@ -121,6 +121,63 @@ pub struct AerieApp {
     screenshot: Option<PathBuf>,
     shot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
     idle_frames: u32,
+    bench: Option<FrameBench>,
+}
+
+/// `aerie app --bench-frames N`: frame times of the viewport, orbiting, first thinned (moving) then in full.
+struct FrameBench {
+    frames: u32,
+    /// Points per frame while orbiting in the first phase.
+    budget: usize,
+    last: Option<std::time::Instant>,
+    moving: Vec<f64>,
+    full: Vec<f64>,
+}
+
+impl FrameBench {
+    fn step(&mut self, app_view: &mut Viewport, points: usize, ctx: &egui::Context) -> bool {
+        let now = std::time::Instant::now();
+        if let Some(last) = self.last {
+            let ms = (now - last).as_secs_f64() * 1e3;
+            let phase = if self.moving.len() < self.frames as usize {
+                &mut self.moving
+            } else {
+                &mut self.full
+            };
+            phase.push(ms);
+        }
+        if self.last.is_none() {
+            app_view.adaptive = false;
+            app_view.budget = self.budget;
+        }
+        self.last = Some(now);
+        if self.moving.len() == self.frames as usize {
+            // Second phase: every point, every frame.
+            app_view.budget = usize::MAX;
+        }
+        app_view.camera.orbit(4.0, 0.0);
+        ctx.request_repaint();
+        if self.full.len() < self.frames as usize {
+            return false;
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        println!(
+            "viewport: {points} points loaded, {} px; orbiting at {} points per frame: median {:.1} ms/frame; every point every frame: median {:.1} ms/frame ({} frames each)",
+            app_view.last_rect.map_or("?".into(), |r| format!(
+                "{:.0}x{:.0}",
+                r.width() * ctx.pixels_per_point(),
+                r.height() * ctx.pixels_per_point()
+            )),
+            self.budget,
+            median(&mut self.moving),
+            median(&mut self.full),
+            self.frames
+        );
+        true
+    }
 }
 
 impl AerieApp {
@@ -130,9 +187,13 @@ impl AerieApp {
             (Some(s), false) => eframe::get_value(s, eframe::APP_KEY).unwrap_or_default(),
             _ => Settings::default(),
         };
+        let mut view = Viewport::default();
         let gpu = match cc.wgpu_render_state.as_ref() {
             Some(rs) if std::env::var_os("AERIE_CPU_VIEWPORT").is_none() => {
                 super::view::gpu::init(rs);
+                if super::view::gpu::is_software(rs) {
+                    view.budget = 200_000;
+                }
                 true
             }
             _ => false,
@@ -143,7 +204,7 @@ impl AerieApp {
             step: Step::Import,
             files: Vec::new(),
             map: None,
-            view: Viewport::default(),
+            view,
             view_origin: None,
             gpu,
             log: Vec::new(),
@@ -156,6 +217,13 @@ impl AerieApp {
             ctx: cc.egui_ctx.clone(),
             screenshot: launch.screenshot,
             shot: Arc::default(),
+            bench: launch.bench_frames.map(|(frames, budget)| FrameBench {
+                frames: frames.max(1),
+                budget,
+                last: None,
+                moving: Vec::new(),
+                full: Vec::new(),
+            }),
             idle_frames: 0,
         };
         if !launch.files.is_empty() {
@@ -463,7 +531,12 @@ impl AerieApp {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;
         }
-        self.idle_frames = if self.busy() { 0 } else { self.idle_frames + 1 };
+        let drawn = !self.gpu || self.view.complete();
+        self.idle_frames = if self.busy() || !drawn {
+            0
+        } else {
+            self.idle_frames + 1
+        };
         if self.idle_frames == 10 {
             let slot = Arc::clone(&self.shot);
             let wake = ctx.clone();
@@ -477,6 +550,27 @@ impl AerieApp {
             ));
         }
         ctx.request_repaint();
+    }
+}
+
+impl AerieApp {
+    fn bench_step(&mut self, ctx: &egui::Context) {
+        if self.bench.is_none() || self.busy() || self.files.is_empty() && self.map.is_none() {
+            if self.bench.is_some() {
+                ctx.request_repaint();
+            }
+            return;
+        }
+        let points = self.files.iter().map(|f| f.cloud.len()).sum::<usize>()
+            + self.map.as_ref().map_or(0, |m| m.cloud.len());
+        let done = self
+            .bench
+            .as_mut()
+            .is_some_and(|b| b.step(&mut self.view, points, ctx));
+        if done {
+            self.bench = None;
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
     }
 }
 
@@ -518,6 +612,7 @@ impl eframe::App for AerieApp {
             ctx.request_repaint_after(std::time::Duration::from_millis(100));
         }
         self.screenshot_step(&ctx);
+        self.bench_step(&ctx);
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {

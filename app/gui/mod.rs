@@ -32,6 +32,9 @@ pub struct Launch {
     pub files: Vec<PathBuf>,
     pub screenshot: Option<PathBuf>,
     pub size: Option<[f32; 2]>,
+    /// Measure the viewport: once loaded, orbit for this many frames with the moving budget, then as many
+    /// drawing every point; print the median frame times and close. (frames, points per frame while orbiting)
+    pub bench_frames: Option<(u32, usize)>,
 }
 
 /// Opens the window and runs until it is closed.
@@ -43,9 +46,8 @@ pub fn run(launch: Launch) -> anyhow::Result<()> {
             .with_inner_size(size)
             .with_drag_and_drop(true),
         renderer: eframe::Renderer::Wgpu,
-        depth_buffer: 32,
         // A screenshot run must not be shaped by (nor change) the user's saved layout.
-        persist_window: launch.screenshot.is_none(),
+        persist_window: launch.screenshot.is_none() && launch.bench_frames.is_none(),
         ..Default::default()
     };
     eframe::run_native(

@@ -1,9 +1,17 @@
-//! The viewport on the GPU: point layers drawn as screen-aligned quads (one instance per point) into egui's own
-//! render pass, with its depth buffer (the window is created with a 32-bit depth buffer for this), shaded by the
-//! normal against the view direction so walls and floors read apart. Buffers are uploaded once per layer
-//! version and kept in egui-wgpu's callback resources.
+//! The viewport on the GPU: point layers drawn as screen-aligned quads (one instance per point), shaded by the
+//! normal against the view direction so walls and floors read apart, into an offscreen image that egui's pass
+//! then shows.
+//!
+//! Progressive: layers are stored in level-of-detail order (every prefix is an even sample of the map), so each
+//! frame draws only the next `budget` points into the offscreen image, on top of what earlier frames drew for
+//! the same camera. While the camera moves, the image restarts every frame (a thinned map, at interactive
+//! rates); when it rests, the image fills up over a few frames to every point, and once full, a frame costs
+//! one blit. This keeps 10 million points usable even on a software rasteriser. Buffers are uploaded once per
+//! layer version and kept in egui-wgpu's callback resources.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use eframe::egui;
 use eframe::egui_wgpu::{self, CallbackResources, CallbackTrait, RenderState, ScreenDescriptor};
@@ -11,18 +19,19 @@ use eframe::wgpu::{self, util::DeviceExt};
 
 use super::points::{GpuPoint, PointLayer};
 
-/// The depth format the window is created with (`NativeOptions::depth_buffer = 32`).
+/// The offscreen image's depth format.
 pub const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 
 const SHADER: &str = r#"
 struct U { view_proj: mat4x4<f32>, eye: vec4<f32>, params: vec4<f32> };
 @group(0) @binding(0) var<uniform> u: U;
 struct VIn { @location(0) pos: vec3<f32>, @location(1) color: vec4<f32>, @location(2) normal: vec4<f32> };
-struct VOut { @builtin(position) clip: vec4<f32>, @location(0) color: vec4<f32> };
+struct VOut { @builtin(position) clip: vec4<f32>, @location(0) color: vec4<f32>, @location(1) corner: vec2<f32> };
 
+// One triangle per point, covering the point's square (the corners outside it are discarded): half the
+// triangles of a two-triangle quad, which is what a software rasteriser pays for.
 @vertex fn vs_main(@builtin(vertex_index) vi: u32, p: VIn) -> VOut {
-    var corners = array<vec2<f32>, 6>(vec2(-1.0, -1.0), vec2(1.0, -1.0), vec2(1.0, 1.0),
-                                      vec2(-1.0, -1.0), vec2(1.0, 1.0), vec2(-1.0, 1.0));
+    var corners = array<vec2<f32>, 3>(vec2(-1.0, -1.0), vec2(3.0, -1.0), vec2(-1.0, 3.0));
     var c = u.view_proj * vec4<f32>(p.pos, 1.0);
     let off = corners[vi] * u.params.z / u.params.xy;
     c = vec4<f32>(c.xy + off * c.w, c.z, c.w);
@@ -34,11 +43,32 @@ struct VOut { @builtin(position) clip: vec4<f32>, @location(0) color: vec4<f32> 
     var out: VOut;
     out.clip = c;
     out.color = vec4<f32>(p.color.rgb * shade, 1.0);
+    out.corner = corners[vi];
     return out;
 }
 
 @fragment fn fs_main(v: VOut) -> @location(0) vec4<f32> {
+    if (v.corner.x > 1.0 || v.corner.y > 1.0) {
+        discard;
+    }
     return v.color;
+}
+"#;
+
+/// Shows the offscreen image in the viewport rect (egui sets the viewport to it): one triangle covering it.
+const BLIT: &str = r#"
+@group(0) @binding(0) var image: texture_2d<f32>;
+@group(0) @binding(1) var nearest: sampler;
+struct VOut { @builtin(position) clip: vec4<f32>, @location(0) uv: vec2<f32> };
+@vertex fn vs_main(@builtin(vertex_index) vi: u32) -> VOut {
+    let xy = vec2<f32>(f32((vi << 1u) & 2u), f32(vi & 2u)) * 2.0 - 1.0;
+    var out: VOut;
+    out.clip = vec4<f32>(xy, 0.0, 1.0);
+    out.uv = vec2<f32>(xy.x * 0.5 + 0.5, 0.5 - xy.y * 0.5);
+    return out;
+}
+@fragment fn fs_main(v: VOut) -> @location(0) vec4<f32> {
+    return textureSample(image, nearest, v.uv);
 }
 "#;
 
@@ -58,20 +88,45 @@ struct GpuLayer {
     bind: wgpu::BindGroup,
 }
 
-struct Resources {
-    pipeline: wgpu::RenderPipeline,
-    layout: wgpu::BindGroupLayout,
-    layers: HashMap<usize, GpuLayer>,
+/// The offscreen image and how far it got for the camera it was started with.
+struct Target {
+    size: [u32; 2],
+    color: wgpu::TextureView,
+    depth: wgpu::TextureView,
+    blit: wgpu::BindGroup,
+    key: u64,
+    /// Points drawn so far, per layer slot.
+    drawn: HashMap<usize, usize>,
 }
 
-/// Creates the pipeline once, at app start, when the window has a wgpu renderer.
+struct Resources {
+    points: wgpu::RenderPipeline,
+    blit: wgpu::RenderPipeline,
+    uniform_layout: wgpu::BindGroupLayout,
+    blit_layout: wgpu::BindGroupLayout,
+    sampler: wgpu::Sampler,
+    format: wgpu::TextureFormat,
+    layers: HashMap<usize, GpuLayer>,
+    target: Option<Target>,
+}
+
+/// How far the offscreen image is, shared with the window (which asks for another frame until it is complete).
+#[derive(Default)]
+pub struct Fill {
+    pub complete: AtomicBool,
+    pub drawn: AtomicUsize,
+}
+
+/// Whether the adapter is a software rasteriser (lavapipe, llvmpipe, WARP): the viewport starts with a small
+/// per-frame budget there.
+pub fn is_software(rs: &RenderState) -> bool {
+    rs.adapter.get_info().device_type == wgpu::DeviceType::Cpu
+}
+
+/// Creates the pipelines once, at app start, when the window has a wgpu renderer.
 pub fn init(rs: &RenderState) {
     let device = &rs.device;
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("aerie_points"),
-        source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-    });
-    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+    let uniform_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("aerie_points_uniforms"),
         entries: &[wgpu::BindGroupLayoutEntry {
             binding: 0,
@@ -84,12 +139,57 @@ pub fn init(rs: &RenderState) {
             count: None,
         }],
     });
+    let blit_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("aerie_blit"),
+        entries: &[
+            wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::FRAGMENT,
+                ty: wgpu::BindingType::Texture {
+                    sample_type: wgpu::TextureSampleType::Float { filterable: true },
+                    view_dimension: wgpu::TextureViewDimension::D2,
+                    multisampled: false,
+                },
+                count: None,
+            },
+            wgpu::BindGroupLayoutEntry {
+                binding: 1,
+                visibility: wgpu::ShaderStages::FRAGMENT,
+                ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
+                count: None,
+            },
+        ],
+    });
+    let points = points_pipeline(device, &uniform_layout, rs.target_format);
+    let blit = blit_pipeline(device, &blit_layout, rs.target_format);
+    let sampler = device.create_sampler(&wgpu::SamplerDescriptor::default());
+    rs.renderer.write().callback_resources.insert(Resources {
+        points,
+        blit,
+        uniform_layout,
+        blit_layout,
+        sampler,
+        format: rs.target_format,
+        layers: HashMap::new(),
+        target: None,
+    });
+}
+
+fn points_pipeline(
+    device: &wgpu::Device,
+    layout: &wgpu::BindGroupLayout,
+    format: wgpu::TextureFormat,
+) -> wgpu::RenderPipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("aerie_points"),
+        source: wgpu::ShaderSource::Wgsl(SHADER.into()),
+    });
     let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
         label: Some("aerie_points"),
-        bind_group_layouts: &[Some(&layout)],
+        bind_group_layouts: &[Some(layout)],
         immediate_size: 0,
     });
-    let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
         label: Some("aerie_points"),
         layout: Some(&pipeline_layout),
         vertex: wgpu::VertexState {
@@ -115,7 +215,7 @@ pub fn init(rs: &RenderState) {
             module: &module,
             entry_point: Some("fs_main"),
             targets: &[Some(wgpu::ColorTargetState {
-                format: rs.target_format,
+                format,
                 blend: None,
                 write_mask: wgpu::ColorWrites::ALL,
             })],
@@ -123,20 +223,61 @@ pub fn init(rs: &RenderState) {
         }),
         multiview_mask: None,
         cache: None,
-    });
-    rs.renderer.write().callback_resources.insert(Resources {
-        pipeline,
-        layout,
-        layers: HashMap::new(),
-    });
+    })
 }
 
-/// One frame's draw: the layers (slot, contents, how many points of its level-of-detail order to draw).
+fn blit_pipeline(
+    device: &wgpu::Device,
+    layout: &wgpu::BindGroupLayout,
+    format: wgpu::TextureFormat,
+) -> wgpu::RenderPipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("aerie_blit"),
+        source: wgpu::ShaderSource::Wgsl(BLIT.into()),
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("aerie_blit"),
+        bind_group_layouts: &[Some(layout)],
+        immediate_size: 0,
+    });
+    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some("aerie_blit"),
+        layout: Some(&pipeline_layout),
+        vertex: wgpu::VertexState {
+            module: &module,
+            entry_point: Some("vs_main"),
+            buffers: &[],
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+        },
+        primitive: wgpu::PrimitiveState::default(),
+        depth_stencil: None,
+        multisample: wgpu::MultisampleState::default(),
+        fragment: Some(wgpu::FragmentState {
+            module: &module,
+            entry_point: Some("fs_main"),
+            targets: &[Some(wgpu::ColorTargetState {
+                format,
+                blend: None,
+                write_mask: wgpu::ColorWrites::ALL,
+            })],
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+        }),
+        multiview_mask: None,
+        cache: None,
+    })
+}
+
+/// One frame's draw: the camera, the layers (slot, contents), how many more points this frame may draw.
 pub struct DrawPoints {
+    /// Changes whenever what the image shows changes (camera, size, layers): the image then restarts.
+    pub key: u64,
     pub view_proj: [[f32; 4]; 4],
     pub eye: [f32; 3],
-    pub size_px: [f32; 2],
-    pub layers: Vec<(usize, PointLayer, usize)>,
+    pub size_px: [u32; 2],
+    pub background: [f64; 3],
+    pub layers: Vec<(usize, PointLayer)>,
+    pub budget: usize,
+    pub fill: Arc<Fill>,
 }
 
 impl CallbackTrait for DrawPoints {
@@ -145,32 +286,101 @@ impl CallbackTrait for DrawPoints {
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         _screen: &ScreenDescriptor,
-        _encoder: &mut wgpu::CommandEncoder,
+        encoder: &mut wgpu::CommandEncoder,
         resources: &mut CallbackResources,
     ) -> Vec<wgpu::CommandBuffer> {
         let Some(res) = resources.get_mut::<Resources>() else {
             return Vec::new();
         };
-        for (slot, layer, _) in &self.layers {
+        for (slot, layer) in &self.layers {
             let stale = res
                 .layers
                 .get(slot)
                 .is_none_or(|g| g.version != layer.version);
             if stale {
-                res.layers.insert(*slot, upload(device, &res.layout, layer));
+                res.layers
+                    .insert(*slot, upload(device, &res.uniform_layout, layer));
             }
-            let u = Uniforms {
-                view_proj: self.view_proj,
-                eye: [self.eye[0], self.eye[1], self.eye[2], 1.0],
-                params: [
-                    self.size_px[0],
-                    self.size_px[1],
-                    layer.point_size_px,
-                    if layer.shaded { 1.0 } else { 0.0 },
-                ],
-            };
-            if let Some(g) = res.layers.get(slot) {
-                queue.write_buffer(&g.uniforms, 0, bytemuck::bytes_of(&u));
+        }
+        let size = [self.size_px[0].max(1), self.size_px[1].max(1)];
+        if res.target.as_ref().is_none_or(|t| t.size != size) {
+            res.target = Some(target(device, res, size));
+        }
+        let Resources {
+            points,
+            layers,
+            target,
+            ..
+        } = res;
+        let Some(target) = target.as_mut() else {
+            return Vec::new();
+        };
+        let restart = target.key != self.key;
+        if restart {
+            target.key = self.key;
+            target.drawn.clear();
+        }
+        // The next `budget` points of each layer's level-of-detail order, layer after layer.
+        let mut left = self.budget;
+        let mut ranges = Vec::new();
+        for (slot, layer) in &self.layers {
+            let from = target.drawn.get(slot).copied().unwrap_or(0);
+            let to = layer.len().min(from + left);
+            left -= to - from;
+            target.drawn.insert(*slot, to);
+            if to > from {
+                ranges.push((*slot, layer, from, to));
+            }
+            if let Some(g) = layers.get(slot) {
+                queue.write_buffer(&g.uniforms, 0, bytemuck::bytes_of(&self.uniforms(layer)));
+            }
+        }
+        let total: usize = self.layers.iter().map(|(_, l)| l.len()).sum();
+        let drawn: usize = target.drawn.values().sum();
+        self.fill.drawn.store(drawn, Ordering::Relaxed);
+        self.fill.complete.store(drawn >= total, Ordering::Relaxed);
+        if !restart && ranges.is_empty() {
+            return Vec::new();
+        }
+        let load = |clear| {
+            if restart {
+                wgpu::LoadOp::Clear(clear)
+            } else {
+                wgpu::LoadOp::Load
+            }
+        };
+        let [r, g, b] = self.background;
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("aerie_points"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &target.color,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: load(wgpu::Color { r, g, b, a: 1.0 }),
+                    store: wgpu::StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &target.depth,
+                depth_ops: Some(wgpu::Operations {
+                    load: if restart {
+                        wgpu::LoadOp::Clear(1.0)
+                    } else {
+                        wgpu::LoadOp::Load
+                    },
+                    store: wgpu::StoreOp::Store,
+                }),
+                stencil_ops: None,
+            }),
+            ..Default::default()
+        });
+        pass.set_pipeline(points);
+        for (slot, _, from, to) in ranges {
+            if let Some(g) = layers.get(&slot) {
+                pass.set_bind_group(0, &g.bind, &[]);
+                pass.set_vertex_buffer(0, g.points.slice(..));
+                pass.draw(0..3, from as u32..to as u32);
             }
         }
         Vec::new()
@@ -182,30 +392,92 @@ impl CallbackTrait for DrawPoints {
         pass: &mut wgpu::RenderPass<'static>,
         resources: &CallbackResources,
     ) {
-        let Some(res) = resources.get::<Resources>() else {
+        let Some(target) = resources
+            .get::<Resources>()
+            .and_then(|r| r.target.as_ref().map(|t| (r, t)))
+        else {
             return;
         };
-        pass.set_pipeline(&res.pipeline);
-        for (slot, _, count) in &self.layers {
-            if let Some(g) = res.layers.get(slot)
-                && *count > 0
-            {
-                pass.set_bind_group(0, &g.bind, &[]);
-                pass.set_vertex_buffer(0, g.points.slice(..));
-                pass.draw(0..6, 0..*count as u32);
-            }
+        let (res, target) = target;
+        pass.set_pipeline(&res.blit);
+        pass.set_bind_group(0, &target.blit, &[]);
+        pass.draw(0..3, 0..1);
+    }
+}
+
+impl DrawPoints {
+    fn uniforms(&self, layer: &PointLayer) -> Uniforms {
+        Uniforms {
+            view_proj: self.view_proj,
+            eye: [self.eye[0], self.eye[1], self.eye[2], 1.0],
+            params: [
+                self.size_px[0] as f32,
+                self.size_px[1] as f32,
+                layer.point_size_px,
+                if layer.shaded { 1.0 } else { 0.0 },
+            ],
         }
     }
 }
 
+fn target(device: &wgpu::Device, res: &Resources, size: [u32; 2]) -> Target {
+    let texture = |label, format, usage| {
+        device.create_texture(&wgpu::TextureDescriptor {
+            label: Some(label),
+            size: wgpu::Extent3d {
+                width: size[0],
+                height: size[1],
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format,
+            usage,
+            view_formats: &[],
+        })
+    };
+    let color = texture(
+        "aerie_view_color",
+        res.format,
+        wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING,
+    )
+    .create_view(&wgpu::TextureViewDescriptor::default());
+    let depth = texture(
+        "aerie_view_depth",
+        DEPTH_FORMAT,
+        wgpu::TextureUsages::RENDER_ATTACHMENT,
+    )
+    .create_view(&wgpu::TextureViewDescriptor::default());
+    let blit = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("aerie_blit"),
+        layout: &res.blit_layout,
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::TextureView(&color),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: wgpu::BindingResource::Sampler(&res.sampler),
+            },
+        ],
+    });
+    Target {
+        size,
+        color,
+        depth,
+        blit,
+        key: u64::MAX,
+        drawn: HashMap::new(),
+    }
+}
+
 fn upload(device: &wgpu::Device, layout: &wgpu::BindGroupLayout, layer: &PointLayer) -> GpuLayer {
-    // An empty buffer cannot be bound; one zero point stands in (it is never drawn: count is 0).
+    // An empty buffer cannot be bound; one zero point stands in (it is never drawn: the layer is empty).
+    let zero = [GpuPoint::default()];
     let data: &[GpuPoint] = if layer.points.is_empty() {
-        &[GpuPoint {
-            pos: [0.0; 3],
-            color: [0; 4],
-            normal: [0; 4],
-        }]
+        &zero
     } else {
         &layer.points
     };

@@ -35,11 +35,14 @@ pub struct ViewResponse {
 /// The viewport's state between frames.
 pub struct Viewport {
     pub camera: Camera,
-    /// Points drawn per layer while the camera moves (the rest when it stops).
-    pub moving_budget: usize,
+    /// Points the GPU draws per frame: the whole image restarts with this many while the camera moves and fills
+    /// up by this many per frame once it rests (see `gpu`); adapted to keep frames near 40 ms.
+    pub budget: usize,
+    /// Whether to adapt `budget` to the frame time (off for benchmarks).
+    pub adaptive: bool,
+    fill: std::sync::Arc<gpu::Fill>,
     /// W A S D Q E move the camera (fly mode) while the pointer is over the viewport.
     pub fly: bool,
-    last_motion: f64,
     cpu_texture: Option<egui::TextureHandle>,
     cpu_key: Option<CpuKey>,
     /// Points drawn in the last frame, for the status line.
@@ -52,9 +55,10 @@ impl Default for Viewport {
     fn default() -> Self {
         Viewport {
             camera: Camera::default(),
-            moving_budget: 2_000_000,
+            budget: 1_000_000,
+            adaptive: true,
+            fill: Default::default(),
             fly: false,
-            last_motion: -1.0,
             cpu_texture: None,
             cpu_key: None,
             drawn: 0,
@@ -65,6 +69,8 @@ impl Default for Viewport {
 
 /// Most points the CPU fallback draws, moving or not: it must stay interactive without a GPU.
 const CPU_BUDGET: usize = 1_500_000;
+/// Most points of each layer searched for a click (an even sample: the layers are in level-of-detail order).
+const PICK_BUDGET: usize = 4_000_000;
 
 impl Viewport {
     /// Draws `layers` (slot, layer) and `overlay` filling `ui`, handles the camera, and reports a click.
@@ -78,32 +84,25 @@ impl Viewport {
         let rect = ui.available_rect_before_wrap();
         let response = ui.allocate_rect(rect, Sense::click_and_drag());
         self.last_rect = Some(rect);
-        let moved = self.handle_input(ui, &response, rect);
-        let now = ui.input(|i| i.time);
-        if moved {
-            self.last_motion = now;
-        }
-        let moving = now - self.last_motion < 0.3;
-        if moving {
-            // Draw the full detail once the camera rests.
-            ui.ctx()
-                .request_repaint_after(std::time::Duration::from_millis(320));
-        }
-        let budget = if gpu {
-            if moving {
-                self.moving_budget
-            } else {
-                usize::MAX
-            }
-        } else {
-            CPU_BUDGET
-        };
-        let counts: Vec<usize> = layers.iter().map(|(_, l)| l.len().min(budget)).collect();
-        self.drawn = counts.iter().sum();
+        self.handle_input(ui, &response, rect);
         ui.painter().rect_filled(rect, 0.0, BACKGROUND);
         if gpu {
-            self.paint_gpu(ui, rect, layers, &counts);
+            self.adapt_budget(ui);
+            self.paint_gpu(ui, rect, layers);
+            self.drawn = self.fill.drawn.load(std::sync::atomic::Ordering::Relaxed);
+            if !self
+                .fill
+                .complete
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                ui.ctx().request_repaint();
+            }
         } else {
+            let counts: Vec<usize> = layers
+                .iter()
+                .map(|(_, l)| l.len().min(CPU_BUDGET))
+                .collect();
+            self.drawn = counts.iter().sum();
             self.paint_cpu(ui, rect, layers, &counts);
         }
         self.paint_overlay(ui, rect, overlay);
@@ -111,6 +110,10 @@ impl Viewport {
         if response.clicked()
             && let Some(pos) = response.interact_pointer_pos()
         {
+            let counts: Vec<usize> = layers
+                .iter()
+                .map(|(_, l)| l.len().min(PICK_BUDGET))
+                .collect();
             out.clicked = self.pick(rect, pos, layers, &counts);
         }
         if response.double_clicked()
@@ -121,7 +124,7 @@ impl Viewport {
         out
     }
 
-    fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, rect: Rect) -> bool {
+    fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, rect: Rect) {
         let mut moved = false;
         let d = response.drag_delta();
         if d != egui::Vec2::ZERO {
@@ -145,7 +148,9 @@ impl Viewport {
                 moved |= self.fly_keys(ui);
             }
         }
-        moved
+        if moved {
+            ui.ctx().request_repaint();
+        }
     }
 
     fn fly_keys(&mut self, ui: &egui::Ui) -> bool {
@@ -168,24 +173,69 @@ impl Viewport {
         true
     }
 
-    fn paint_gpu(
-        &self,
-        ui: &egui::Ui,
-        rect: Rect,
-        layers: &[(usize, &PointLayer)],
-        counts: &[usize],
-    ) {
+    /// Whether the last image shows every point (the GPU fills it over several frames).
+    pub fn complete(&self) -> bool {
+        self.fill
+            .complete
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Keeps a frame near 40 ms while the image is being drawn: fewer points per frame when frames are slow.
+    fn adapt_budget(&mut self, ui: &egui::Ui) {
+        let filling = !self
+            .fill
+            .complete
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if !self.adaptive || !filling {
+            return;
+        }
+        let dt = ui.input(|i| i.unstable_dt);
+        if dt > 0.06 {
+            self.budget = (self.budget as f32 * 0.7) as usize;
+        } else if dt < 0.03 {
+            self.budget = (self.budget as f32 * 1.25) as usize;
+        }
+        self.budget = self.budget.clamp(50_000, 50_000_000);
+    }
+
+    fn paint_gpu(&self, ui: &egui::Ui, rect: Rect, layers: &[(usize, &PointLayer)]) {
+        use std::hash::{Hash, Hasher};
         let ppp = ui.ctx().pixels_per_point();
+        let size_px = [
+            (rect.width() * ppp).round() as u32,
+            (rect.height() * ppp).round() as u32,
+        ];
+        let c = &self.camera;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        [
+            c.target[0],
+            c.target[1],
+            c.target[2],
+            c.yaw,
+            c.pitch,
+            c.distance,
+            c.fov_y,
+        ]
+        .map(f32::to_bits)
+        .hash(&mut h);
+        size_px.hash(&mut h);
+        for (slot, l) in layers {
+            (slot, l.version, l.point_size_px.to_bits(), l.shaded).hash(&mut h);
+        }
         let vp = self.camera.view_proj(rect.width() / rect.height().max(1.0));
+        let bg = [BACKGROUND.r(), BACKGROUND.g(), BACKGROUND.b()].map(|v| v as f64 / 255.0);
         let draw = gpu::DrawPoints {
+            key: h.finish(),
             view_proj: vp.into(),
             eye: self.camera.eye().coords.into(),
-            size_px: [rect.width() * ppp, rect.height() * ppp],
+            size_px,
+            background: bg,
             layers: layers
                 .iter()
-                .zip(counts)
-                .map(|((slot, l), &n)| (*slot, (*l).clone(), n))
+                .map(|(slot, l)| (*slot, (*l).clone()))
                 .collect(),
+            budget: self.budget,
+            fill: std::sync::Arc::clone(&self.fill),
         };
         ui.painter().add(gpu::callback(rect, draw));
     }
