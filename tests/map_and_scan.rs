@@ -54,15 +54,25 @@ fn prepare_info_export_scan() {
     assert!(String::from_utf8_lossy(&text.stdout).contains("recipe"));
 
     let pcd = dir.path().join("lone_marsim.pcd");
-    ok(
-        &aerie(&["export", s(&map), s(&pcd), "--for", "marsim"]),
-        "export marsim",
-    );
+    let marsim = aerie(&["export", s(&map), s(&pcd), "--for", "marsim"]);
+    ok(&marsim, "export marsim");
     let bytes = std::fs::read(&pcd).unwrap();
     let head = String::from_utf8_lossy(&bytes[..200]);
+    // MARSIM loads pcl::PointXYZ, whose fields must be float: the georeferenced map moves to a local frame.
     assert!(
-        head.contains("FIELDS x y z\n") && head.contains("DATA binary"),
+        head.contains("FIELDS x y z\n")
+            && head.contains("SIZE 4 4 4\n")
+            && head.contains("TYPE F F F\n")
+            && head.contains("DATA binary"),
         "{head}"
+    );
+    assert!(String::from_utf8_lossy(&marsim.stderr).contains("local frame"));
+    let local: serde_json::Value =
+        serde_json::from_slice(&aerie(&["info", "--json", s(&pcd)]).stdout).unwrap();
+    let lo = local[0]["bounds"][0].as_array().unwrap();
+    assert!(
+        lo.iter().all(|c| (0.0..1.0).contains(&c.as_f64().unwrap())),
+        "{lo:?}"
     );
     for ext in ["ply", "las", "laz", "e57", "xyz"] {
         let out_path = dir.path().join(format!("lone.{ext}"));

@@ -38,7 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some("marsim") => Target::Marsim,
         _ => Target::Generic,
     };
-    write(
+    let shift = write(
         &cloud,
         &args.output,
         args.format,
@@ -48,6 +48,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     )?;
     if !args.quiet {
         eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
+        if let Some(s) = shift {
+            eprintln!("{}", shift_note(s));
+        }
     }
     Ok(())
 }
@@ -61,7 +64,18 @@ pub enum Target {
     Marsim,
 }
 
-/// Writes a map's cloud for another tool: the one export path of the CLI and the app.
+/// What the user must know when a MARSIM export was moved to a local frame.
+pub fn shift_note(s: [f64; 3]) -> String {
+    format!(
+        "moved by ({}, {}, {}) m into a local frame: MARSIM reads float coordinates, which would lose \
+         centimetres this far from 0; add the offset back to return to the map's frame",
+        -s[0], -s[1], -s[2]
+    )
+}
+
+/// Writes a map's cloud for another tool: the one export path of the CLI and the app. For MARSIM, a map far
+/// from the origin (georeferenced) is moved to a local frame, since MARSIM (PCL's `PointXYZ`) loads only float
+/// coordinates: the offset subtracted is returned.
 pub fn write(
     cloud: &Cloud,
     output: &Path,
@@ -69,7 +83,7 @@ pub fn write(
     encoding: Option<Encoding>,
     las_version: Option<LasVersion>,
     target: Target,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<[f64; 3]>> {
     let mut opts = WriteOptions {
         encoding,
         las_version,
@@ -88,8 +102,18 @@ pub fn write(
         format = Some(Format::Pcd);
         opts.encoding = Some(Encoding::Binary);
         opts.fields = Some(Vec::new());
+        if let Some((lo, hi)) = cloud.bounds()
+            && lo.iter().chain(&hi).any(|v| v.abs() >= 1e4)
+        {
+            let shift = lo.map(f64::floor);
+            let mut local = cloud.clone();
+            local.origin = std::array::from_fn(|k| cloud.origin[k] - shift[k]);
+            io::write(&local, output, format, &opts)
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            return Ok(Some(shift));
+        }
     }
     io::write(cloud, output, format, &opts)
         .with_context(|| format!("cannot write {}", output.display()))?;
-    Ok(())
+    Ok(None)
 }

@@ -98,7 +98,6 @@ pub struct LogLine {
 
 /// Slots of the viewport's layers.
 pub const SLOT_MAP: usize = 1000;
-pub const SLOT_SCAN: usize = 2000;
 
 pub struct AerieApp {
     pub(super) settings: Settings,
@@ -295,7 +294,6 @@ impl AerieApp {
         {
             out.push((SLOT_MAP, &m.layer));
         }
-        out.extend(self.sim.scan_layers());
         out
     }
 

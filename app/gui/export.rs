@@ -9,6 +9,7 @@ use eframe::egui::{self, RichText};
 
 use super::app::AerieApp;
 use crate::cli::export::{Target, write};
+
 use crate::jobs::Job;
 
 /// The choices offered: label, format, encoding, target, file extension.
@@ -47,11 +48,14 @@ pub const CHOICES: [(&str, Format, Option<Encoding>, Target, &str); 8] = [
     ("XYZ text", Format::Xyz, None, Target::Generic, "xyz"),
 ];
 
+/// The file written, its points, and the offset a MARSIM export was moved by.
+pub type Written = (PathBuf, usize, Option<[f64; 3]>);
+
 #[derive(Default)]
 pub struct ExportState {
     pub choice: usize,
     pub path: String,
-    pub job: Option<Job<(PathBuf, usize)>>,
+    pub job: Option<Job<Written>>,
 }
 
 /// Writes the map as the chosen format to `path` in the background.
@@ -60,8 +64,8 @@ pub fn start(app: &mut AerieApp, path: PathBuf) {
     let cloud: Arc<Cloud> = Arc::clone(&m.cloud);
     let (_, format, encoding, target, _) = CHOICES[app.export.choice];
     app.export.job = Some(Job::spawn("export", app.waker(), move |_| {
-        write(&cloud, &path, Some(format), encoding, None, target)?;
-        Ok((path, cloud.len()))
+        let shift = write(&cloud, &path, Some(format), encoding, None, target)?;
+        Ok((path, cloud.len(), shift))
     }));
 }
 
@@ -69,7 +73,12 @@ pub fn poll(app: &mut AerieApp) {
     if let Some(r) = app.export.job.as_mut().and_then(|j| j.poll()) {
         app.export.job = None;
         match r {
-            Ok((p, n)) => app.info(format!("exported {n} points to {}", p.display())),
+            Ok((p, n, shift)) => {
+                let note = shift
+                    .map(|s| format!("; {}", crate::cli::export::shift_note(s)))
+                    .unwrap_or_default();
+                app.info(format!("exported {n} points to {}{note}", p.display()));
+            }
             Err(e) => app.error(e),
         }
     }

@@ -19,7 +19,7 @@ use nalgebra::Point3;
 pub struct VehicleLive {
     pub name: String,
     pub position: [f64; 3],
-    /// Past positions, view-local, every 0.1 s.
+    /// Past positions, view-local, one per slice of simulated time.
     pub track: Vec<[f32; 3]>,
 }
 
@@ -214,14 +214,11 @@ fn record(
     let states = flight.states();
     snap.vehicles
         .resize_with(states.len(), VehicleLive::default);
-    let sample_track = snap.plot.last().is_none_or(|l| snap.t - l[0] >= 0.099);
     for (v, (name, s)) in snap.vehicles.iter_mut().zip(&states) {
         v.name = name.to_string();
         v.position = s.position.into();
-        if sample_track {
-            v.track
-                .push(std::array::from_fn(|k| (s.position[k] - origin[k]) as f32));
-        }
+        v.track
+            .push(std::array::from_fn(|k| (s.position[k] - origin[k]) as f32));
     }
     if let Some((_, s)) = states.first() {
         let (r, p, y) = s.world_from_body.euler_angles();

@@ -10,9 +10,12 @@ use aerie_simcore::vehicle::QuadParams;
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Legend, Line, Plot};
 
-use super::app::{AerieApp, SLOT_SCAN};
+use super::app::AerieApp;
 use super::live::{Live, Snapshot};
-use super::view::{Overlay, PointLayer};
+use super::view::Overlay;
+
+/// Most points of a live scan drawn over the map (a 128-beam LiDAR returns 260k per frame).
+const MAX_SCAN_DRAWN: usize = 40_000;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ClickSets {
@@ -34,7 +37,6 @@ pub struct SimState {
     pub speed_x: f32,
     live: Option<Live>,
     pub snap: Snapshot,
-    scan_layer: Option<PointLayer>,
     scan_seq: u64,
     range_tex: Option<egui::TextureHandle>,
     reported: bool,
@@ -53,7 +55,6 @@ impl Default for SimState {
             speed_x: 1.0,
             live: None,
             snap: Snapshot::default(),
-            scan_layer: None,
             scan_seq: 0,
             range_tex: None,
             reported: false,
@@ -70,8 +71,11 @@ impl SimState {
         self.live.is_some()
     }
 
-    pub fn scan_layers(&self) -> Vec<(usize, &PointLayer)> {
-        self.scan_layer.iter().map(|l| (SLOT_SCAN, l)).collect()
+    /// The latest scan, thinned to at most `MAX_SCAN_DRAWN` points, for the overlay.
+    pub fn scan_points(&self) -> Vec<[f32; 3]> {
+        let scan = &self.snap.scan;
+        let stride = scan.len().div_ceil(MAX_SCAN_DRAWN).max(1);
+        scan.iter().step_by(stride).copied().collect()
     }
 
     pub fn stop(&mut self) {
@@ -190,11 +194,6 @@ pub fn poll(app: &mut AerieApp) {
     let snap = live.snapshot();
     if snap.scan_seq != app.sim.scan_seq {
         app.sim.scan_seq = snap.scan_seq;
-        app.sim.scan_layer = Some(PointLayer::solid(
-            snap.scan.iter().copied(),
-            [255, 255, 255],
-            3.0,
-        ));
         if let Some(r) = &snap.range {
             let image = range_image(r);
             match &mut app.sim.range_tex {
@@ -262,6 +261,8 @@ pub fn overlay(app: &AerieApp, o: &mut Overlay) {
             .push((p, Color32::from_rgb(255, 170, 40), "goal".into()));
     }
     let origin = app.view_origin.unwrap_or_default();
+    o.points = app.sim.scan_points();
+    o.points_color = Color32::WHITE;
     for v in &app.sim.snap.vehicles {
         o.lines
             .push((v.track.clone(), Color32::from_rgb(90, 200, 255)));

@@ -144,7 +144,7 @@ fn import_clean_fly_and_export_lone_star() {
         h.state().sim.snap.error
     );
     assert!(
-        !h.state().sim.scan_layers().is_empty(),
+        !h.state().sim.scan_points().is_empty(),
         "the live scan is drawn"
     );
     assert!(h.state().sim.snap.plot.len() > 20);

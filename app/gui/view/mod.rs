@@ -14,6 +14,9 @@ pub use points::{ColorMode, PointLayer};
 /// Lines and markers in view coordinates, drawn over the points.
 #[derive(Default)]
 pub struct Overlay {
+    /// Points drawn on top of everything (a live scan), in one colour.
+    pub points: Vec<[f32; 3]>,
+    pub points_color: Color32,
     pub lines: Vec<(Vec<[f32; 3]>, Color32)>,
     pub markers: Vec<([f32; 3], Color32, String)>,
 }
@@ -195,7 +198,7 @@ impl Viewport {
         } else if dt < 0.03 {
             self.budget = (self.budget as f32 * 1.25) as usize;
         }
-        self.budget = self.budget.clamp(50_000, 50_000_000);
+        self.budget = self.budget.clamp(150_000, 50_000_000);
     }
 
     fn paint_gpu(&self, ui: &egui::Ui, rect: Rect, layers: &[(usize, &PointLayer)]) {
@@ -310,6 +313,18 @@ impl Viewport {
     fn paint_overlay(&self, ui: &egui::Ui, rect: Rect, overlay: &Overlay) {
         let painter = ui.painter_at(rect);
         let project = self.to_screen(rect);
+        if !overlay.points.is_empty() {
+            // One mesh of small squares: a live scan stays visible over the map without taking part in the
+            // map's progressive image (which would restart with every frame of the scan).
+            let mut mesh = egui::Mesh::default();
+            for p in overlay.points.iter().filter_map(|p| project(*p)) {
+                mesh.add_colored_rect(
+                    Rect::from_center_size(p, egui::vec2(2.5, 2.5)),
+                    overlay.points_color,
+                );
+            }
+            painter.add(egui::Shape::mesh(mesh));
+        }
         for (line, color) in &overlay.lines {
             let pts: Vec<Pos2> = line.iter().filter_map(|p| project(*p)).collect();
             if pts.len() > 1 {

@@ -109,7 +109,8 @@ impl PointLayer {
         }
     }
 
-    /// A layer of points in one colour (a live scan, a path).
+    /// A layer of points in one colour.
+    #[cfg(test)]
     pub fn solid(
         points: impl Iterator<Item = [f32; 3]>,
         color: [u8; 3],
