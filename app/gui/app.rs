@@ -474,6 +474,7 @@ impl AerieApp {
             .collect();
         let refs: Vec<(usize, &PointLayer)> = layers.iter().map(|(s, l)| (*s, l)).collect();
         if refs.is_empty() {
+            self.view.show_nothing();
             ui.centered_and_justified(|ui| {
                 ui.label(RichText::new("Drop scan files (LAS, LAZ, E57, PLY, PCD, XYZ) or a map (.amap) here,\nor use Import on the left.").size(16.0).weak());
             });

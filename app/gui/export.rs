@@ -13,7 +13,7 @@ use crate::cli::export::{Target, write};
 use crate::jobs::Job;
 
 /// The choices offered: label, format, encoding, target, file extension.
-pub const CHOICES: [(&str, Format, Option<Encoding>, Target, &str); 8] = [
+pub const CHOICES: [(&str, Format, Option<Encoding>, Target, &str); 9] = [
     (
         "MARSIM map (binary PCD, x y z)",
         Format::Pcd,
@@ -46,6 +46,13 @@ pub const CHOICES: [(&str, Format, Option<Encoding>, Target, &str); 8] = [
     ("LAZ", Format::Laz, None, Target::Generic, "laz"),
     ("E57", Format::E57, None, Target::Generic, "e57"),
     ("XYZ text", Format::Xyz, None, Target::Generic, "xyz"),
+    (
+        "KITTI .bin (x y z intensity)",
+        Format::Kitti,
+        None,
+        Target::Generic,
+        "bin",
+    ),
 ];
 
 /// The file written, its points, and the offset a MARSIM export was moved by.

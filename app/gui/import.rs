@@ -178,7 +178,10 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     ui.heading("Import scans");
     ui.label("LAS, LAZ, E57, PLY, PCD, XYZ/TXT/CSV, KITTI .bin, or a prepared map (.amap). Several files are merged when cleaned. You can also drop files on the window.");
     ui.horizontal(|ui| {
-        if ui.button("Open files…").clicked()
+        if ui
+            .button("Open files…")
+            .on_hover_text("The desktop's file dialog (xdg-desktop-portal); without one, drop files or type a path")
+            .clicked()
             && let Some(paths) = rfd::FileDialog::new()
                 .add_filter("scans and maps", &EXTENSIONS)
                 .pick_files()

@@ -176,6 +176,16 @@ impl Viewport {
         true
     }
 
+    /// There is nothing to draw: the image is complete as it is.
+    pub fn show_nothing(&self) {
+        self.fill
+            .complete
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.fill
+            .drawn
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Whether the last image shows every point (the GPU fills it over several frames).
     pub fn complete(&self) -> bool {
         self.fill
