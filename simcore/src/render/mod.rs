@@ -10,8 +10,8 @@
 //! - [`Method::Beam`]: each beam is marched front to back through a two-level grid over the map and intersected
 //!   with oriented disks (points with a normal and a small plane thickness) or disks facing the beam (other
 //!   points), stopping at the first cell that holds a hit. Cost grows with the beams and barely with the map;
-//!   best for sparse patterns. Needs a per-map index ([`BeamIndex`], 16 bytes per point and cell it reaches
-//!   in packs of four, ~64 bytes per point), built once by [`Renderer`] and reused (or shared:
+//!   best for sparse patterns. Needs a per-map index ([`BeamIndex`], 24 bytes per point and cell it reaches
+//!   in packs of four, ~85 bytes per point), built once by [`Renderer`] and reused (or shared:
 //!   [`Renderer::set_index`]).
 //!
 //! Speed (`aerie bench scan`, synthetic maps at r_map 0.05, 2 cores shared with other jobs): the beam renderer
