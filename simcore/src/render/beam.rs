@@ -2,9 +2,12 @@
 //! 8 x 8 x 8 fine cells; empty blocks and empty cells are skipped) and takes the nearest disk it crosses
 //! (oriented disks of radius sqrt(3)/2 * r_map for points on planes, disks facing the beam for the others). A
 //! point is listed in every fine cell its disk can reach, so the first cell holding a hit nearer than the
-//! cell's exit ends the march. A cell's points are stored four to a cache line (structure of arrays) and screened
-//! four at a time with SSE before the exact test. Beams are independent, so the result does not depend on the
-//! number of threads.
+//! cell's exit ends the march. A cell's points are stored four to a pack (structure of arrays, with the normal
+//! and plane thickness the exact test needs beside the coordinates) and screened four at a time with SSE before
+//! the exact test. On large maps a beam's time is mostly waiting for cache misses (block table, occupancy, cell
+//! starts, packs), so each table a beam reads is laid out to cost one miss: the block's occupied-cell box sits in
+//! the block table, each block's occupancy is one cache line. Beams are independent, so the result does not
+//! depend on the number of threads.
 
 use rayon::prelude::*;
 use wide::f32x4;
@@ -70,17 +73,24 @@ fn unpack_normal(v: u32) -> [f32; 3] {
 /// Lanes of a [`Pack`].
 const LANES: usize = 4;
 
-/// Four points of a fine cell in structure-of-arrays form, one cache line: the screening test runs on all four
-/// lanes at once (SIMD), where records one after the other made the compiler test them one by one. A cell's
-/// last pack is padded with NaN coordinates, which fail every test.
+/// Four points of a fine cell in structure-of-arrays form: the screening test runs on all four lanes at once
+/// (SIMD), where records one after the other made the compiler test them one by one. Everything the exact test
+/// reads (packed normal, plane thickness) sits in the pack beside the coordinates: the march is bound by the
+/// latency of cache misses on large maps, and per-point tables indexed by map point cost two more misses per
+/// exact test. A cell's last pack is padded with NaN coordinates, which fail every test.
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(64))]
+#[repr(C, align(32))]
 struct Pack {
     x: [f32; LANES],
     y: [f32; LANES],
     z: [f32; LANES],
-    /// Index of each point in the map (and in `BeamIndex::normals`).
+    /// Index of each point in the map.
     idx: [u32; LANES],
+    /// Packed normal of each point (see [`pack_normal`]).
+    normal: [u32; LANES],
+    /// Plane thickness of each point, millimetres (saturating; `u16::MAX` where there is no plane): how deep
+    /// the surface layer behind a hit on it reaches.
+    gamma: [u16; LANES],
 }
 
 const EMPTY_PACK: Pack = Pack {
@@ -88,7 +98,27 @@ const EMPTY_PACK: Pack = Pack {
     y: [f32::NAN; LANES],
     z: [f32::NAN; LANES],
     idx: [0; LANES],
+    normal: [0; LANES],
+    gamma: [u16::MAX; LANES],
 };
+
+/// An entry of the block table: the block's slot and the box of its occupied cells (min and max cell per
+/// axis), read together so that a beam clips itself to the box without another cache miss.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    slot: u32,
+    bbox: [u8; 6],
+}
+
+const EMPTY_BLOCK: Block = Block {
+    slot: EMPTY,
+    bbox: [0; 6],
+};
+
+/// Occupancy of one slot's 512 cells, one bit each, aligned to a cache line so that it costs one miss.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Occupancy([u64; BLOCK_CELLS / 64]);
 
 /// Acceleration structure of the beam renderer for one map (built once per map).
 pub struct BeamIndex {
@@ -97,25 +127,19 @@ pub struct BeamIndex {
     lo: [f32; 3],
     cell: f32,
     inv_cell: f32,
-    /// Block table: block -> slot of its cells, or `EMPTY`.
+    /// Block table: block -> slot of its cells (or `EMPTY`) and the box of its occupied cells: a beam is
+    /// clipped to the box before marching the block, so it skips the empty part of a block (above the
+    /// ground, beside a wall).
     top_dims: [i32; 3],
-    top: Vec<u32>,
+    top: Vec<Block>,
     /// Per slot, `BLOCK_CELLS` cell starts into `packs` (plus one final end).
     starts: Vec<u32>,
-    /// Per slot, eight words: one bit per cell, set where the cell holds points. A beam crosses mostly empty
-    /// cells; this table is 32 times smaller than `starts`, so it stays in cache.
-    occupied: Vec<u64>,
-    /// Per slot, the box of its occupied cells (min and max cell per axis): a beam is clipped to it before
-    /// marching the block, so it skips the empty part of a block (above the ground, beside a wall).
-    boxes: Vec<[u8; 6]>,
+    /// Per slot, one bit per cell, set where the cell holds points. A beam crosses mostly empty cells; this
+    /// table is 32 times smaller than `starts`, so it stays in cache longer.
+    occupied: Vec<Occupancy>,
     /// Points grouped by fine cell (a point appears in every cell its disk can reach), then in map order, four
     /// to a pack.
     packs: Vec<Pack>,
-    /// Packed normal of each map point, read only for points that pass the screening test.
-    normals: Vec<u32>,
-    /// Plane thickness of each map point, millimetres (saturating; `u16::MAX` where there is no plane): how
-    /// deep the surface layer behind a hit on it reaches.
-    gammas: Vec<u16>,
     /// Plane thickness below which the packed normals say "planar".
     gamma_max: f32,
 }
@@ -242,7 +266,7 @@ impl BeamIndex {
             }
         }
         let mut starts = vec![0u32; n_slots as usize * BLOCK_CELLS + 1];
-        let mut occupied = vec![0u64; n_slots as usize * (BLOCK_CELLS / 64)];
+        let mut occupied = vec![Occupancy::default(); n_slots as usize];
         let cell_slot = |k: u64| -> Option<usize> {
             let c = k >> 32;
             let block = (c / BLOCK_CELLS as u64) as usize;
@@ -267,7 +291,10 @@ impl BeamIndex {
                 if let Some(s) = starts.get_mut(c + 1) {
                     *s += 1;
                 }
-                if let Some(w) = occupied.get_mut(c / 64) {
+                if let Some(w) = occupied
+                    .get_mut(c / BLOCK_CELLS)
+                    .and_then(|o| o.0.get_mut(c % BLOCK_CELLS / 64))
+                {
                     *w |= 1u64 << (c % 64);
                 }
             }
@@ -294,51 +321,38 @@ impl BeamIndex {
                 lane = 0;
             }
             let idx = k as u32;
-            let p = positions
-                .get(idx as usize)
-                .copied()
-                .unwrap_or([f32::NAN; 3]);
+            let i = idx as usize;
+            let p = positions.get(i).copied().unwrap_or([f32::NAN; 3]);
+            let gamma = map.gamma.and_then(|g| g.get(i)).copied();
+            let normal = map.normals.and_then(|n| n.get(i)).copied();
             if let Some(pack) = packs.get_mut(at) {
                 pack.x[lane] = p[0];
                 pack.y[lane] = p[1];
                 pack.z[lane] = p[2];
                 pack.idx[lane] = idx;
+                pack.normal[lane] = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max);
+                pack.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
             }
             lane += 1;
         }
         drop(keys);
-        let normals: Vec<u32> = (0..positions.len())
-            .into_par_iter()
-            .map(|i| {
-                let normal = map.normals.and_then(|n| n.get(i)).copied();
-                let gamma = map.gamma.and_then(|g| g.get(i)).copied().unwrap_or(0.0);
-                pack_normal(normal, gamma < gamma_max)
-            })
-            .collect();
-        let gammas: Vec<u16> = (0..positions.len())
-            .into_par_iter()
-            .map(|i| {
-                gamma_mm(
-                    map.gamma
-                        .and_then(|g| g.get(i))
-                        .copied()
-                        .unwrap_or(f32::INFINITY),
-                )
+        let top = top
+            .iter()
+            .map(|&slot| match boxes.get(slot as usize) {
+                Some(&bbox) => Block { slot, bbox },
+                None => EMPTY_BLOCK,
             })
             .collect();
         BeamIndex {
             rho,
             lo,
-            gammas,
             cell,
             inv_cell,
             top_dims,
             top,
             starts,
             occupied,
-            boxes,
             packs,
-            normals,
             gamma_max,
         }
     }
@@ -350,10 +364,9 @@ impl BeamIndex {
 
     /// Memory held by the index, bytes.
     pub fn memory_bytes(&self) -> usize {
-        4 * (self.top.len() + self.starts.len() + self.normals.len())
-            + 6 * self.boxes.len()
-            + 8 * self.occupied.len()
-            + 2 * self.gammas.len()
+        4 * self.starts.len()
+            + self.top.len() * std::mem::size_of::<Block>()
+            + self.occupied.len() * std::mem::size_of::<Occupancy>()
             + self.packs.len() * std::mem::size_of::<Pack>()
     }
 }
@@ -493,7 +506,7 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
         let [x, y, z] = outer.cell;
         let exit = outer.exit();
         let block = ((z * td[1] + y) * td[0] + x) as usize;
-        if let Some(&slot) = index.top.get(block)
+        if let Some(&Block { slot, bbox }) = index.top.get(block)
             && slot != EMPTY
         {
             let blo = [
@@ -505,6 +518,7 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
                 &ray,
                 index,
                 slot as usize,
+                bbox,
                 blo,
                 inv,
                 t_enter,
@@ -527,6 +541,7 @@ fn trace_block(
     ray: &RayCtx,
     index: &BeamIndex,
     slot: usize,
+    b: [u8; 6],
     blo: [f32; 3],
     inv: [f32; 3],
     t_enter: f32,
@@ -535,9 +550,6 @@ fn trace_block(
 ) {
     let dims = [BLOCK; 3];
     let c = index.cell;
-    let Some(b) = index.boxes.get(slot) else {
-        return;
-    };
     let box_lo = [0, 1, 2].map(|a| blo[a] + b[a] as f32 * c);
     let box_hi = [0, 1, 2].map(|a| blo[a] + (b[a + 3] as f32 + 1.0) * c);
     let Some((ta, tb)) = slab(ray.o, inv, box_lo, box_hi) else {
@@ -565,8 +577,9 @@ fn trace_block(
         let cell = base + local;
         let occupied = index
             .occupied
-            .get(cell / 64)
-            .is_some_and(|w| w & (1u64 << (cell % 64)) != 0);
+            .get(slot)
+            .and_then(|o| o.0.get(local / 64))
+            .is_some_and(|w| w & (1u64 << (local % 64)) != 0);
         if occupied
             && let (Some(&a), Some(&b)) = (index.starts.get(cell), index.starts.get(cell + 1))
         {
@@ -576,10 +589,15 @@ fn trace_block(
                 while mask != 0 {
                     let j = mask.trailing_zeros() as usize;
                     mask &= mask - 1;
-                    if let (Some(&x), Some(&y), Some(&z), Some(&idx)) =
-                        (pack.x.get(j), pack.y.get(j), pack.z.get(j), pack.idx.get(j))
-                    {
-                        exact(ray, index, [x, y, z], idx, t_end, best);
+                    if let (Some(&x), Some(&y), Some(&z), Some(&idx), Some(&normal), Some(&gamma)) = (
+                        pack.x.get(j),
+                        pack.y.get(j),
+                        pack.z.get(j),
+                        pack.idx.get(j),
+                        pack.normal.get(j),
+                        pack.gamma.get(j),
+                    ) {
+                        exact(ray, [x, y, z], idx, normal, gamma, t_end, best);
                     }
                 }
             }
@@ -610,19 +628,23 @@ fn screen(ray: &RayCtx, pack: &Pack) -> u32 {
 
 /// The exact disk test of a screened item; offers the hit to the beam's layer of candidates.
 #[inline]
-fn exact(ray: &RayCtx, index: &BeamIndex, p: [f32; 3], idx: u32, t_end: f32, best: &mut Layer) {
+fn exact(
+    ray: &RayCtx,
+    p: [f32; 3],
+    idx: u32,
+    packed: u32,
+    gamma_mm: u16,
+    t_end: f32,
+    best: &mut Layer,
+) {
     let u = ray.u;
     let rel = sub(p, ray.o);
     let tp = dot(rel, u);
     let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
     let perp2 = dot(m, m);
-    let Some(&packed) = index.normals.get(idx as usize) else {
-        return;
-    };
     if let Some((t, cos, off2)) = disk_hit(ray, packed, rel, tp, perp2)
         && t <= t_end
     {
-        let gamma_mm = index.gammas.get(idx as usize).copied().unwrap_or(u16::MAX);
         best.offer(t, idx, cos, 1.0 - off2 / ray.rho2, gamma_mm);
     }
 }

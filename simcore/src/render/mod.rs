@@ -10,8 +10,8 @@
 //! - [`Method::Beam`]: each beam is marched front to back through a two-level grid over the map and intersected
 //!   with oriented disks (points with a normal and a small plane thickness) or disks facing the beam (other
 //!   points), stopping at the first cell that holds a hit. Cost grows with the beams and barely with the map;
-//!   best for sparse patterns. Needs a per-map index ([`BeamIndex`], 16 bytes per point and cell it reaches
-//!   in packs of four, ~64 bytes per point), built once by [`Renderer`] and reused (or shared:
+//!   best for sparse patterns. Needs a per-map index ([`BeamIndex`], 24 bytes per point and cell it reaches
+//!   in packs of four, ~85 bytes per point), built once by [`Renderer`] and reused (or shared:
 //!   [`Renderer::set_index`]).
 //!
 //! Speed (`aerie bench scan`, synthetic maps at r_map 0.05, 2 cores shared with other jobs): the beam renderer
@@ -20,8 +20,9 @@
 //! per beam), not by memory: a 100k-point map that fits in cache is only ~25% faster. The splat renderer
 //! costs about twice as much per frame for Livox patterns and grows with the map. On the real lone_star TLS
 //! scan (tiled 4x4, 5.8M points; docs/benchmarks.md) an Avia beam visits ~15 blocks (6 occupied) and ~12 cells
-//! (4 occupied), screens ~72 points and tests ~5 exactly: ~6,200 instructions per beam and frame (callgrind),
-//! the same per beam on the untiled 0.36M-point scan, so the cost is the march's arithmetic and branches.
+//! (4 occupied), screens ~72 points and tests ~5 exactly: ~6,200 instructions per beam and frame (callgrind).
+//! On that map a beam also waits on cache misses: a Mid-360 beam, with half the work, cost as much; keeping what
+//! a beam reads together (docs/benchmarks.md, "Renderer speed") saved 0-20% of CPU per frame.
 //!
 //! Both take every beam from the pose at its own firing time (motion distortion) and express the points in the
 //! sensor frame at the frame start. Noise, angular jitter, intensity and dropout come from a counter-based hash
