@@ -14,6 +14,7 @@ use eframe::egui::{self, RichText};
 
 use super::app::{AerieApp, MapDoc, Step};
 use super::view::PointLayer;
+use super::widgets::{Dialog, path_field};
 use crate::jobs::Job;
 
 /// Colour of the points a stage would remove.
@@ -240,21 +241,13 @@ fn recipe_ui(ui: &mut egui::Ui, r: &mut Recipe) {
 
 fn recipe_file_ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     ui.horizontal(|ui| {
-        ui.add(
-            egui::TextEdit::singleline(&mut app.clean.recipe_path)
-                .hint_text("recipe.toml")
-                .desired_width(150.0),
+        path_field(
+            ui,
+            &mut app.clean.recipe_path,
+            "recipe.toml",
+            "toml",
+            Dialog::Open,
         );
-        if ui
-            .button("…")
-            .on_hover_text("Choose a recipe file")
-            .clicked()
-            && let Some(p) = rfd::FileDialog::new()
-                .add_filter("recipe", &["toml"])
-                .pick_file()
-        {
-            app.clean.recipe_path = p.display().to_string();
-        }
         if ui.button("Load").clicked() {
             let p = PathBuf::from(app.clean.recipe_path.trim());
             match std::fs::read_to_string(&p)

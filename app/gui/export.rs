@@ -8,6 +8,7 @@ use aerie_pipeline::io::{Encoding, Format};
 use eframe::egui::{self, RichText};
 
 use super::app::AerieApp;
+use super::widgets::{Dialog, path_field};
 use crate::cli::export::{Target, write};
 
 use crate::jobs::Job;
@@ -98,22 +99,13 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     }
     let ext = CHOICES[app.export.choice].4;
     ui.horizontal(|ui| {
-        ui.add(
-            egui::TextEdit::singleline(&mut app.export.path)
-                .hint_text(format!("map.{ext}"))
-                .desired_width(200.0),
+        path_field(
+            ui,
+            &mut app.export.path,
+            &format!("map.{ext}"),
+            ext,
+            Dialog::Save,
         );
-        if ui
-            .button("…")
-            .on_hover_text("Choose where to write")
-            .clicked()
-            && let Some(p) = rfd::FileDialog::new()
-                .add_filter(ext, &[ext])
-                .set_file_name(format!("map.{ext}"))
-                .save_file()
-        {
-            app.export.path = p.display().to_string();
-        }
     });
     let enabled = app.export.job.is_none() && !app.export.path.trim().is_empty();
     if ui

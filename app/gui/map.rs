@@ -9,6 +9,7 @@ use eframe::egui::{self, RichText};
 use egui_plot::{Bar, BarChart, Plot};
 
 use super::app::{AerieApp, Step};
+use super::widgets::{Dialog, path_field};
 use crate::jobs::Job;
 
 /// Histograms of the current map.
@@ -182,22 +183,13 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     ui.separator();
     ui.label("Colour the view by height, intensity, plane thickness or normal above the viewport.");
     ui.horizontal(|ui| {
-        ui.add(
-            egui::TextEdit::singleline(&mut app.mapstep.save_path)
-                .hint_text("map.amap")
-                .desired_width(180.0),
+        path_field(
+            ui,
+            &mut app.mapstep.save_path,
+            "map.amap",
+            "amap",
+            Dialog::Save,
         );
-        if ui
-            .button("…")
-            .on_hover_text("Choose where to save")
-            .clicked()
-            && let Some(p) = rfd::FileDialog::new()
-                .add_filter("Aerie map", &["amap"])
-                .set_file_name("map.amap")
-                .save_file()
-        {
-            app.mapstep.save_path = p.display().to_string();
-        }
         let enabled = app.mapstep.job.is_none() && !app.mapstep.save_path.trim().is_empty();
         if ui
             .add_enabled(enabled, egui::Button::new("Save .amap"))

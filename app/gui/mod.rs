@@ -20,6 +20,7 @@ mod simulate;
 #[cfg(test)]
 mod tests;
 pub mod view;
+mod widgets;
 
 use std::path::PathBuf;
 
