@@ -16,7 +16,14 @@ use clap::{Parser, Subcommand};
 
 /// Aerie: prepare LiDAR maps, simulate scans in them, convert between scan formats.
 #[derive(Parser, Debug)]
-#[command(name = "aerie", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "aerie",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Without a command, aerie opens the desktop app (`aerie app FILE...` imports files at once)."
+)]
 pub struct Cli {
     /// Without a subcommand, the desktop app opens.
     #[command(subcommand)]
@@ -80,7 +87,7 @@ enum Command {
     Fly(fly::Args),
     /// List the sensor presets (`--show NAME` prints one as TOML to copy and edit).
     Sensors(sensors::Args),
-    /// Measure the speed of reading, preparing and scanning (see docs/benchmarks.md).
+    /// Measure the speed of reading, preparing, scanning and flying (see docs/benchmarks.md).
     Bench(bench::Args),
 }
 

@@ -40,6 +40,15 @@ pub struct Launch {
 
 /// Opens the window and runs until it is closed.
 pub fn run(launch: Launch) -> anyhow::Result<()> {
+    let no_display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_none_or(|d| d.is_empty()));
+    if cfg!(target_os = "linux") && no_display {
+        anyhow::bail!(
+            "no display to open the app on (DISPLAY and WAYLAND_DISPLAY are unset); the command line works \
+             without one: `aerie --help`"
+        );
+    }
     let size = launch.size.unwrap_or([1400.0, 880.0]);
     let options = eframe::NativeOptions {
         viewport: eframe::egui::ViewportBuilder::default()
