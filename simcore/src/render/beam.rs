@@ -28,10 +28,6 @@ const MAX_BLOCKS: f64 = 4.0e6;
 /// the slack absorbs rounding of the exact test (a far grazing plane hit).
 const SCREEN_SLACK: f32 = 1.05;
 const EMPTY: u32 = u32::MAX;
-/// Brick edge in blocks (4^3 = 64 blocks: one 64-bit word of block occupancy; `brick_bit` uses shifts by 2).
-const BRICK: i32 = 4;
-/// Cap of the per-block distance to the nearest occupied block (the march jumps at most this far at once).
-const MAX_SKIP: u8 = 16;
 
 /// Bits of a packed normal (see [`pack_normal`]).
 const HAS_NORMAL: u32 = 1 << 31;
@@ -136,15 +132,6 @@ pub struct BeamIndex {
     /// ground, beside a wall).
     top_dims: [i32; 3],
     top: Vec<Block>,
-    /// Occupancy of the blocks, one bit each, grouped by bricks of 4 x 4 x 4 blocks (one 64-bit word per
-    /// brick; `brick_dims` bricks per axis): small enough to stay in cache (1/96 of `top`), so a beam tells an
-    /// empty block without touching the block table.
-    bricks: Vec<u64>,
-    brick_dims: [i32; 3],
-    /// Per block, the chessboard distance in blocks to the nearest occupied block (0 where occupied, capped
-    /// at `MAX_SKIP`): all blocks within `d - 1` of a block at distance `d` are empty, so a beam jumps across
-    /// them at once (see [`cast`]).
-    skip: Vec<u8>,
     /// Per slot, `BLOCK_CELLS` cell starts into `packs` (plus one final end).
     starts: Vec<u32>,
     /// Per slot, one bit per cell, set where the cell holds points. A beam crosses mostly empty cells; this
@@ -171,67 +158,7 @@ fn cell_of(v: f32, lo: f32, inv_cell: f32, dim: i32) -> i32 {
     (((v - lo) * inv_cell).max(0.0) as i32).min(dim - 1)
 }
 
-/// Word and bit of block `c` in the brick table.
-#[inline(always)]
-fn brick_bit(c: [i32; 3], brick_dims: [i32; 3]) -> (usize, u64) {
-    // Cells are never negative: shifts and masks instead of signed division.
-    let [x, y, z] = c.map(|v| v as u32);
-    let [bx, by] = [brick_dims[0] as u32, brick_dims[1] as u32];
-    let w = ((z >> 2) * by + (y >> 2)) * bx + (x >> 2);
-    let bit = ((z & 3) << 4) | ((y & 3) << 2) | (x & 3);
-    (w as usize, 1u64 << bit)
-}
-
-/// Block coordinates of linear block index `b`.
-fn block_cell(b: usize, dims: [i32; 3]) -> [i32; 3] {
-    let b = b as i32;
-    [b % dims[0], b / dims[0] % dims[1], b / (dims[0] * dims[1])]
-}
-
-/// Per block, the chessboard (L-infinity) distance in blocks to the nearest occupied block, capped at
-/// `MAX_SKIP`: separable, one axis after the other (d(x) = min over y of max_k |x_k - y_k|).
-fn chessboard_distance(top: &[u32], dims: [i32; 3]) -> Vec<u8> {
-    let mut d: Vec<u8> = top
-        .iter()
-        .map(|&s| if s == EMPTY { MAX_SKIP } else { 0 })
-        .collect();
-    let r = MAX_SKIP as i32;
-    let stride = [1usize, dims[0] as usize, (dims[0] * dims[1]) as usize];
-    for axis in 0..3 {
-        let n = dims[axis];
-        let s = stride[axis];
-        let mut line = vec![0u8; n as usize];
-        // Every line along `axis`: its first block ranges over the blocks whose coordinate on `axis` is 0.
-        for b in 0..top.len() {
-            if block_cell(b, dims)[axis] != 0 {
-                continue;
-            }
-            for (i, v) in line.iter_mut().enumerate() {
-                *v = d.get(b + i * s).copied().unwrap_or(MAX_SKIP);
-            }
-            for i in 0..n {
-                let mut m = line.get(i as usize).copied().unwrap_or(MAX_SKIP);
-                for j in (i - r).max(0)..(i + r + 1).min(n) {
-                    let v = line.get(j as usize).copied().unwrap_or(MAX_SKIP);
-                    m = m.min(v.max((i - j).unsigned_abs() as u8));
-                }
-                if let Some(out) = d.get_mut(b + i as usize * s) {
-                    *out = m.min(MAX_SKIP);
-                }
-            }
-        }
-    }
-    d
-}
-
 impl BeamIndex {
-    /// Whether block `c` (inside the grid) holds points: one read of the brick table, which stays in cache.
-    #[inline(always)]
-    fn block_occupied(&self, c: [i32; 3]) -> bool {
-        let (w, bit) = brick_bit(c, self.brick_dims);
-        self.bricks.get(w).is_some_and(|&v| v & bit != 0)
-    }
-
     /// Builds the index of `map` for the default plane thickness limit ([`super::RenderParams::gamma_max_m`]
     /// unset: 0.5 r_map).
     pub fn build(map: &MapView) -> BeamIndex {
@@ -409,18 +336,6 @@ impl BeamIndex {
             lane += 1;
         }
         drop(keys);
-        let brick_dims = top_dims.map(|d| (d + BRICK - 1) / BRICK);
-        let mut bricks = vec![0u64; (brick_dims[0] * brick_dims[1] * brick_dims[2]) as usize];
-        for (b, &slot) in top.iter().enumerate() {
-            if slot == EMPTY {
-                continue;
-            }
-            let (w, bit) = brick_bit(block_cell(b, top_dims), brick_dims);
-            if let Some(w) = bricks.get_mut(w) {
-                *w |= bit;
-            }
-        }
-        let skip = chessboard_distance(&top, top_dims);
         let top = top
             .iter()
             .map(|&slot| match boxes.get(slot as usize) {
@@ -435,9 +350,6 @@ impl BeamIndex {
             inv_cell,
             top_dims,
             top,
-            bricks,
-            brick_dims,
-            skip,
             starts,
             occupied,
             packs,
@@ -454,8 +366,6 @@ impl BeamIndex {
     pub fn memory_bytes(&self) -> usize {
         4 * self.starts.len()
             + self.top.len() * std::mem::size_of::<Block>()
-            + 8 * self.bricks.len()
-            + self.skip.len()
             + self.occupied.len() * std::mem::size_of::<Occupancy>()
             + self.packs.len() * std::mem::size_of::<Pack>()
     }
@@ -530,35 +440,6 @@ impl Dda {
         self.t_next[0].min(self.t_next[1]).min(self.t_next[2])
     }
 
-    /// Takes, one axis after the other, every step whose crossing lies before `t` (at most `2 * MAX_SKIP + 1`
-    /// per axis), with the same sums as [`Dda::advance`]: the state the step-by-step march reaches once it
-    /// has taken all crossings before `t`. Returns the last crossing taken (where the ray enters the cell it
-    /// lands in), or None if it took none.
-    #[inline]
-    fn skip_to(&mut self, t: f32) -> Option<f32> {
-        let mut last: Option<f32> = None;
-        for k in 0..3 {
-            for _ in 0..=2 * MAX_SKIP as usize {
-                let tn = self.t_next[k];
-                if !(tn < t) {
-                    break;
-                }
-                if last.is_none_or(|l| tn > l) {
-                    last = Some(tn);
-                }
-                self.cell[k] += self.step[k];
-                self.t_next[k] += self.t_delta[k];
-            }
-        }
-        last
-    }
-
-    /// Whether the current cell lies in a grid of `dims` cells.
-    #[inline]
-    fn inside(&self, dims: [i32; 3]) -> bool {
-        (0..3).all(|k| self.cell[k] >= 0 && self.cell[k] < dims[k])
-    }
-
     /// Steps to the next cell; false when it leaves the grid.
     #[inline]
     fn advance(&mut self, dims: [i32; 3]) -> bool {
@@ -625,33 +506,7 @@ fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
         let [x, y, z] = outer.cell;
         let exit = outer.exit();
         let block = ((z * td[1] + y) * td[0] + x) as usize;
-        if !index.block_occupied(outer.cell) {
-            // Empty space: every block within d - 1 of this one is empty. Jump across the box of the blocks
-            // within d - 2 (one block of margin for the rounding of the sums below) in one go: every step
-            // whose crossing lies before the ray leaves that box, taken per axis with the same sums as one
-            // step at a time, lands where the step-by-step march lands. That march would have stopped after
-            // a block whose exit is at or past the beam's limit; the limit does not change in empty blocks and
-            // the exits grow, so testing the last crossing taken stands for testing them all.
-            let d = index.skip.get(block).copied().unwrap_or(0);
-            if d >= 3 {
-                if best.limit() <= exit {
-                    break;
-                }
-                let r = d as i32 - 2;
-                let c = outer.cell;
-                let jlo = [0, 1, 2].map(|k| lo[k] + (c[k] - r).max(0) as f32 * bc);
-                let jhi = [0, 1, 2].map(|k| lo[k] + (c[k] + r + 1).min(td[k]) as f32 * bc);
-                if let Some((_, tj)) = slab(o, inv, jlo, jhi)
-                    && let Some(last) = outer.skip_to(tj.min(t_end))
-                {
-                    if !outer.inside(td) || best.limit() <= last {
-                        break;
-                    }
-                    t_enter = last;
-                    continue;
-                }
-            }
-        } else if let Some(&Block { slot, bbox }) = index.top.get(block)
+        if let Some(&Block { slot, bbox }) = index.top.get(block)
             && slot != EMPTY
         {
             let blo = [
@@ -857,78 +712,6 @@ mod tests {
         assert_eq!(pack_normal(None, true), 0);
         assert_eq!(pack_normal(Some([f32::NAN, 0.0, 1.0]), true), 0);
         assert_eq!(pack_normal(Some([0.0, 1.0, 0.0]), false) & PLANAR, 0);
-    }
-
-    /// xorshift64* in [0, 1).
-    fn uniform(state: &mut u64) -> f32 {
-        *state ^= *state >> 12;
-        *state ^= *state << 25;
-        *state ^= *state >> 27;
-        (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 24) as f32
-    }
-
-    #[test]
-    fn chessboard_distance_matches_brute_force() {
-        let dims = [23, 9, 40];
-        let n = (dims[0] * dims[1] * dims[2]) as usize;
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut top = vec![EMPTY; n];
-        for (k, t) in top.iter_mut().enumerate() {
-            if uniform(&mut state) < 0.004 {
-                *t = k as u32;
-            }
-        }
-        let occupied: Vec<[i32; 3]> = (0..n)
-            .filter(|&b| top[b] != EMPTY)
-            .map(|b| block_cell(b, dims))
-            .collect();
-        let d = chessboard_distance(&top, dims);
-        for (b, &db) in d.iter().enumerate() {
-            let c = block_cell(b, dims);
-            let want = occupied
-                .iter()
-                .map(|o| (0..3).map(|k| (c[k] - o[k]).abs()).max().unwrap_or(0))
-                .min()
-                .unwrap_or(i32::MAX)
-                .min(MAX_SKIP as i32);
-            assert_eq!(db as i32, want, "block {c:?}");
-        }
-    }
-
-    #[test]
-    fn skip_to_lands_where_single_steps_land() {
-        let dims = [40, 40, 40];
-        let lo = [-3.0f32, 1.5, -20.0];
-        let cell = [1.6f32; 3];
-        let mut state = 0x1234_5678_9abc_def1u64;
-        for _ in 0..2000 {
-            let o = [0, 1, 2].map(|k| lo[k] + 64.0 * uniform(&mut state));
-            let u = unit_dir([0, 1, 2].map(|_| uniform(&mut state) * 2.0 - 1.0));
-            let inv = u.map(|c| 1.0 / c);
-            let fresh = || Dda::new(o, u, inv, 0.0, lo, cell, cell.map(|c| 1.0 / c), dims);
-            let t = 40.0 * uniform(&mut state);
-            let mut jump = fresh();
-            let last = jump.skip_to(t);
-            // Step by step: take every crossing before t.
-            let mut step = fresh();
-            let mut taken = None;
-            for _ in 0..1000 {
-                let exit = step.exit();
-                if !(exit < t) {
-                    break;
-                }
-                taken = Some(exit);
-                step.advance([i32::MAX; 3]);
-            }
-            assert_eq!(jump.cell, step.cell);
-            assert_eq!(jump.t_next, step.t_next);
-            assert_eq!(last, taken);
-        }
-    }
-
-    fn unit_dir(v: [f32; 3]) -> [f32; 3] {
-        let l = dot(v, v).sqrt().max(1e-6);
-        v.map(|c| c / l)
     }
 
     #[test]
