@@ -14,7 +14,7 @@ use wide::f32x4;
 
 use aerie_pipeline::map::MapView;
 
-use super::{Ctx, Hit, Layer, MIN_COS_PLANE, dot, gamma_mm, sub};
+use super::{Ctx, Hit, Layer, MIN_COS_PLANE, dot, gamma_mm};
 
 /// Fine cell edge in units of r_map: ~16 points of a surface per cell, each listed in ~3 cells.
 const FINE_CELL: f32 = 4.0;
@@ -33,6 +33,10 @@ const EMPTY: u32 = u32::MAX;
 const HAS_NORMAL: u32 = 1 << 31;
 const PLANAR: u32 = 1 << 30;
 const OCT_MAX: f32 = 32767.0;
+/// `HAS_NORMAL` and `PLANAR` shifted to a byte (a [`Pack`]'s flags).
+const FLAG_SHIFT: u32 = 24;
+const HAS_NORMAL_FLAG: u8 = (HAS_NORMAL >> FLAG_SHIFT) as u8;
+const PLANAR_FLAG: u8 = (PLANAR >> FLAG_SHIFT) as u8;
 
 /// A unit normal in 32 bits: octahedral coordinates, 15 bits each (about 5e-5 rad), plus whether the point has
 /// a normal and whether it lies on a plane (plane thickness below the index's gamma_max). One word per point
@@ -75,19 +79,24 @@ const LANES: usize = 4;
 
 /// Four points of a fine cell in structure-of-arrays form: the screening test runs on all four lanes at once
 /// (SIMD), where records one after the other made the compiler test them one by one. Everything the exact test
-/// reads (packed normal, plane thickness) sits in the pack beside the coordinates: the march is bound by the
-/// latency of cache misses on large maps, and per-point tables indexed by map point cost two more misses per
-/// exact test. A cell's last pack is padded with NaN coordinates, which fail every test.
+/// reads (normal, flags, plane thickness) sits in the pack beside the coordinates: per-point tables indexed by
+/// map point cost two more cache misses per exact test. 128 bytes, two cache lines. A cell's last pack is
+/// padded with NaN coordinates, which fail every test.
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(32))]
+#[repr(C, align(64))]
 struct Pack {
     x: [f32; LANES],
     y: [f32; LANES],
     z: [f32; LANES],
+    /// Unit normal of each point, decoded from its packed form ([`unpack_normal`] of [`pack_normal`]) when
+    /// the index is built rather than per exact test (a square root and three divisions each).
+    nx: [f32; LANES],
+    ny: [f32; LANES],
+    nz: [f32; LANES],
     /// Index of each point in the map.
     idx: [u32; LANES],
-    /// Packed normal of each point (see [`pack_normal`]).
-    normal: [u32; LANES],
+    /// Whether each point has a normal (`HAS_NORMAL` bit) and lies on a plane (`PLANAR`), shifted to a byte.
+    flags: [u8; LANES],
     /// Plane thickness of each point, millimetres (saturating; `u16::MAX` where there is no plane): how deep
     /// the surface layer behind a hit on it reaches.
     gamma: [u16; LANES],
@@ -97,8 +106,11 @@ const EMPTY_PACK: Pack = Pack {
     x: [f32::NAN; LANES],
     y: [f32::NAN; LANES],
     z: [f32::NAN; LANES],
+    nx: [0.0; LANES],
+    ny: [0.0; LANES],
+    nz: [0.0; LANES],
     idx: [0; LANES],
-    normal: [0; LANES],
+    flags: [0; LANES],
     gamma: [u16::MAX; LANES],
 };
 
@@ -330,7 +342,16 @@ impl BeamIndex {
                 pack.y[lane] = p[1];
                 pack.z[lane] = p[2];
                 pack.idx[lane] = idx;
-                pack.normal[lane] = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max);
+                let packed = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max);
+                let n = if packed & HAS_NORMAL != 0 {
+                    unpack_normal(packed)
+                } else {
+                    [0.0; 3]
+                };
+                pack.nx[lane] = n[0];
+                pack.ny[lane] = n[1];
+                pack.nz[lane] = n[2];
+                pack.flags[lane] = (packed >> FLAG_SHIFT) as u8;
                 pack.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
             }
             lane += 1;
@@ -585,19 +606,26 @@ fn trace_block(
         {
             // Screen four points at a time into a bit mask, then test exactly the few that pass.
             for pack in index.packs.get(a as usize..b as usize).unwrap_or(&[]) {
-                let mut mask = screen(ray, pack);
+                let (mut mask, lanes) = screen(ray, pack);
                 while mask != 0 {
                     let j = mask.trailing_zeros() as usize;
                     mask &= mask - 1;
-                    if let (Some(&x), Some(&y), Some(&z), Some(&idx), Some(&normal), Some(&gamma)) = (
-                        pack.x.get(j),
-                        pack.y.get(j),
-                        pack.z.get(j),
+                    if let (
+                        Some(&idx),
+                        Some(&flags),
+                        Some(&gamma),
+                        Some(&nx),
+                        Some(&ny),
+                        Some(&nz),
+                    ) = (
                         pack.idx.get(j),
-                        pack.normal.get(j),
+                        pack.flags.get(j),
                         pack.gamma.get(j),
+                        pack.nx.get(j),
+                        pack.ny.get(j),
+                        pack.nz.get(j),
                     ) {
-                        exact(ray, [x, y, z], idx, normal, gamma, t_end, best);
+                        exact(ray, &lanes, j, idx, flags, [nx, ny, nz], gamma, t_end, best);
                     }
                 }
             }
@@ -609,40 +637,57 @@ fn trace_block(
     }
 }
 
+/// What the screening computed for the four points of a pack, which the exact test reuses (the same values
+/// it would compute: the same operations in the same order, lane by lane).
+struct Lanes {
+    /// The point relative to the ray origin.
+    rel: [[f32; LANES]; 3],
+    /// Its projection on the ray.
+    tp: [f32; LANES],
+    /// Its squared distance to the ray.
+    perp2: [f32; LANES],
+}
+
 /// Bit j set where the ray passes close enough to point j of the pack (within the screening radius, not
 /// behind) for its disk: the four lanes at once (SSE; the compiler left the same code per lane scalar).
 #[inline(always)]
-fn screen(ray: &RayCtx, pack: &Pack) -> u32 {
+fn screen(ray: &RayCtx, pack: &Pack) -> (u32, Lanes) {
     let [ox, oy, oz] = ray.o.map(f32x4::splat);
     let [ux, uy, uz] = ray.u.map(f32x4::splat);
     let rx = f32x4::from(pack.x) - ox;
     let ry = f32x4::from(pack.y) - oy;
     let rz = f32x4::from(pack.z) - oz;
-    // Separate multiplies and adds in the scalar order: the same rounding as the exact test.
+    // Separate multiplies and adds in the scalar order (`sub`, `dot`): the exact test takes these lanes as
+    // its own.
     let tp = rx * ux + ry * uy + rz * uz;
     let (mx, my, mz) = (rx - tp * ux, ry - tp * uy, rz - tp * uz);
     let d2 = mx * mx + my * my + mz * mz;
     let pass = d2.simd_le(f32x4::splat(ray.screen2)) & tp.simd_gt(f32x4::splat(ray.neg_screen));
-    pass.to_bitmask()
+    let lanes = Lanes {
+        rel: [rx.to_array(), ry.to_array(), rz.to_array()],
+        tp: tp.to_array(),
+        perp2: d2.to_array(),
+    };
+    (pass.to_bitmask(), lanes)
 }
 
-/// The exact disk test of a screened item; offers the hit to the beam's layer of candidates.
+/// The exact disk test of screened point `j` of a pack; offers the hit to the beam's layer of candidates.
+#[allow(clippy::too_many_arguments)]
 #[inline]
 fn exact(
     ray: &RayCtx,
-    p: [f32; 3],
+    lanes: &Lanes,
+    j: usize,
     idx: u32,
-    packed: u32,
+    flags: u8,
+    n: [f32; 3],
     gamma_mm: u16,
     t_end: f32,
     best: &mut Layer,
 ) {
-    let u = ray.u;
-    let rel = sub(p, ray.o);
-    let tp = dot(rel, u);
-    let m = [rel[0] - tp * u[0], rel[1] - tp * u[1], rel[2] - tp * u[2]];
-    let perp2 = dot(m, m);
-    if let Some((t, cos, off2)) = disk_hit(ray, packed, rel, tp, perp2)
+    let lane = |v: &[f32; LANES]| v.get(j).copied().unwrap_or(f32::NAN);
+    let rel = lanes.rel.each_ref().map(lane);
+    if let Some((t, cos, off2)) = disk_hit(ray, flags, n, rel, lane(&lanes.tp), lane(&lanes.perp2))
         && t <= t_end
     {
         best.offer(t, idx, cos, 1.0 - off2 / ray.rho2, gamma_mm);
@@ -655,14 +700,14 @@ fn exact(
 #[inline(always)]
 fn disk_hit(
     ray: &RayCtx,
-    packed: u32,
+    flags: u8,
+    n: [f32; 3],
     rel: [f32; 3],
     tp: f32,
     perp2: f32,
 ) -> Option<(f32, f32, f32)> {
     let u = ray.u;
-    if ray.planes && packed & PLANAR != 0 {
-        let n = unpack_normal(packed);
+    if ray.planes && flags & PLANAR_FLAG != 0 {
         let denom = dot(n, u);
         if denom.abs() >= MIN_COS_PLANE {
             let t = dot(n, rel) / denom;
@@ -677,8 +722,8 @@ fn disk_hit(
     if !(tp > 0.0 && perp2 <= ray.rho2) {
         return None;
     }
-    let cos = if packed & HAS_NORMAL != 0 {
-        dot(unpack_normal(packed), u).abs().min(1.0)
+    let cos = if flags & HAS_NORMAL_FLAG != 0 {
+        dot(n, u).abs().min(1.0)
     } else {
         1.0
     };
