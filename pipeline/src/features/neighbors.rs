@@ -138,9 +138,8 @@ struct Candidates {
     /// Original index of each candidate.
     orig: Vec<u32>,
     d2: Vec<f32>,
-    /// Slots of the candidates within the current bound.
-    pass: Vec<u32>,
-    keys: Vec<(u64, u32)>,
+    /// (squared distance bits, slot) keys of the candidates within the bound.
+    keys: Vec<u64>,
 }
 
 impl Candidates {
@@ -171,59 +170,69 @@ impl Candidates {
     /// The k nearest candidates of `q` with `d2 <= tau` into `top`, sorted by (d2, index).
     fn select(&mut self, q: [f32; 3], tau: f32, k: usize, top: &mut Vec<Entry>) {
         let m = self.xs.len();
-        let (xs, ys, zs) = (&self.xs[..m], &self.ys[..m], &self.zs[..m]);
+        if self.keys.len() < m + 1 {
+            self.keys.resize(m + 1, 0);
+        }
+        let buf = &mut self.keys[..m + 1];
         let d2 = &mut self.d2[..m];
-        for t in 0..m {
-            d2[t] = dist2([xs[t], ys[t], zs[t]], q);
+        for (((d, &x), &y), &z) in d2
+            .iter_mut()
+            .zip(&self.xs[..m])
+            .zip(&self.ys[..m])
+            .zip(&self.zs[..m])
+        {
+            *d = dist2([x, y, z], q);
         }
-        // Branch-free compaction of the slots within tau (every slot is written, only those within tau
-        // advance the end), then insertion of their (squared distance bits, original index) keys, which order
-        // like (d2, index) for d2 >= 0, into a sorted list of at most k with early rejection against the
-        // current k-th: far fewer writes than keying every candidate and selecting.
-        if self.pass.len() < m + 1 {
-            self.pass.resize(m + 1, 0);
-        }
-        let pass = &mut self.pass[..m + 1];
+        // Branch-free compaction of the (squared distance bits, slot) keys within tau: every slot is written,
+        // only those within tau advance the end. The keys order like (d2, slot) for d2 >= 0.
         let mut n = 0usize;
         for (t, &d) in d2.iter().enumerate() {
-            pass[n] = t as u32;
+            buf[n] = ((d.to_bits() as u64) << 32) | t as u64;
             n += (d <= tau) as usize;
         }
-        let orig = &self.orig[..m];
-        if self.keys.len() < k {
-            self.keys.resize(k, (0, 0));
+        // A branch-free small sort of the k best keys. Ties in d2 are rare; where one could change the answer
+        // (equal distances inside the k, or at the k-th place), the keys are redone with the original index,
+        // which breaks ties as everywhere else.
+        let buf = &mut buf[..n];
+        let len = k.min(n);
+        if n > k {
+            buf.select_nth_unstable(k - 1);
         }
-        let keys = &mut self.keys[..k];
-        let mut len = 0usize;
-        let mut worst = u64::MAX;
-        for &t in &pass[..n] {
-            let t = t as usize;
-            let key = ((d2[t].to_bits() as u64) << 32) | orig[t] as u64;
-            if key >= worst {
-                continue;
-            }
-            // Full: the new key replaces the k-th (it is smaller).
-            let mut at = len.min(k - 1);
-            len = (len + 1).min(k);
-            while at > 0 && keys[at - 1].0 > key {
-                keys[at] = keys[at - 1];
-                at -= 1;
-            }
-            keys[at] = (key, t as u32);
-            if len == k {
-                worst = keys[k - 1].0;
-            }
-        }
-        let keys = &keys[..len];
+        let (head, rest) = buf.split_at_mut(len);
+        head.sort_unstable();
+        let d2_of = |key: u64| (key >> 32) as u32;
+        let tied = head.windows(2).any(|w| d2_of(w[0]) == d2_of(w[1]))
+            || (len > 0 && rest.iter().any(|&r| d2_of(r) == d2_of(head[len - 1])));
         top.clear();
-        top.extend(keys.iter().map(|&(key, t)| Entry {
-            d2: f32::from_bits((key >> 32) as u32),
-            index: key as u32,
-            pos: [
-                self.xs[t as usize],
-                self.ys[t as usize],
-                self.zs[t as usize],
-            ],
+        let orig = &self.orig[..m];
+        if tied {
+            let mut exact: Vec<(u64, u32)> = buf
+                .iter()
+                .map(|&key| {
+                    let t = key as u32;
+                    ((key >> 32 << 32) | orig[t as usize] as u64, t)
+                })
+                .collect();
+            exact.sort_unstable();
+            exact.truncate(len);
+            top.extend(exact.iter().map(|&(key, t)| Entry {
+                d2: f32::from_bits((key >> 32) as u32),
+                index: key as u32,
+                pos: [
+                    self.xs[t as usize],
+                    self.ys[t as usize],
+                    self.zs[t as usize],
+                ],
+            }));
+            return;
+        }
+        top.extend(head.iter().map(|&key| {
+            let t = key as u32 as usize;
+            Entry {
+                d2: f32::from_bits((key >> 32) as u32),
+                index: orig[t],
+                pos: [self.xs[t], self.ys[t], self.zs[t]],
+            }
         }));
     }
 }
@@ -842,6 +851,12 @@ impl Neighbors {
                             let t = (pk2.sqrt() + dist2(pq, q).sqrt()) * (1.0 + 1e-4);
                             tau = tau.min(t * t);
                         }
+                    }
+                    // The previous point's k neighbours are k points of the cloud: the farthest of them from
+                    // this point bounds its k-th distance exactly (same f32 distances, no slack needed).
+                    if b.top.len() == k {
+                        let far = b.top.iter().fold(0.0f32, |m, e| m.max(dist2(e.pos, q)));
+                        tau = tau.min(far);
                     }
                     b.block.select(q, tau, k, &mut b.top);
                     let prev = match b.top.last() {
