@@ -5,9 +5,10 @@ use std::time::Instant;
 
 use aerie_pipeline::filters::{DownsampleMethod, SorCompat};
 use aerie_pipeline::io::{self, Format, ReadOptions};
+use aerie_pipeline::map::PackedMap;
 use aerie_pipeline::map::amap;
-use aerie_pipeline::prepare::{Prepared, Recipe, Stage, prepare};
-use aerie_pipeline::{Error, Progress};
+use aerie_pipeline::prepare::{Recipe, Stage, prepare};
+use aerie_pipeline::{Error, Progress, StageReport};
 use anyhow::Context;
 
 use crate::progress::TerminalProgress;
@@ -129,24 +130,31 @@ pub fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
     Ok(recipe)
 }
 
+/// What the report beside a map says of its preparation.
+pub struct PrepareSummary<'a> {
+    pub recipe: &'a Recipe,
+    pub reports: &'a [StageReport],
+    pub warnings: &'a [String],
+    pub points_in: usize,
+    pub seconds: f64,
+}
+
 /// Writes the map and its report beside it (`map.report.json`); the one way the CLI and the app save a map.
 pub fn write_map(
-    prepared: &Prepared,
-    recipe: &Recipe,
+    map: &PackedMap,
+    summary: &PrepareSummary,
     output: &Path,
-    points_in: usize,
-    seconds: f64,
 ) -> anyhow::Result<PathBuf> {
-    amap::write(&prepared.map, output)?;
+    amap::write(map, output)?;
     let report_file = report_path(output);
     let json = serde_json::json!({
         "map": output.display().to_string(),
-        "points_in": points_in,
-        "points_out": prepared.map.len(),
-        "seconds": seconds,
-        "recipe": recipe,
-        "stages": prepared.reports,
-        "warnings": prepared.warnings,
+        "points_in": summary.points_in,
+        "points_out": map.len(),
+        "seconds": summary.seconds,
+        "recipe": summary.recipe,
+        "stages": summary.reports,
+        "warnings": summary.warnings,
     });
     let text = serde_json::to_string_pretty(&json)?;
     aerie_pipeline::io::atomic::write_atomic(&report_file, |f| {
@@ -203,13 +211,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();
     let prepared = prepare(inputs, &recipe, &progress)?;
     progress.stage("write map", 0);
-    let report_file = write_map(
-        &prepared,
-        &recipe,
-        &args.output,
+    let summary = PrepareSummary {
+        recipe: &recipe,
+        reports: &prepared.reports,
+        warnings: &prepared.warnings,
         points_in,
-        started.elapsed().as_secs_f64(),
-    )?;
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let report_file = write_map(&prepared.map, &summary, &args.output)?;
     progress.finish();
     drop(progress);
     if !args.quiet {

@@ -138,10 +138,9 @@ fn fly(
     let mut flight = Flight::new(map, mission, Path::new(".")).map_err(|e| e.to_string())?;
     let sensor = (flight.simulator().sensor_count() > 0)
         .then(|| flight.simulator().sensor(SensorId(0)).clone());
-    let mut snap = Snapshot {
-        end: flight.end_time(),
-        ..Snapshot::default()
-    };
+    if let Ok(mut s) = shared.lock() {
+        s.end = flight.end_time();
+    }
     let mut pace = (Instant::now(), 0.0, ctl.speed_x100.load(Ordering::Relaxed));
     let wall = Instant::now();
     while !flight.finished() && !ctl.stop.load(Ordering::Relaxed) {
@@ -184,9 +183,9 @@ fn fly(
                 range = sensor.as_ref().map(|s| frame.range_image(s));
             })
             .map_err(|e| e.to_string())?;
-        record(&mut snap, &flight, origin, frame_points, range, wall);
-        if let Ok(mut s) = shared.lock() {
-            *s = snap.clone();
+        // Updated in place: the plots and tracks grow with the flight, so no copy of them per slice.
+        if let Ok(mut snap) = shared.lock() {
+            record(&mut snap, &flight, origin, frame_points, range, wall);
         }
         wake();
     }

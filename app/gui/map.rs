@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use aerie_pipeline::Cloud;
 use eframe::egui::{self, RichText};
@@ -10,6 +11,7 @@ use egui_plot::{Bar, BarChart, Plot};
 
 use super::app::{AerieApp, Step};
 use super::widgets::{Dialog, path_field};
+use crate::cli::prepare::{PrepareSummary, write_map};
 use crate::jobs::Job;
 
 /// Histograms of the current map.
@@ -95,14 +97,19 @@ pub fn start_save(app: &mut AerieApp, path: PathBuf) {
         app.error(format!("a map is saved as .amap, not {}", path.display()));
         return;
     }
-    let prepared = aerie_pipeline::prepare::Prepared {
-        map: (*m.packed).clone(),
-        reports: m.reports.clone(),
-        warnings: m.warnings.clone(),
-    };
-    let (recipe, points_in, seconds) = (m.recipe.clone(), m.points_in, m.seconds);
+    // The map is shared with the job, not copied.
+    let map = Arc::clone(&m.packed);
+    let (recipe, reports, warnings) = (m.recipe.clone(), m.reports.clone(), m.warnings.clone());
+    let (points_in, seconds) = (m.points_in, m.seconds);
     app.mapstep.job = Some(Job::spawn("save map", app.waker(), move |_| {
-        crate::cli::prepare::write_map(&prepared, &recipe, &path, points_in, seconds)?;
+        let summary = PrepareSummary {
+            recipe: &recipe,
+            reports: &reports,
+            warnings: &warnings,
+            points_in,
+            seconds,
+        };
+        write_map(&map, &summary, &path)?;
         Ok(path)
     }));
 }

@@ -2,6 +2,9 @@
 //! a one-vehicle mission (take off, reach the goal around obstacles with the built-in planner, land) flown by the
 //! same `Flight` as `aerie fly`; the live scan is drawn over the map, the range image and the plots beside it.
 
+use std::sync::Arc;
+
+use aerie_pipeline::Cloud;
 use aerie_simcore::mission::{Goal, Mission, SensorSpec, VehicleSpec};
 use aerie_simcore::render::Image;
 use aerie_simcore::sensor::SensorModel;
@@ -40,6 +43,8 @@ pub struct SimState {
     scan_seq: u64,
     range_tex: Option<egui::TextureHandle>,
     reported: bool,
+    /// The default start and the map it was computed for (the map cloud's address).
+    auto_start: (Option<usize>, Option<[f32; 3]>),
 }
 
 impl Default for SimState {
@@ -58,6 +63,7 @@ impl Default for SimState {
             scan_seq: 0,
             range_tex: None,
             reported: false,
+            auto_start: (None, None),
         }
     }
 }
@@ -96,10 +102,7 @@ pub fn mission(app: &AerieApp) -> Result<Mission, String> {
             origin[2] + p[2] as f64 + up,
         ]
     };
-    let start = s
-        .start
-        .or_else(|| default_start(app))
-        .ok_or("click a start point on the map")?;
+    let start = start_point(app).ok_or("click a start point on the map")?;
     let goal = s.goal.ok_or("click a goal point on the map")?;
     let st = world(start, 0.3);
     let mission = Mission {
@@ -136,25 +139,41 @@ pub fn mission(app: &AerieApp) -> Result<Mission, String> {
     Ok(mission)
 }
 
-/// Where the vehicle starts when the user has not clicked: on the ground near the middle of the map.
-pub fn default_start(app: &AerieApp) -> Option<[f32; 3]> {
-    let m = app.map.as_ref()?;
-    let (lo, hi) = m.cloud.bounds()?;
-    let origin = app.view_origin.unwrap_or_default();
+/// Where the vehicle starts: the clicked start, else the default of the map (see [`default_start`]).
+pub fn start_point(app: &AerieApp) -> Option<[f32; 3]> {
+    app.sim.start.or(app.sim.auto_start.1)
+}
+
+/// Recomputes the default start when the map changes (once per map: it reads every point).
+fn refresh_default_start(app: &mut AerieApp) {
+    let key = app.map.as_ref().map(|m| Arc::as_ptr(&m.cloud) as usize);
+    if app.sim.auto_start.0 != key {
+        let start = app
+            .map
+            .as_ref()
+            .and_then(|m| default_start(&m.cloud, app.view_origin.unwrap_or_default()));
+        app.sim.auto_start = (key, start);
+    }
+}
+
+/// Where the vehicle starts when the user has not clicked, view-local: the lowest point within 2 m (in x, y)
+/// of the middle of the map (the ground there), else the point nearest the middle.
+fn default_start(cloud: &Cloud, origin: [f64; 3]) -> Option<[f32; 3]> {
+    let (lo, hi) = cloud.bounds()?;
     let c = [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0];
-    let near = |r: f64| {
-        m.cloud
-            .positions
-            .iter()
-            .enumerate()
-            .filter_map(move |(i, _)| {
-                let w = m.cloud.world(i);
-                ((w[0] - c[0]).hypot(w[1] - c[1]) < r).then_some(w)
-            })
-    };
-    let ground = near(2.0)
-        .chain(near(1e9).take(1))
-        .min_by(|a, b| a[2].total_cmp(&b[2]))?;
+    let mut lowest_near: Option<[f64; 3]> = None;
+    let mut nearest = (f64::INFINITY, [0.0; 3]);
+    for i in 0..cloud.len() {
+        let w = cloud.world(i);
+        let d = (w[0] - c[0]).hypot(w[1] - c[1]);
+        if d < 2.0 && lowest_near.is_none_or(|l| w[2] < l[2]) {
+            lowest_near = Some(w);
+        }
+        if d < nearest.0 {
+            nearest = (d, w);
+        }
+    }
+    let ground = lowest_near.unwrap_or(nearest.1);
     Some(std::array::from_fn(|k| (ground[k] - origin[k]) as f32))
 }
 
@@ -190,6 +209,7 @@ pub fn clicked(app: &mut AerieApp, pos: [f32; 3]) {
 }
 
 pub fn poll(app: &mut AerieApp) {
+    refresh_default_start(app);
     let Some(live) = &app.sim.live else { return };
     let snap = live.snapshot();
     if snap.scan_seq != app.sim.scan_seq {
@@ -252,7 +272,7 @@ pub fn overlay(app: &AerieApp, o: &mut Overlay) {
     if app.map.is_none() || app.step != super::app::Step::Simulate && !app.sim.has_flight() {
         return;
     }
-    if let Some(p) = app.sim.start.or_else(|| default_start(app)) {
+    if let Some(p) = start_point(app) {
         o.markers
             .push((p, Color32::from_rgb(80, 230, 120), "start".into()));
     }
@@ -375,10 +395,7 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
         ui.radio_value(&mut app.sim.click_sets, ClickSets::Start, "start");
         ui.radio_value(&mut app.sim.click_sets, ClickSets::Goal, "goal");
     });
-    ui.label(format!(
-        "start: {}",
-        fmt_point(app, app.sim.start.or_else(|| default_start(app)))
-    ));
+    ui.label(format!("start: {}", fmt_point(app, start_point(app))));
     ui.label(format!("goal:  {}", fmt_point(app, app.sim.goal)));
     ui.separator();
     controls_ui(app, ui);
@@ -433,5 +450,36 @@ pub fn side_panel(app: &mut AerieApp, ui: &mut egui::Ui) {
                     p.line(Line::new(*name, series(*k)));
                 }
             });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_start_is_the_ground_in_the_middle() {
+        let cloud = Cloud {
+            origin: [1000.0, 2000.0, 300.0],
+            positions: vec![
+                [0.0, 0.0, 0.0],
+                [10.0, 10.0, 0.0],
+                [5.0, 5.5, 2.0],
+                [5.5, 5.0, 0.1],
+                [5.0, 5.0, 6.0],
+            ],
+            ..Cloud::default()
+        };
+        // Lowest of the points within 2 m of the middle (5, 5), relative to the view origin.
+        assert_eq!(
+            default_start(&cloud, [1000.0, 2000.0, 300.0]),
+            Some([5.5, 5.0, 0.1])
+        );
+        // No point near the middle: the nearest one.
+        let sparse = Cloud {
+            positions: vec![[0.0, 0.0, 0.0], [10.0, 10.0, 1.0]],
+            ..Cloud::default()
+        };
+        assert_eq!(default_start(&sparse, [0.0; 3]), Some([0.0, 0.0, 0.0]));
     }
 }
