@@ -55,30 +55,33 @@ impl Default for DownsampleParams {
     }
 }
 
-/// Bits per axis in a packed cell key (3 * 42 = 126 bits of a u128).
-const KEY_BITS: u32 = 42;
-
 /// Points sorted by cell, with the cells' integer coordinates relative to the lowest cell.
+///
+/// 16 bytes per input point (a u64 key and a u32 index) and 4 per occupied cell: this table sets the
+/// stage's peak memory, so keys are mixed-radix over the cloud's actual cell spans (x, then y, then z: the
+/// same order as fixed-width fields) rather than wider fixed-width fields.
 struct Grid {
-    /// (packed cell key, original index), sorted.
-    sorted: Vec<(u128, u32)>,
+    /// (cell key, original index), sorted.
+    sorted: Vec<(u64, u32)>,
     /// Start of each occupied cell in `sorted`, plus `sorted.len()` at the end.
-    starts: Vec<usize>,
+    starts: Vec<u32>,
     /// World integer coordinates of the lowest cell (cell `c` spans `[c r, (c + 1) r)`).
     base: [i64; 3],
+    /// Cells along each axis between the lowest and the highest occupied cell.
+    dims: [u64; 3],
 }
 
-fn pack(rel: [u64; 3]) -> u128 {
-    ((rel[0] as u128) << (2 * KEY_BITS)) | ((rel[1] as u128) << KEY_BITS) | rel[2] as u128
-}
+impl Grid {
+    /// Key of the cell at `rel` cells from the lowest one (each below `dims`).
+    fn pack(&self, rel: [u64; 3]) -> u64 {
+        (rel[0] * self.dims[1] + rel[1]) * self.dims[2] + rel[2]
+    }
 
-fn unpack(key: u128) -> [u64; 3] {
-    let m = (1u128 << KEY_BITS) - 1;
-    [
-        ((key >> (2 * KEY_BITS)) & m) as u64,
-        ((key >> KEY_BITS) & m) as u64,
-        (key & m) as u64,
-    ]
+    fn unpack(&self, key: u64) -> [u64; 3] {
+        let z = key % self.dims[2];
+        let yx = key / self.dims[2];
+        [yx / self.dims[1], yx % self.dims[1], z]
+    }
 }
 
 fn cell_of(origin: [f64; 3], p: [f32; 3], r: f64) -> [f64; 3] {
@@ -117,19 +120,36 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
                 )
             },
         );
-    let span_limit = (1u64 << KEY_BITS) as f64;
+    let too_small = |what: String| {
+        Error::parameter(
+            "filters.downsample.resolution_m",
+            format!("resolution {r} m is too small for the cloud's extent ({what})"),
+        )
+    };
     for k in 0..3 {
-        if !(lo[k].abs() < limit && hi[k].abs() < limit && hi[k] - lo[k] < span_limit) {
-            return Err(Error::parameter(
-                "filters.downsample.resolution_m",
-                format!(
-                    "resolution {r} m is too small for the cloud's extent (more than 2^{KEY_BITS} cells along axis {k})"
-                ),
-            ));
+        if !(lo[k].abs() < limit && hi[k].abs() < limit) {
+            return Err(too_small(format!("cell index beyond 2^62 along axis {k}")));
         }
     }
+    let dims = [0, 1, 2].map(|k| (hi[k] - lo[k]) as u64 + 1);
+    if dims[0]
+        .checked_mul(dims[1])
+        .and_then(|v| v.checked_mul(dims[2]))
+        .is_none()
+    {
+        return Err(too_small(format!(
+            "{} x {} x {} cells: more than 2^64",
+            dims[0], dims[1], dims[2]
+        )));
+    }
     let base = [lo[0] as i64, lo[1] as i64, lo[2] as i64];
-    let mut sorted = vec![(0u128, 0u32); cloud.len()];
+    let mut grid = Grid {
+        sorted: Vec::new(),
+        starts: Vec::new(),
+        base,
+        dims,
+    };
+    let mut sorted = vec![(0u64, 0u32); cloud.len()];
     sorted
         .par_chunks_mut(CHUNK)
         .enumerate()
@@ -143,25 +163,24 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
                     (cell[1] - lo[1]) as u64,
                     (cell[2] - lo[2]) as u64,
                 ];
-                *slot = (pack(rel), i as u32);
+                *slot = (grid.pack(rel), i as u32);
             }
             Ok::<(), Error>(())
         })?;
     // Keys are unique with the index, so an unstable sort is deterministic.
     sorted.par_sort_unstable();
     check_cancel(progress)?;
-    let mut starts: Vec<usize> = Vec::new();
+    // Indices fit in u32 (the caller checks the cloud's size).
+    let mut starts: Vec<u32> = Vec::new();
     for (i, w) in sorted.iter().enumerate() {
         if i == 0 || sorted[i - 1].0 != w.0 {
-            starts.push(i);
+            starts.push(i as u32);
         }
     }
-    starts.push(sorted.len());
-    Ok(Grid {
-        sorted,
-        starts,
-        base,
-    })
+    starts.push(sorted.len() as u32);
+    grid.sorted = sorted;
+    grid.starts = starts;
+    Ok(grid)
 }
 
 impl Grid {
@@ -169,9 +188,14 @@ impl Grid {
         self.starts.len() - 1
     }
 
-    /// World coordinates of the centre of the cell with packed key `key`.
-    fn centre(&self, key: u128, r: f64) -> [f64; 3] {
-        let rel = unpack(key);
+    /// The points of cell `c` (in the sorted order): (key, original index).
+    fn run(&self, c: usize) -> &[(u64, u32)] {
+        &self.sorted[self.starts[c] as usize..self.starts[c + 1] as usize]
+    }
+
+    /// World coordinates of the centre of the cell with key `key`.
+    fn centre(&self, key: u64, r: f64) -> [f64; 3] {
+        let rel = self.unpack(key);
         [
             ((self.base[0] + rel[0] as i64) as f64 + 0.5) * r,
             ((self.base[1] + rel[1] as i64) as f64 + 0.5) * r,
@@ -186,7 +210,7 @@ impl Grid {
         (0..self.cells())
             .into_par_iter()
             .map(|c| {
-                let run = &self.sorted[self.starts[c]..self.starts[c + 1]];
+                let run = self.run(c);
                 let centre = self.centre(run[0].0, r);
                 let mut best: Option<(f64, [f32; 3], usize)> = None;
                 for &(_, i) in run {
@@ -279,10 +303,8 @@ pub fn downsample(
 fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
     let nearest = grid.nearest(cloud, r);
     let mut out = cloud.select(&nearest);
-    let runs: Vec<&[(u128, u32)]> = (0..grid.cells())
-        .map(|c| &grid.sorted[grid.starts[c]..grid.starts[c + 1]])
-        .collect();
-    let mean_of = |run: &[(u128, u32)], f: &(dyn Fn(usize) -> [f64; 3] + Sync)| -> [f64; 3] {
+    let runs: Vec<&[(u64, u32)]> = (0..grid.cells()).map(|c| grid.run(c)).collect();
+    let mean_of = |run: &[(u64, u32)], f: &(dyn Fn(usize) -> [f64; 3] + Sync)| -> [f64; 3] {
         let mut s = [0.0f64; 3];
         for &(_, i) in run {
             let v = f(i as usize);
@@ -372,16 +394,15 @@ fn min_distance(cloud: &Cloud, grid: &Grid, r: f64, progress: &dyn Progress) -> 
     };
     let mut kept: Vec<usize> = Vec::new();
     // Occupied cell -> its range in `kept` (one entry per cell, not per point).
-    let mut ranges: HashMap<u128, (usize, usize)> = HashMap::with_capacity(grid.cells());
+    let mut ranges: HashMap<u64, (usize, usize)> = HashMap::with_capacity(grid.cells());
     let mut near: Vec<[f64; 3]> = Vec::new();
-    let max_rel = (1u64 << KEY_BITS) - 1;
     for c in 0..grid.cells() {
         if c % 1024 == 0 {
             check_cancel(progress)?;
         }
-        let run = &grid.sorted[grid.starts[c]..grid.starts[c + 1]];
+        let run = grid.run(c);
         let key = run[0].0;
-        let rel = unpack(key);
+        let rel = grid.unpack(key);
         near.clear();
         for dx in -1i64..=1 {
             for dy in -1i64..=1 {
@@ -390,11 +411,11 @@ fn min_distance(cloud: &Cloud, grid: &Grid, r: f64, progress: &dyn Progress) -> 
                         continue;
                     }
                     let n = [rel[0] as i64 + dx, rel[1] as i64 + dy, rel[2] as i64 + dz];
-                    if n.iter().any(|&v| v < 0 || v as u64 > max_rel) {
+                    if (0..3).any(|k| n[k] < 0 || n[k] as u64 >= grid.dims[k]) {
                         continue;
                     }
                     if let Some(&(a, b)) =
-                        ranges.get(&pack([n[0] as u64, n[1] as u64, n[2] as u64]))
+                        ranges.get(&grid.pack([n[0] as u64, n[1] as u64, n[2] as u64]))
                     {
                         near.extend(kept[a..b].iter().map(|&i| pos(i)));
                     }

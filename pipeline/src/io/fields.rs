@@ -317,7 +317,99 @@ fn colour_scale(c: &Column) -> f64 {
 /// Build a cloud from decoded columns of `n` values each. Requires x, y and z; rejects non-finite
 /// coordinates (naming the point); picks an origin when coordinates are large. A modelled attribute that
 /// appears twice keeps its first column; the second becomes an extra dimension.
-pub(crate) fn assemble(path: &Path, mut cols: Vec<Column>, n: usize) -> Result<Cloud> {
+/// Positions decoded straight from a binary file's records and the origin they are relative to.
+pub(crate) type Positions = ([f64; 3], Vec<[f32; 3]>);
+
+/// Where one coordinate sits in fixed-size binary records: byte offset in the record, stored type, name.
+pub(crate) struct CoordField<'a> {
+    pub off: usize,
+    pub kind: ScalarKind,
+    pub name: &'a str,
+}
+
+/// Decodes x, y and z of `n` records of `stride` bytes starting at `base` straight into positions relative
+/// to the cloud's origin (see [`assemble`] for how it is chosen). Going through f64 columns instead would
+/// hold 24 bytes per point beside the mapped file and the positions: for a file of doubles that doubled the
+/// reader's peak memory. The caller has checked that the records lie within `data`.
+pub(crate) fn decode_positions(
+    data: &[u8],
+    path: &Path,
+    n: usize,
+    (base, stride): (usize, usize),
+    xyz: [CoordField; 3],
+    big_endian: bool,
+) -> Result<Positions> {
+    let value = |i: usize, k: usize| -> f64 {
+        let at = base + i * stride + xyz[k].off;
+        data.get(at..)
+            .and_then(|b| read_scalar(b, xyz[k].kind, big_endian))
+            .unwrap_or(f64::NAN)
+    };
+    // Bounds and the first non-finite coordinate; min/max and the first index are order-independent.
+    type Scan = ([f64; 3], [f64; 3], Option<(usize, usize)>);
+    let empty = || -> Scan { ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3], None) };
+    let (lo, hi, bad) = (0..n)
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .fold(empty, |(mut lo, mut hi, bad), i| {
+            let mut bad = bad;
+            for k in 0..3 {
+                let v = value(i, k);
+                if !v.is_finite() {
+                    bad = bad.or(Some((i, k)));
+                }
+                lo[k] = lo[k].min(v);
+                hi[k] = hi[k].max(v);
+            }
+            (lo, hi, bad)
+        })
+        .reduce(empty, |a, b| {
+            (
+                [0, 1, 2].map(|k| a.0[k].min(b.0[k])),
+                [0, 1, 2].map(|k| a.1[k].max(b.1[k])),
+                match (a.2, b.2) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                },
+            )
+        });
+    if let Some((i, k)) = bad {
+        return Err(Error::format(
+            path,
+            format!("point {i}"),
+            format!(
+                "{} is {}; expected a finite coordinate",
+                xyz[k].name,
+                value(i, k)
+            ),
+        ));
+    }
+    let origin = origin_of(n, lo, hi);
+    let positions = (0..n)
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .map(|i| [0, 1, 2].map(|k| (value(i, k) - origin[k]) as f32))
+        .collect();
+    Ok((origin, positions))
+}
+
+/// The origin of a cloud with coordinates in `[lo, hi]`: zero unless a coordinate is large enough that f32
+/// would lose millimetres.
+fn origin_of(n: usize, lo: [f64; 3], hi: [f64; 3]) -> [f64; 3] {
+    let large = n > 0 && (0..3).any(|k| lo[k].abs().max(hi[k].abs()) >= LARGE_COORDINATE);
+    if large { origin_for(lo) } else { [0.0; 3] }
+}
+
+/// Builds a cloud from decoded columns: x, y and z become positions (unless `positions` were decoded
+/// already, see [`decode_positions`]), known names their attributes, the rest extra dimensions.
+pub(crate) fn assemble(
+    path: &Path,
+    positions: Option<Positions>,
+    mut cols: Vec<Column>,
+    n: usize,
+) -> Result<Cloud> {
+    // Skipped fields need not be decoded at all.
+    cols.retain(|c| c.target != Target::Skip);
     let mut seen: Vec<Target> = Vec::new();
     for c in cols.iter_mut() {
         if c.values.len() != n {
@@ -338,64 +430,24 @@ pub(crate) fn assemble(path: &Path, mut cols: Vec<Column>, n: usize) -> Result<C
         let i = cols.iter().position(|c| c.target == t)?;
         Some(cols.remove(i))
     };
-    let names: Vec<String> = cols.iter().map(|c| c.name.clone()).collect();
-    let (Some(x), Some(y), Some(z)) = (
-        take(&mut cols, Target::X),
-        take(&mut cols, Target::Y),
-        take(&mut cols, Target::Z),
-    ) else {
+    let mut cloud = match positions {
+        Some((origin, positions)) => {
+            let mut cloud = Cloud::with_origin(origin);
+            cloud.positions = positions;
+            cloud
+        }
+        None => positions_from_columns(path, &mut cols)?,
+    };
+    if cloud.positions.len() != n {
         return Err(Error::format(
             path,
-            "header",
-            format!("expected fields x, y and z; found {}", names.join(" ")),
+            "positions",
+            format!("has {} points, expected {n}", cloud.positions.len()),
         ));
-    };
-    let mut lo = [f64::INFINITY; 3];
-    let mut hi = [f64::NEG_INFINITY; 3];
-    for (k, c) in [&x, &y, &z].into_iter().enumerate() {
-        if let Some(i) = c.values.iter().position(|v| !v.is_finite()) {
-            return Err(Error::format(
-                path,
-                format!("point {i}"),
-                format!(
-                    "{} is {}; expected a finite coordinate",
-                    c.name,
-                    c.values.get(i).copied().unwrap_or(f64::NAN)
-                ),
-            ));
-        }
-        let (l, h) = c
-            .values
-            .par_iter()
-            .fold(
-                || (f64::INFINITY, f64::NEG_INFINITY),
-                |(l, h), &v| (l.min(v), h.max(v)),
-            )
-            .reduce(
-                || (f64::INFINITY, f64::NEG_INFINITY),
-                |a, b| (a.0.min(b.0), a.1.max(b.1)),
-            );
-        lo[k] = l;
-        hi[k] = h;
     }
-    let large = n > 0 && (0..3).any(|k| lo[k].abs().max(hi[k].abs()) >= LARGE_COORDINATE);
-    let origin = if large { origin_for(lo) } else { [0.0; 3] };
-    let mut cloud = Cloud::with_origin(origin);
-    cloud.positions = x
-        .values
-        .par_iter()
-        .zip(y.values.par_iter())
-        .zip(z.values.par_iter())
-        .map(|((a, b), c)| {
-            [
-                (a - origin[0]) as f32,
-                (b - origin[1]) as f32,
-                (c - origin[2]) as f32,
-            ]
-        })
-        .collect();
     let f32s = |c: Column| -> Vec<f32> { c.values.par_iter().map(|&v| v as f32).collect() };
     cloud.intensity = take(&mut cols, Target::Intensity).map(f32s);
+
     cloud.gamma = take(&mut cols, Target::Gamma).map(f32s);
     cloud.time = take(&mut cols, Target::Time).map(|c| c.values);
     cloud.ring = take(&mut cols, Target::Ring).map(|c| {
@@ -484,6 +536,70 @@ pub(crate) fn assemble(path: &Path, mut cols: Vec<Column>, n: usize) -> Result<C
             },
             kind: c.kind,
             values: c.values,
+        })
+        .collect();
+    Ok(cloud)
+}
+
+/// Positions from the x, y and z columns (removed from `cols`).
+fn positions_from_columns(path: &Path, cols: &mut Vec<Column>) -> Result<Cloud> {
+    let take = |cols: &mut Vec<Column>, t: Target| -> Option<Column> {
+        let i = cols.iter().position(|c| c.target == t)?;
+        Some(cols.remove(i))
+    };
+    let names: Vec<String> = cols.iter().map(|c| c.name.clone()).collect();
+    let (Some(x), Some(y), Some(z)) = (
+        take(cols, Target::X),
+        take(cols, Target::Y),
+        take(cols, Target::Z),
+    ) else {
+        return Err(Error::format(
+            path,
+            "header",
+            format!("expected fields x, y and z; found {}", names.join(" ")),
+        ));
+    };
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for (k, c) in [&x, &y, &z].into_iter().enumerate() {
+        if let Some(i) = c.values.iter().position(|v| !v.is_finite()) {
+            return Err(Error::format(
+                path,
+                format!("point {i}"),
+                format!(
+                    "{} is {}; expected a finite coordinate",
+                    c.name,
+                    c.values.get(i).copied().unwrap_or(f64::NAN)
+                ),
+            ));
+        }
+        let (l, h) = c
+            .values
+            .par_iter()
+            .fold(
+                || (f64::INFINITY, f64::NEG_INFINITY),
+                |(l, h), &v| (l.min(v), h.max(v)),
+            )
+            .reduce(
+                || (f64::INFINITY, f64::NEG_INFINITY),
+                |a, b| (a.0.min(b.0), a.1.max(b.1)),
+            );
+        lo[k] = l;
+        hi[k] = h;
+    }
+    let origin = origin_of(x.values.len(), lo, hi);
+    let mut cloud = Cloud::with_origin(origin);
+    cloud.positions = x
+        .values
+        .par_iter()
+        .zip(y.values.par_iter())
+        .zip(z.values.par_iter())
+        .map(|((a, b), c)| {
+            [
+                (a - origin[0]) as f32,
+                (b - origin[1]) as f32,
+                (c - origin[2]) as f32,
+            ]
         })
         .collect();
     Ok(cloud)

@@ -36,7 +36,7 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
             values,
         });
     }
-    let mut cloud = assemble(path, cols, n)?;
+    let mut cloud = assemble(path, None, cols, n)?;
     cloud.meta.format = Some("KITTI bin".to_string());
     Ok(cloud)
 }

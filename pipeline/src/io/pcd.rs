@@ -379,7 +379,7 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
         }
     }
     let kept = cols.first().map_or(0, |c| c.values.len());
-    let mut cloud = assemble(path, cols, kept)?;
+    let mut cloud = assemble(path, None, cols, kept)?;
     let v = h.viewpoint;
     let identity = v[0] == 0.0
         && v[1] == 0.0

@@ -26,8 +26,9 @@ use std::path::Path;
 use crate::cloud::ScalarKind;
 use crate::io::atomic::{io_err, write_atomic_buffered};
 use crate::io::fields::{
-    Column, Style, as_kind, assemble, decode_column, encode_rows, encode_text, lines, out_fields,
-    parse_num, parse_rows, quote, read_scalar, target_for, write_value,
+    Column, CoordField, Positions, Style, Target, as_kind, assemble, decode_column,
+    decode_positions, encode_rows, encode_text, lines, out_fields, parse_num, parse_rows, quote,
+    read_scalar, target_for, write_value,
 };
 use crate::io::{Encoding, ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
@@ -242,8 +243,8 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
     };
     let vertex = &h.elements[vi];
     let n = vertex.count;
-    let cols = if h.enc == Enc::Ascii {
-        read_ascii(data, path, &h, vi)?
+    let (positions, cols) = if h.enc == Enc::Ascii {
+        (None, read_ascii(data, path, &h, vi)?)
     } else {
         let be = h.enc == Enc::Big;
         let mut pos = h.data_start;
@@ -252,7 +253,7 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
         }
         read_binary_vertex(data, pos, vertex, be, path)?
     };
-    let mut cloud = assemble(path, cols, n)?;
+    let mut cloud = assemble(path, positions, cols, n)?;
     cloud.meta.format = Some(format!("PLY {} 1.0", h.enc.name()));
     Ok(cloud)
 }
@@ -349,7 +350,7 @@ fn read_binary_vertex(
     vertex: &Element,
     be: bool,
     path: &Path,
-) -> Result<Vec<Column>> {
+) -> Result<(Option<Positions>, Vec<Column>)> {
     let n = vertex.count;
     let scalars: Vec<&Prop> = vertex.props.iter().filter(|p| p.list.is_none()).collect();
     let rec: usize = scalars.iter().map(|p| p.kind.size()).sum();
@@ -367,8 +368,33 @@ fn read_binary_vertex(
         (compacted.as_slice(), 0)
     };
     let mut cols = columns_for(&scalars);
-    let mut off = 0usize;
-    for (c, p) in cols.iter_mut().zip(&scalars) {
+    let offsets: Vec<usize> = scalars
+        .iter()
+        .scan(0, |off, p| {
+            let at = *off;
+            *off += p.kind.size();
+            Some(at)
+        })
+        .collect();
+    // x, y and z go straight into positions (the first property of each name; later ones become extras).
+    let coord = |t: Target| cols.iter().position(|c| c.target == t);
+    let mut positions = None;
+    if let (Some(ix), Some(iy), Some(iz)) = (coord(Target::X), coord(Target::Y), coord(Target::Z)) {
+        let field = |i: usize| CoordField {
+            off: offsets[i],
+            kind: scalars[i].kind,
+            name: &scalars[i].name,
+        };
+        let xyz = [field(ix), field(iy), field(iz)];
+        positions = Some(decode_positions(buf, path, n, (base, rec), xyz, be)?);
+        for i in [ix, iy, iz] {
+            cols[i].target = Target::Skip;
+        }
+    }
+    for ((c, p), &off) in cols.iter_mut().zip(&scalars).zip(&offsets) {
+        if c.target == Target::Skip {
+            continue;
+        }
         c.values = decode_column(buf, n, base, rec, off, p.kind, be, false).ok_or_else(|| {
             Error::format(
                 path,
@@ -376,9 +402,8 @@ fn read_binary_vertex(
                 "values run past the end of the file",
             )
         })?;
-        off += p.kind.size();
     }
-    Ok(cols)
+    Ok((positions, cols))
 }
 
 /// Byte position after `count` non-blank lines from `pos`, or `None` when the text ends first.

@@ -209,7 +209,7 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
             values,
         })
         .collect();
-    let mut cloud = assemble(path, cols, n)?;
+    let mut cloud = assemble(path, None, cols, n)?;
     cloud.meta.format = Some(format!("XYZ text ({})", delim.name()));
     Ok(cloud)
 }
