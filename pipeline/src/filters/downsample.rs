@@ -545,6 +545,51 @@ mod tests {
     }
 
     #[test]
+    fn cell_keys_across_three_axes() {
+        // Points in a box whose cell spans differ per axis (mixed-radix keys): min-distance must see
+        // neighbours across every axis, and voxel output comes in x, then y, then z cell order.
+        let mut c = Cloud::default();
+        let mut s = 12345u64;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 40) as f32 / (1u64 << 24) as f32
+        };
+        c.positions = (0..3000)
+            .map(|_| [next() * 1.3, next() * 0.7, next() * 0.45])
+            .collect();
+        let r = 0.1;
+        let p = DownsampleParams {
+            method: DownsampleMethod::MinDistance,
+            resolution_m: r,
+        };
+        let (out, _) = downsample(&c, &p, &NoProgress).unwrap();
+        let d2 = |a: [f32; 3], b: [f32; 3]| {
+            (0..3)
+                .map(|k| (a[k] - b[k]) as f64)
+                .map(|d| d * d)
+                .sum::<f64>()
+        };
+        for (i, &a) in out.positions.iter().enumerate() {
+            for &b in &out.positions[i + 1..] {
+                assert!(d2(a, b) >= r * r - 1e-9);
+            }
+        }
+        for &q in &c.positions {
+            assert!(out.positions.iter().any(|&k| d2(q, k) < r * r + 1e-9));
+        }
+        let p = DownsampleParams {
+            method: DownsampleMethod::VoxelNearest,
+            resolution_m: r,
+        };
+        let (out, _) = downsample(&c, &p, &NoProgress).unwrap();
+        let cell = |q: [f32; 3]| q.map(|v| (v as f64 / r).floor() as i64);
+        let cells: Vec<[i64; 3]> = out.positions.iter().map(|&q| cell(q)).collect();
+        assert!(cells.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
     fn method_names_in_toml() {
         let p: DownsampleParams =
             toml::from_str("method = \"min-distance\"\nresolution_m = 0.2").unwrap();

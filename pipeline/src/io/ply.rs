@@ -603,4 +603,28 @@ mod tests {
         assert_eq!(c.ring, Some(vec![7, 8]));
         assert!(read(&d[..d.len() - 1]).is_err());
     }
+
+    #[test]
+    fn binary_positions_name_a_bad_point_and_keep_a_second_x() {
+        let header = b"ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\n\
+                       property float y\nproperty float z\nproperty float x\nend_header\n";
+        let mut d = header.to_vec();
+        for i in 0..3 {
+            for v in [i as f32, 1.0, 2.0, 10.0 + i as f32] {
+                d.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let c = read(&d).unwrap();
+        assert_eq!(
+            c.positions,
+            vec![[0.0, 1.0, 2.0], [1.0, 1.0, 2.0], [2.0, 1.0, 2.0]]
+        );
+        assert_eq!(c.extra.len(), 1);
+        assert_eq!(c.extra[0].values, vec![10.0, 11.0, 12.0]);
+        // Point 1's y is NaN: the error names the point and the field.
+        let at = header.len() + 16 + 4;
+        d[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        let e = read(&d).unwrap_err().to_string();
+        assert!(e.contains("point 1") && e.contains("y is NaN"), "{e}");
+    }
 }
