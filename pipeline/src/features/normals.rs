@@ -78,9 +78,11 @@ pub fn sym_eigen3(m: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
     let upper = [m[0][0], m[0][1], m[0][2], m[1][1], m[1][2], m[2][2]];
     let max0 = upper.iter().fold(0.0f64, |a, v| a.max(v.abs()));
     const IDENTITY: [[f64; 3]; 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
-    if !(max0 > 0.0) || !max0.is_finite() {
-        let v = if max0 == 0.0 { 0.0 } else { f64::NAN };
-        return ([v; 3], IDENTITY);
+    if !upper.iter().all(|v| v.is_finite()) {
+        return ([f64::NAN; 3], IDENTITY);
+    }
+    if max0 == 0.0 {
+        return ([0.0; 3], IDENTITY);
     }
     let [a00, a01, a02, a11, a12, a22] = upper.map(|v| v / max0);
     let a = [[a00, a01, a02], [a01, a11, a12], [a02, a12, a22]];
