@@ -6,6 +6,8 @@ use aerie_pipeline::CloudSummary;
 use aerie_pipeline::io::{self, Format, ReadOptions};
 use anyhow::Context;
 
+use super::choices::FormatArg;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Scan files (.las .laz .e57 .ply .pcd .xyz .txt .csv .bin) or prepared maps (.amap).
@@ -15,8 +17,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Read the files as this format instead of guessing from the extension.
-    #[arg(long, value_parser = super::parse_format)]
-    format: Option<Format>,
+    #[arg(long, ignore_case = true)]
+    format: Option<FormatArg>,
     /// Column names for delimited text, comma-separated (e.g. x,y,z,intensity; `_` skips a column).
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -38,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             continue;
         }
-        let cloud = io::read(path, args.format, &opts)
+        let cloud = io::read(path, args.format.map(Format::from), &opts)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let summary = CloudSummary::of(&cloud);
         if args.json {

@@ -2,6 +2,7 @@
 //! library crates; no algorithm lives here.
 
 mod bench;
+mod choices;
 mod convert;
 mod demo;
 pub(crate) mod export;
@@ -138,13 +139,6 @@ impl std::fmt::Display for BadInput {
 }
 
 impl std::error::Error for BadInput {}
-
-/// Parse a `--format` value.
-pub fn parse_format(s: &str) -> Result<aerie_pipeline::io::Format, String> {
-    aerie_pipeline::io::Format::from_name(s).ok_or_else(|| {
-        format!("unknown format {s:?}; expected las, laz, e57, ply, pcd, xyz, kitti")
-    })
-}
 
 /// Parse `N` comma-separated numbers, e.g. a pose `x,y,z,roll,pitch,yaw`.
 pub fn parse_numbers<const N: usize>(s: &str) -> Result<[f64; N], String> {
