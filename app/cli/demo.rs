@@ -173,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     progress.finish();
     let amap_path = out.join("demo.amap");
     amap::write(&prepared.map, &amap_path)?;
-    let map_cloud = prepared.map.to_cloud();
+    let map_cloud = prepared.map.to_cloud()?;
     top_view(&map_cloud, &out.join("map.png"))?;
     let mut figures = String::new();
     for r in &prepared.reports {

@@ -111,7 +111,8 @@ fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value
     }
     if let Some(r) = &meta.recipe {
         writeln!(t, "  recipe")?;
-        for line in toml::to_string(r).unwrap_or_default().lines() {
+        let text = toml::to_string(r).context("cannot show the map's recipe")?;
+        for line in text.lines() {
             writeln!(t, "    {line}")?;
         }
     }

@@ -119,9 +119,13 @@ impl Recipe {
         Ok(recipe)
     }
 
-    /// The recipe as TOML (what is stored in the map).
-    pub fn to_toml(&self) -> String {
-        toml::to_string(self).unwrap_or_default()
+    /// The recipe as TOML, the form [`Recipe::from_toml`] reads (what the app saves as a recipe file).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Parameter`] when a value has no TOML form; the caller must not write an empty file in its place.
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self).map_err(|e| Error::parameter("recipe", e.to_string()))
     }
 
     /// Check parameters that do not depend on the data.
@@ -310,7 +314,8 @@ pub fn prepare(
                 .collect::<Vec<_>>()
                 .join(", ")
         });
-    meta.recipe = toml::Table::try_from(recipe).ok();
+    meta.recipe =
+        Some(toml::Table::try_from(recipe).map_err(|e| Error::parameter("recipe", e.to_string()))?);
     meta.report = reports.clone();
     map.set_metadata(&meta)?;
     let warnings = reports
@@ -332,7 +337,8 @@ mod tests {
     fn empty_recipe_is_the_default() {
         let r = Recipe::from_toml("", std::path::Path::new("r.toml")).unwrap();
         assert_eq!(r, Recipe::default());
-        let back = Recipe::from_toml(&r.to_toml(), std::path::Path::new("r.toml")).unwrap();
+        let back =
+            Recipe::from_toml(&r.to_toml().unwrap(), std::path::Path::new("r.toml")).unwrap();
         assert_eq!(back, r);
     }
 

@@ -196,9 +196,14 @@ impl PackedMap {
     /// The map as a cloud, for export: points in map order, with normals, gamma, intensity, colour and
     /// classification as attributes; CRS and scanner poses from the metadata. Reflectance is not exported (it is
     /// derived from intensity).
-    pub fn to_cloud(&self) -> Cloud {
-        let meta = self.metadata().unwrap_or_default();
-        cloud_from_parts(
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Parameter`] when `metadata_toml` does not parse: the cloud would silently lose its CRS and
+    /// scanner poses. (An opened [`amap::AmapFile`] parsed its metadata on open, so its `to_cloud` cannot fail.)
+    pub fn to_cloud(&self) -> Result<Cloud> {
+        let meta = self.metadata()?;
+        Ok(cloud_from_parts(
             CloudParts {
                 origin: self.origin,
                 positions: &self.positions,
@@ -209,7 +214,7 @@ impl PackedMap {
                 classification: self.classification.as_deref(),
             },
             &meta,
-        )
+        ))
     }
 
     /// Check the invariants; the message names the first broken one.
