@@ -47,7 +47,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         columns: args.columns.clone(),
     };
     let clouds = io::read_scans(&args.input, args.input_format.map(Into::into), &read_opts)
-        .with_context(|| format!("cannot read {}", args.input.display()))?;
+        .with_context(|| format!("cannot read {}", args.input.display()))
+        .map_err(super::format_hint("--input-format"))?;
     let fields = args
         .fields
         .map(|f| f.into_iter().filter(|s| !s.is_empty()).collect());
@@ -64,7 +65,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.output.clone()
         };
         io::write(cloud, &out, args.format.map(Into::into), &write_opts)
-            .with_context(|| format!("cannot write {}", out.display()))?;
+            .with_context(|| format!("cannot write {}", out.display()))
+            .map_err(super::format_hint("--format"))?;
         if !args.quiet {
             eprintln!(
                 "wrote {} points to {} in {:.2} s",

@@ -43,7 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.encoding.map(Into::into),
         args.las_version.map(Into::into),
         args.target.unwrap_or(Target::Generic),
-    )?;
+    )
+    .map_err(super::format_hint("--format"))?;
     if !args.quiet {
         eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
         if let Some(s) = shift {

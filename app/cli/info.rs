@@ -41,7 +41,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             continue;
         }
         let cloud = io::read(path, args.format.map(Format::from), &opts)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+            .with_context(|| format!("cannot read {}", path.display()))
+            .map_err(super::format_hint("--format"))?;
         let summary = CloudSummary::of(&cloud);
         if args.json {
             json.push(serde_json::to_value(&summary)?);

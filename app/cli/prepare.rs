@@ -187,7 +187,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.format.map(Format::from),
             &ReadOptions::default(),
         )
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .with_context(|| format!("cannot read {}", path.display()))
+        .map_err(super::format_hint("--format"))?;
         inputs.push((cloud, t));
     }
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();

@@ -27,6 +27,16 @@ pub enum Error {
     #[error("{}: unsupported: {message}", path.display())]
     Unsupported { path: PathBuf, message: String },
 
+    /// Neither the file name's extension nor (when reading, `looked_inside`) the first bytes name a format
+    /// Aerie knows. The caller can name the format instead (the CLI says which flag does it).
+    #[error(
+        "{}: cannot tell the format from the {}; expected .las .laz .e57 .ply .pcd, delimited text \
+         (.xyz .txt .csv .pts .asc) or .bin (KITTI)",
+        path.display(),
+        if *looked_inside { "extension or the contents" } else { "extension" }
+    )]
+    UnknownFormat { path: PathBuf, looked_inside: bool },
+
     /// A parameter given by the user is out of range or inconsistent.
     #[error("invalid {name}: {message}")]
     Parameter { name: String, message: String },
@@ -79,7 +89,10 @@ impl Error {
                     | std::io::ErrorKind::UnexpectedEof
                     | std::io::ErrorKind::InvalidData
             ),
-            Error::Format { .. } | Error::Unsupported { .. } | Error::Parameter { .. } => true,
+            Error::Format { .. }
+            | Error::Unsupported { .. }
+            | Error::UnknownFormat { .. }
+            | Error::Parameter { .. } => true,
             Error::Cancelled => false,
         }
     }

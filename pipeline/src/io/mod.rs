@@ -158,12 +158,9 @@ pub fn detect(path: &Path, head: &[u8]) -> Result<Format> {
     if let Some(f) = Format::from_path(path) {
         return Ok(f);
     }
-    Format::sniff(head).ok_or_else(|| {
-        Error::unsupported(
-            path,
-            "cannot tell the format from the extension or the contents; expected .las .laz .e57 .ply .pcd \
-             .xyz/.txt/.csv or .bin (KITTI), or pass --format",
-        )
+    Format::sniff(head).ok_or_else(|| Error::UnknownFormat {
+        path: path.to_path_buf(),
+        looked_inside: true,
     })
 }
 
@@ -251,14 +248,10 @@ pub fn write(
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,
         None => {
-            return Err(Error::parameter(
-                "output format",
-                format!(
-                    "cannot tell the format of {:?} from its extension; use .las .laz .e57 .ply .pcd .xyz .bin \
-                     or pass --format",
-                    path
-                ),
-            ));
+            return Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                looked_inside: false,
+            });
         }
     };
     if let Err(m) = cloud.validate() {
@@ -272,5 +265,44 @@ pub fn write(
         Format::Pcd => pcd::write(cloud, path, opts),
         Format::Xyz => xyz::write(cloud, path, opts),
         Format::Kitti => kitti::write(cloud, path, opts),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A format that neither the name nor the bytes give is its own error, worded without any caller's flags
+    /// (the CLI adds those), and counted as the user's input.
+    #[test]
+    fn an_unknown_format_is_said_in_the_library_s_terms() {
+        let e = detect(Path::new("scan.dat"), b"1 2 3\n").unwrap_err();
+        assert!(matches!(
+            e,
+            Error::UnknownFormat {
+                looked_inside: true,
+                ..
+            }
+        ));
+        let text = e.to_string();
+        assert!(
+            text.starts_with("scan.dat: cannot tell the format from the extension or the contents")
+        );
+        assert!(!text.contains("--"), "{text}");
+        assert!(e.is_bad_input());
+        let cloud = Cloud::default();
+        let e = write(&cloud, Path::new("out.dat"), None, &WriteOptions::default()).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::UnknownFormat {
+                looked_inside: false,
+                ..
+            }
+        ));
+        assert!(!e.to_string().contains("--"), "{e}");
+        assert_eq!(
+            detect(Path::new("scan.dat"), b"ply\n").unwrap(),
+            Format::Ply
+        );
     }
 }
