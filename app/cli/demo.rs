@@ -127,7 +127,7 @@ struct Step {
     figures: String,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let out = &args.output;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;

@@ -24,7 +24,7 @@ pub struct Args {
     columns: Option<Vec<String>>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let opts = ReadOptions {
         separate_scans: false,
         columns: args.columns.clone(),

@@ -103,15 +103,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             size: a.size,
             bench_frames: a.bench_frames.map(|n| (n, a.bench_budget)),
         }),
-        Command::Info(a) => info::run(a),
+        Command::Info(a) => info::run(&a),
         Command::Convert(a) => convert::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Sensors(a) => sensors::run(a),
-        Command::Scan(a) => scan::run(a),
-        Command::Prepare(a) => prepare::run(a),
-        Command::Export(a) => export::run(a),
-        Command::Fly(a) => fly::run(a),
-        Command::Demo(a) => demo::run(a),
+        Command::Scan(a) => scan::run(&a),
+        Command::Prepare(a) => prepare::run(&a),
+        Command::Export(a) => export::run(&a),
+        Command::Fly(a) => fly::run(&a),
+        Command::Demo(a) => demo::run(&a),
     }
 }
 

@@ -148,9 +148,9 @@ pub fn report_path(map: &Path) -> PathBuf {
     map.with_extension("report.json")
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    let recipe = recipe_from(&args)?;
+    let recipe = recipe_from(args)?;
     let mut files: Vec<(PathBuf, Option<_>)> =
         args.inputs.iter().map(|p| (p.clone(), None)).collect();
     files.extend(

@@ -65,7 +65,10 @@ pub struct Args {
 /// A preset name, or a path to a sensor TOML.
 pub fn load_sensor(spec: &str) -> anyhow::Result<SensorModel> {
     let as_path = Path::new(spec);
-    if spec.ends_with(".toml") || as_path.is_file() {
+    let is_toml = as_path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    if is_toml || as_path.is_file() {
         let text = std::fs::read_to_string(as_path).map_err(|e| Error::io(as_path, e))?;
         return SensorModel::from_toml(&text)
             .map_err(|e| BadInput(format!("{}: {e}", as_path.display())).into());
@@ -103,7 +106,7 @@ fn write_range_png(path: &Path, image: &Image) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let sensor = load_sensor(&args.sensor)?;
     if args.frames == 0 {

@@ -109,14 +109,14 @@ pub fn start_prepare(app: &mut AerieApp) {
 }
 
 pub fn poll(app: &mut AerieApp) {
-    if let Some(r) = app.clean.preview.as_mut().and_then(|j| j.poll()) {
+    if let Some(r) = app.clean.preview.as_mut().and_then(Job::poll) {
         app.clean.preview = None;
         match r {
             Ok(masks) => show_preview(app, masks),
             Err(e) => app.error(e),
         }
     }
-    if let Some(r) = app.clean.prepare.as_mut().and_then(|j| j.poll()) {
+    if let Some(r) = app.clean.prepare.as_mut().and_then(Job::poll) {
         app.clean.prepare = None;
         match r {
             Ok(out) => finished(app, out),

@@ -92,7 +92,7 @@ fn file_name(p: &Path) -> String {
 }
 
 pub fn poll(app: &mut AerieApp) {
-    let Some(result) = app.import.job.as_mut().and_then(|j| j.poll()) else {
+    let Some(result) = app.import.job.as_mut().and_then(Job::poll) else {
         return;
     };
     app.import.job = None;

@@ -309,8 +309,8 @@ impl Cloud {
     /// A new cloud holding the points at `indices`, in that order, with every attribute and the metadata
     /// (scan ranges are dropped because they no longer describe contiguous runs).
     pub fn select(&self, indices: &[usize]) -> Cloud {
-        fn pick<T: Copy>(v: &Option<Vec<T>>, idx: &[usize]) -> Option<Vec<T>> {
-            v.as_ref().map(|v| idx.iter().map(|&i| v[i]).collect())
+        fn pick<T: Copy>(v: Option<&[T]>, idx: &[usize]) -> Option<Vec<T>> {
+            v.map(|v| idx.iter().map(|&i| v[i]).collect())
         }
         let mut meta = self.meta.clone();
         meta.scans.iter_mut().for_each(|s| s.points = 0..0);
@@ -318,15 +318,15 @@ impl Cloud {
         Cloud {
             origin: self.origin,
             positions: indices.iter().map(|&i| self.positions[i]).collect(),
-            intensity: pick(&self.intensity, indices),
-            color: pick(&self.color, indices),
-            normals: pick(&self.normals, indices),
-            gamma: pick(&self.gamma, indices),
-            time: pick(&self.time, indices),
-            return_number: pick(&self.return_number, indices),
-            number_of_returns: pick(&self.number_of_returns, indices),
-            classification: pick(&self.classification, indices),
-            ring: pick(&self.ring, indices),
+            intensity: pick(self.intensity.as_deref(), indices),
+            color: pick(self.color.as_deref(), indices),
+            normals: pick(self.normals.as_deref(), indices),
+            gamma: pick(self.gamma.as_deref(), indices),
+            time: pick(self.time.as_deref(), indices),
+            return_number: pick(self.return_number.as_deref(), indices),
+            number_of_returns: pick(self.number_of_returns.as_deref(), indices),
+            classification: pick(self.classification.as_deref(), indices),
+            ring: pick(self.ring.as_deref(), indices),
             extra: self
                 .extra
                 .iter()
@@ -366,36 +366,40 @@ impl Cloud {
         ];
         let self_was_empty =
             self.is_empty() && self.attributes().is_empty() && self.extra.is_empty();
-        fn join<T: Copy>(a: &mut Option<Vec<T>>, b: &Option<Vec<T>>, first: bool) {
+        fn join<T: Copy>(a: &mut Option<Vec<T>>, b: Option<&[T]>, first: bool) {
             match (a.as_mut(), b) {
                 (Some(a), Some(b)) => a.extend_from_slice(b),
-                (None, Some(b)) if first => *a = Some(b.clone()),
+                (None, Some(b)) if first => *a = Some(b.to_vec()),
                 _ => *a = None,
             }
         }
-        join(&mut self.intensity, &other.intensity, self_was_empty);
-        join(&mut self.color, &other.color, self_was_empty);
-        join(&mut self.normals, &other.normals, self_was_empty);
-        join(&mut self.gamma, &other.gamma, self_was_empty);
-        join(&mut self.time, &other.time, self_was_empty);
+        join(
+            &mut self.intensity,
+            other.intensity.as_deref(),
+            self_was_empty,
+        );
+        join(&mut self.color, other.color.as_deref(), self_was_empty);
+        join(&mut self.normals, other.normals.as_deref(), self_was_empty);
+        join(&mut self.gamma, other.gamma.as_deref(), self_was_empty);
+        join(&mut self.time, other.time.as_deref(), self_was_empty);
         join(
             &mut self.return_number,
-            &other.return_number,
+            other.return_number.as_deref(),
             self_was_empty,
         );
         join(
             &mut self.number_of_returns,
-            &other.number_of_returns,
+            other.number_of_returns.as_deref(),
             self_was_empty,
         );
         join(
             &mut self.classification,
-            &other.classification,
+            other.classification.as_deref(),
             self_was_empty,
         );
-        join(&mut self.ring, &other.ring, self_was_empty);
+        join(&mut self.ring, other.ring.as_deref(), self_was_empty);
         if self_was_empty {
-            self.extra = other.extra.clone();
+            self.extra.clone_from(&other.extra);
         } else {
             let mut kept = Vec::new();
             for mut d in std::mem::take(&mut self.extra) {
@@ -419,7 +423,7 @@ impl Cloud {
             self.meta.scans.push(s);
         }
         if self.meta.crs_wkt.is_none() {
-            self.meta.crs_wkt = other.meta.crs_wkt.clone();
+            self.meta.crs_wkt.clone_from(&other.meta.crs_wkt);
         }
     }
 }

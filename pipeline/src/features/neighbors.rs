@@ -161,7 +161,7 @@ impl Candidates {
         let (span, _) = nb.block(nb.sorted[own.start], c, 0, ring);
         nb.for_ranges(0, span, |r| {
             if r != own {
-                take(r)
+                take(r);
             }
         });
         self.d2.resize(self.xs.len(), 0.0);

@@ -245,14 +245,11 @@ pub fn write(
     format: Option<Format>,
     opts: &WriteOptions,
 ) -> Result<()> {
-    let format = match format.or_else(|| Format::from_path(path)) {
-        Some(f) => f,
-        None => {
-            return Err(Error::UnknownFormat {
-                path: path.to_path_buf(),
-                looked_inside: false,
-            });
-        }
+    let Some(format) = format.or_else(|| Format::from_path(path)) else {
+        return Err(Error::UnknownFormat {
+            path: path.to_path_buf(),
+            looked_inside: false,
+        });
     };
     if let Err(m) = cloud.validate() {
         return Err(Error::parameter("cloud", m));

@@ -428,7 +428,7 @@ fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Col
     let props = &vertex.props;
     let rows = parse_rows(region, scalars.len(), |line, cols| {
         let mut toks = line
-            .split(|b| b.is_ascii_whitespace())
+            .split(u8::is_ascii_whitespace)
             .filter(|t| !t.is_empty());
         let mut c = 0usize;
         let mut any = false;

@@ -912,9 +912,9 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
         path: &Path,
         place: String,
         bytes: &'a [u8],
-        r: &Option<Range<usize>>,
+        r: Option<&Range<usize>>,
     ) -> Result<&'a [T]> {
-        let r = r.clone().unwrap_or(0..0);
+        let r = r.cloned().unwrap_or(0..0);
         bytemuck::try_cast_slice(&bytes[r]).map_err(|e| {
             Error::format(
                 path,
@@ -927,13 +927,13 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
         path,
         place_for(SectionKind::Buckets),
         bytes,
-        &sections[slot(SectionKind::Buckets)],
+        sections[slot(SectionKind::Buckets)].as_ref(),
     )?;
     let positions: &[[f32; 3]] = cast(
         path,
         place_for(SectionKind::Positions),
         bytes,
-        &sections[slot(SectionKind::Positions)],
+        sections[slot(SectionKind::Positions)].as_ref(),
     )?;
     // Casts of the other sections are checked too, so views never come out short.
     for k in [
@@ -942,13 +942,13 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
         SectionKind::Intensity,
         SectionKind::Reflectance,
     ] {
-        cast::<f32>(path, place_for(k), bytes, &sections[slot(k)])?;
+        cast::<f32>(path, place_for(k), bytes, sections[slot(k)].as_ref())?;
     }
     cast::<[u16; 3]>(
         path,
         place_for(SectionKind::Color),
         bytes,
-        &sections[slot(SectionKind::Color)],
+        sections[slot(SectionKind::Color)].as_ref(),
     )?;
     check_buckets(buckets, n)
         .map_err(|m| Error::format(path, place_for(SectionKind::Buckets), m))?;

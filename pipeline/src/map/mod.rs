@@ -281,6 +281,7 @@ pub(crate) fn check_buckets(buckets: &[Bucket], n: usize) -> std::result::Result
 }
 
 /// Borrowed per-point arrays from which a cloud is rebuilt.
+#[derive(Clone, Copy)]
 pub(crate) struct CloudParts<'a> {
     pub origin: [f64; 3],
     pub positions: &'a [[f32; 3]],
@@ -304,7 +305,7 @@ pub(crate) fn cloud_from_parts(p: CloudParts<'_>, meta: &MapMetadata) -> Cloud {
         amap::VERSION_MAJOR,
         amap::VERSION_MINOR
     ));
-    cloud.meta.crs_wkt = meta.crs_wkt.clone();
+    cloud.meta.crs_wkt.clone_from(&meta.crs_wkt);
     cloud.meta.scans = meta
         .scans
         .iter()
