@@ -47,8 +47,12 @@ pub struct Cloud {
 /// integer type up to 32 bits and for f32/f64; `kind` says how the source stored it, so writers can keep it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExtraDim {
+    /// The dimension's name as the source spelled it (a PLY property, a PCD field, a LAS extra-bytes name); writers
+    /// keep it.
     pub name: String,
+    /// How the source stored the values, so a writer can store them the same way.
     pub kind: ScalarKind,
+    /// One value per point, parallel to `Cloud::positions`.
     pub values: Vec<f64>,
 }
 
@@ -56,15 +60,25 @@ pub struct ExtraDim {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScalarKind {
+    /// Unsigned 8-bit integer.
     U8,
+    /// Signed 8-bit integer.
     I8,
+    /// Unsigned 16-bit integer.
     U16,
+    /// Signed 16-bit integer.
     I16,
+    /// Unsigned 32-bit integer.
     U32,
+    /// Signed 32-bit integer.
     I32,
+    /// Unsigned 64-bit integer (held as f64, so exact only up to 2^53).
     U64,
+    /// Signed 64-bit integer (held as f64, so exact only up to 2^53 in magnitude).
     I64,
+    /// 32-bit IEEE float.
     F32,
+    /// 64-bit IEEE float.
     F64,
 }
 
@@ -79,6 +93,8 @@ impl ScalarKind {
         }
     }
 
+    /// Whether the kind is a floating-point type: the centroid downsampler averages float dimensions but takes
+    /// integer ones from one point, and a PLY list length must not be a float.
     pub fn is_float(self) -> bool {
         matches!(self, ScalarKind::F32 | ScalarKind::F64)
     }
@@ -100,7 +116,9 @@ pub struct Metadata {
 /// One scan inside a cloud: its points are `points` (a range of indices) and it was taken from `world_from_scan`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScanInfo {
+    /// The scan's name as the source gave it (an E57 data3D name, an input file's name).
     pub name: String,
+    /// The scan's points: a range of indices into the cloud (empty once points have been reordered or selected).
     pub points: Range<usize>,
     /// Pose of the scanner in the cloud's frame (the cloud's frame, not relative to `Cloud::origin`).
     pub world_from_scan: Option<Pose>,
@@ -109,7 +127,10 @@ pub struct ScanInfo {
 /// A rigid transform: rotation as a unit quaternion `[w, x, y, z]` and a translation in metres.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pose {
+    /// Rotation as a quaternion `[w, x, y, z]`; normalised when used, so a slightly denormalised stored value still
+    /// gives a rotation.
     pub rotation_wxyz: [f64; 4],
+    /// Translation, metres.
     pub translation: [f64; 3],
 }
 
@@ -120,6 +141,7 @@ impl Default for Pose {
 }
 
 impl Pose {
+    /// No rotation, no translation.
     pub const IDENTITY: Pose = Pose {
         rotation_wxyz: [1.0, 0.0, 0.0, 0.0],
         translation: [0.0; 3],
@@ -178,14 +200,23 @@ impl Pose {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Attribute {
+    /// `Cloud::intensity`.
     Intensity,
+    /// `Cloud::color`.
     Color,
+    /// `Cloud::normals`.
     Normal,
+    /// `Cloud::gamma` (plane thickness).
     Gamma,
+    /// `Cloud::time`.
     Time,
+    /// `Cloud::return_number`.
     ReturnNumber,
+    /// `Cloud::number_of_returns`.
     NumberOfReturns,
+    /// `Cloud::classification`.
     Classification,
+    /// `Cloud::ring`.
     Ring,
 }
 
@@ -203,6 +234,7 @@ impl Cloud {
         self.positions.len()
     }
 
+    /// Whether the cloud has no points (it may still carry metadata and empty attribute arrays).
     pub fn is_empty(&self) -> bool {
         self.positions.is_empty()
     }

@@ -9,6 +9,10 @@
 //! Nothing here prints or knows about terminals or GUIs: progress goes through [`Progress`], failures through
 //! the typed [`Error`].
 
+// Every public item says what it is and why (the workspace table cannot enable this yet: aerie-simcore still
+// lacks docs on some 230 items).
+#![warn(missing_docs)]
+
 pub mod cloud;
 pub mod error;
 pub mod features;

@@ -28,10 +28,15 @@ use crate::{Cloud, Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// ASPRS LAS 1.0-1.4, uncompressed.
     Las,
+    /// LAS compressed with LASzip (.laz).
     Laz,
+    /// ASTM E57: several scans with their poses, images ignored.
     E57,
+    /// Stanford PLY, ascii or binary; the `vertex` element is read, other elements are skipped.
     Ply,
+    /// PCL's PCD 0.5-0.7: ascii, binary or binary_compressed.
     Pcd,
     /// Delimited text: .xyz, .txt, .csv, .pts, .asc
     Xyz,
@@ -40,6 +45,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order they are listed to users.
     pub const ALL: [Format; 7] = [
         Format::Las,
         Format::Laz,
@@ -89,6 +95,7 @@ impl Format {
         }
     }
 
+    /// The format's short name, as `--format` and recipes spell it and as `Format::from_name` reads it.
     pub fn name(self) -> &'static str {
         match self {
             Format::Las => "las",
@@ -130,7 +137,9 @@ pub struct ReadOptions {
 /// LAS minor version to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LasVersion {
+    /// LAS 1.2 (point formats 0-3): read by nearly every tool.
     V1_2,
+    /// LAS 1.4 (point formats 6-8): needed for NIR, classes above 31, more than 5 returns or 2^32 points.
     V1_4,
 }
 
@@ -138,7 +147,9 @@ pub enum LasVersion {
 /// attributes need 1.4).
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
+    /// Payload encoding for formats that offer a choice (PCD, PLY); `None` picks binary.
     pub encoding: Option<Encoding>,
+    /// LAS version; `None` picks 1.2 unless the attributes need 1.4.
     pub las_version: Option<LasVersion>,
     /// Write only these fields (besides x y z), e.g. MARSIM wants plain `x y z`: `Some(vec![])`.
     pub fields: Option<Vec<String>>,
@@ -167,7 +178,9 @@ pub fn detect(path: &Path, head: &[u8]) -> Result<Format> {
 /// The bytes of a whole input file: memory-mapped (no copy, no fresh pages to fault in), or read into memory
 /// where mapping fails (pipes, some network filesystems, empty files).
 pub enum FileBytes {
+    /// The file, mapped read-only (see the crate's `mmap` module for the contract).
     Mapped(memmap2::Mmap),
+    /// The file, read into memory.
     Read(Vec<u8>),
 }
 

@@ -300,8 +300,12 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
 /// The result of bucketing a cloud: the grid and the point order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bucketing {
+    /// Bucket edge length l, metres (as given, or chosen from density by [`auto_bucket_size`]).
     pub bucket_size: f32,
+    /// Offset from Morton-decoded keys to bucket grid coordinates (see [`bucket_coords`]), so that keys stay
+    /// non-negative for maps on both sides of the origin.
     pub morton_offset: [i64; 3],
+    /// The buckets, sorted by key, partitioning the reordered points.
     pub buckets: Vec<Bucket>,
     /// `order[i]` is the cloud index of the map's point `i`.
     pub order: Vec<u32>,

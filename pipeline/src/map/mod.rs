@@ -15,10 +15,13 @@ use bytemuck::{Pod, Zeroable};
 pub struct Bucket {
     /// Morton key of the bucket's integer grid coordinates (see docs/amap-format.md).
     pub key: u64,
+    /// Index of the bucket's first point in the map's point arrays.
     pub first: u32,
+    /// Number of points in the bucket (never zero); they are `first..first + count`.
     pub count: u32,
-    /// Tight bounds of the bucket's points, relative to the map origin.
+    /// Lower corner of the tight bounds of the bucket's points, relative to the map origin.
     pub min: [f32; 3],
+    /// Upper corner of those bounds.
     pub max: [f32; 3],
 }
 
@@ -32,9 +35,11 @@ pub struct MapView<'a> {
     pub resolution: f32,
     /// Bucket edge length l, metres.
     pub bucket_size: f32,
+    /// The buckets, sorted by key, partitioning `0..positions.len()` in order.
     pub buckets: &'a [Bucket],
     /// Positions relative to `origin`.
     pub positions: &'a [[f32; 3]],
+    /// Unit surface normal per point, when the map has them.
     pub normals: Option<&'a [[f32; 3]]>,
     /// Plane thickness per point (+inf: no plane).
     pub gamma: Option<&'a [f32]>,
@@ -85,7 +90,9 @@ pub struct MapMetadata {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MapSource {
+    /// The file as it was named when the map was prepared (empty for a cloud built in memory).
     pub path: String,
+    /// Its format and version as the reader described it, e.g. "LAS 1.2, point format 3".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
 }
@@ -94,7 +101,9 @@ pub struct MapSource {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ScanPose {
+    /// The scan's name in its source (an E57 data3D name).
     pub name: String,
+    /// Pose of the scanner in the map frame (not relative to the map's origin).
     pub world_from_scan: Pose,
 }
 
@@ -137,9 +146,11 @@ pub struct PackedMap {
     /// Offset added to the key's bucket coordinates to get the bucket grid coordinates (see
     /// [`buckets::bucket_coords`]).
     pub morton_offset: [i64; 3],
+    /// The buckets, sorted by key, partitioning `0..positions.len()` in order.
     pub buckets: Vec<Bucket>,
     /// Positions relative to `origin`.
     pub positions: Vec<[f32; 3]>,
+    /// Unit surface normal per point, when the recipe computed them.
     pub normals: Option<Vec<[f32; 3]>>,
     /// Plane thickness, metres (+inf: no plane).
     pub gamma: Option<Vec<f32>>,
@@ -162,6 +173,7 @@ impl PackedMap {
         self.positions.len()
     }
 
+    /// Whether the map has no points.
     pub fn is_empty(&self) -> bool {
         self.positions.is_empty()
     }
