@@ -8,6 +8,26 @@
 //! - set `Cloud::meta.format` (format and version) and `meta.source`.
 //!
 //! Every writer goes through [`atomic::write_atomic`], so a failure never leaves a partial file.
+//!
+//! [`read()`] and [`write()`] are the entry points; the format comes from the file name unless one is given:
+//!
+//! ```
+//! use aerie_pipeline::Cloud;
+//! use aerie_pipeline::io::{self, Encoding, ReadOptions, WriteOptions};
+//!
+//! let mut cloud = Cloud::default();
+//! cloud.positions = vec![[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]];
+//! cloud.intensity = Some(vec![10.0, 200.0]);
+//! let dir = tempfile::tempdir().map_err(|e| aerie_pipeline::Error::io("tmp", e))?;
+//! let path = dir.path().join("two.pcd");
+//! let ascii = WriteOptions { encoding: Some(Encoding::Ascii), ..WriteOptions::default() };
+//! io::write(&cloud, &path, None, &ascii)?;
+//! let back = io::read(&path, None, &ReadOptions::default())?;
+//! assert_eq!((back.len(), back.world(1)), (2, [1.0, 2.0, 3.0]));
+//! assert_eq!(back.intensity, cloud.intensity);
+//! assert!(back.meta.format.as_deref().is_some_and(|f| f.starts_with("PCD")));
+//! # Ok::<(), aerie_pipeline::Error>(())
+//! ```
 
 pub mod atomic;
 pub mod e57;

@@ -2,6 +2,26 @@
 //!
 //! [`MapView`] is what consumers (the simulator's renderer, exporters) read: borrowed slices, whether they
 //! come from a memory-mapped .amap file or from a map built in memory.
+//!
+//! ```
+//! use aerie_pipeline::Cloud;
+//! use aerie_pipeline::map::{AmapFile, PackedMap, amap};
+//!
+//! let mut cloud = Cloud::with_origin([500_000.0, 4_000_000.0, 100.0]);
+//! cloud.positions = (0..1000).map(|i| [(i % 40) as f32 * 0.1, (i / 40) as f32 * 0.1, 0.0]).collect();
+//! // Bucket at r_map 0.1 m (bucket size chosen from density), write, and map the file back.
+//! let map = PackedMap::from_cloud(&cloud, 0.1, None)?;
+//! let dir = tempfile::tempdir().map_err(|e| aerie_pipeline::Error::io("tmp", e))?;
+//! let path = dir.path().join("floor.amap");
+//! amap::write(&map, &path)?;
+//! let file = AmapFile::open(&path)?;
+//! let view = file.view();
+//! assert_eq!(view.positions.len(), 1000);
+//! assert_eq!(view.buckets.iter().map(|b| b.count as usize).sum::<usize>(), 1000);
+//! // The georeferenced origin is kept in f64; the points come back in bucket order, unchanged.
+//! assert_eq!(file.to_cloud().bounds(), cloud.bounds());
+//! # Ok::<(), aerie_pipeline::Error>(())
+//! ```
 
 pub mod amap;
 pub mod buckets;
