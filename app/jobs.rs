@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use aerie_pipeline::Progress;
 
@@ -30,7 +30,10 @@ impl JobProgress {
 
     /// The current stage's name.
     pub fn stage_name(&self) -> String {
-        self.stage.lock().map(|s| s.clone()).unwrap_or_default()
+        self.stage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Fraction of the current stage done, when its size is known.

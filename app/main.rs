@@ -21,10 +21,7 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {err}");
-            for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
+            cli::print_error(&err);
             ExitCode::from(cli::exit_code(&err))
         }
     }

@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
     }
     // Which points survived, by what they lie on (downsampling keeps original points: match by position).
     let key = |p: [f64; 3]| p.map(|v| (v * 1e4).round() as i64);
-    let map = prepared.map.to_cloud();
+    let map = prepared.map.to_cloud()?;
     let kept: HashSet<[i64; 3]> = (0..map.len()).map(|i| key(map.world(i))).collect();
     let raw = io::read(&output, None, &ReadOptions::default())?;
     let mut survived: BTreeMap<Label, (usize, usize)> = BTreeMap::new();

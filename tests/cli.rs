@@ -141,3 +141,41 @@ fn bad_input_exits_2_and_writes_nothing() {
     ]);
     assert_eq!(unknown.status.code(), Some(2));
 }
+
+/// The library says it cannot tell a file's format in its own terms; the command line adds the flag of the
+/// subcommand that names it: `--input-format` for what convert reads, `--format` for what it writes.
+#[test]
+fn an_unknown_format_hints_at_the_flag_of_its_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("points.dat");
+    std::fs::write(&input, "1 2 3\n4 5 6\n").unwrap();
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+
+    let read = aerie(&["convert", input.to_str().unwrap(), "out.ply"]);
+    assert_eq!(read.status.code(), Some(2), "{}", stderr(&read));
+    let err = stderr(&read);
+    assert!(err.contains("cannot tell the format"), "{err}");
+    assert!(
+        err.contains("hint: name the format with --input-format"),
+        "{err}"
+    );
+
+    let xyz = dir.path().join("points.xyz");
+    std::fs::write(&xyz, "1 2 3\n4 5 6\n").unwrap();
+    let out = dir.path().join("out.unknown");
+    let write = aerie(&["convert", xyz.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(write.status.code(), Some(2), "{}", stderr(&write));
+    let err = stderr(&write);
+    assert!(err.contains("cannot tell the format"), "{err}");
+    assert!(err.contains("hint: name the format with --format"), "{err}");
+    assert!(!out.exists());
+
+    let named = aerie(&[
+        "convert",
+        input.to_str().unwrap(),
+        dir.path().join("out.ply").to_str().unwrap(),
+        "--input-format",
+        "xyz",
+    ]);
+    assert!(named.status.success(), "{}", stderr(&named));
+}

@@ -1,8 +1,8 @@
 //! `aerie demo [-o DIR]`: the whole product on a built-in scene, without data of one's own. Scans the procedural
-//! demo scene (`maps/demo/scene.toml`) into a raw LAZ as a terrestrial scanner would, prepares it into a map,
-//! exports it for MARSIM (PCD) and GIS (LAZ), flies an Avia-equipped quad through the forest and the building's
-//! corridor (`examples/missions/demo.toml`) recording ROS 2 MCAP, and writes DIR/report.html with pictures and
-//! the figures of every step.
+//! demo scene (`simcore/presets/demo/scene.toml`) into a raw LAZ as a terrestrial scanner would, prepares it
+//! into a map, exports it for MARSIM (PCD) and GIS (LAZ), flies an Avia-equipped quad through the forest and the
+//! building's corridor (`examples/missions/demo.toml`) recording ROS 2 MCAP, and writes DIR/report.html with
+//! pictures and the figures of every step.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -127,7 +127,7 @@ struct Step {
     figures: String,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let out = &args.output;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
@@ -173,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     progress.finish();
     let amap_path = out.join("demo.amap");
     amap::write(&prepared.map, &amap_path)?;
-    let map_cloud = prepared.map.to_cloud();
+    let map_cloud = prepared.map.to_cloud()?;
     top_view(&map_cloud, &out.join("map.png"))?;
     let mut figures = String::new();
     for r in &prepared.reports {
@@ -388,9 +388,10 @@ fn report_html(steps: &[Step], total_s: f64) -> String {
 img{{max-width:100%;border:1px solid #ccc}} td{{padding:4px 8px;vertical-align:top}} table{{border-collapse:collapse}}
 tr:nth-child(even){{background:#eee}} code{{background:#eee;padding:1px 4px}}</style></head><body>
 <h1>Aerie demo</h1>
-<p>A procedural site (forest, building with a corridor, poles and wires, parked vehicles; <code>maps/demo/scene.toml</code>)
-was scanned by a simulated terrestrial scanner from five stations, with range noise, stray points, mixed points on
-edges and a person walking through. The raw scan was cleaned and packed into a map, exported for MARSIM and GIS,
+<p>A procedural site (forest, building with a corridor, poles and wires, parked vehicles;
+<code>simcore/presets/demo/scene.toml</code>) was scanned by a simulated terrestrial scanner from five stations,
+with range noise, stray points, mixed points on edges and a person walking through. The raw scan was cleaned and
+packed into a map, exported for MARSIM and GIS,
 and a quadrotor with a Livox Avia flew through it, recording ROS 2 data. Total time {total_s:.1} s.</p>
 <table><tr><th>step</th><th>time</th><th>figures</th></tr>{rows}</table>
 <h2>The raw scan, from above</h2><p><code>raw/demo_scan.laz</code>: stations' density falls with distance; stray points and the walking person are in it.</p>

@@ -8,6 +8,8 @@ use aerie_pipeline::io::{self, Encoding, Format, LasVersion, WriteOptions};
 use aerie_pipeline::map::amap::AmapFile;
 use anyhow::Context;
 
+use super::choices::{EncodingArg, FormatArg, LasVersionArg};
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A prepared map (.amap).
@@ -15,37 +17,34 @@ pub struct Args {
     /// Output file; its extension names the format (.pcd .ply .las .laz .e57 .xyz) unless --format is given.
     output: PathBuf,
     /// Output format.
-    #[arg(long, value_parser = super::parse_format)]
-    format: Option<Format>,
+    #[arg(long, ignore_case = true)]
+    format: Option<FormatArg>,
     /// Shape the output for a tool: `marsim` writes binary PCD with x y z only (what MARSIM loads).
-    #[arg(long = "for", value_parser = ["marsim"])]
-    target: Option<String>,
-    /// Encoding: ascii, binary, binary-big-endian (PLY), compressed (PCD).
-    #[arg(long, value_parser = super::convert::parse_encoding)]
-    encoding: Option<Encoding>,
-    /// LAS version: 1.2 or 1.4.
-    #[arg(long, value_parser = super::convert::parse_las_version)]
-    las_version: Option<LasVersion>,
+    #[arg(long = "for")]
+    target: Option<Target>,
+    /// Encoding, for formats that offer a choice.
+    #[arg(long, ignore_case = true)]
+    encoding: Option<EncodingArg>,
+    /// LAS version.
+    #[arg(long)]
+    las_version: Option<LasVersionArg>,
     #[arg(short, long)]
     quiet: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let map = AmapFile::open(&args.map)
         .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let cloud = map.to_cloud();
-    let target = match args.target.as_deref() {
-        Some("marsim") => Target::Marsim,
-        _ => Target::Generic,
-    };
     let shift = write(
         &cloud,
         &args.output,
-        args.format,
-        args.encoding,
-        args.las_version,
-        target,
-    )?;
+        args.format.map(Into::into),
+        args.encoding.map(Into::into),
+        args.las_version.map(Into::into),
+        args.target.unwrap_or(Target::Generic),
+    )
+    .map_err(super::format_hint("--format"))?;
     if !args.quiet {
         eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
         if let Some(s) = shift {
@@ -55,10 +54,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whom an export is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Whom an export is for (`--for`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Target {
-    /// The format as asked, every attribute it can hold.
+    /// The format as asked, every attribute it can hold: what no `--for` means.
+    #[value(skip)]
     Generic,
     /// MARSIM loads binary PCD with x y z only.
     Marsim,

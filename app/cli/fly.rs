@@ -38,7 +38,7 @@ pub struct Args {
     quiet: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut mission = Mission::load(&args.mission).map_err(|e| BadInput(e.to_string()))?;
     if let Some(s) = args.seed {
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     bar.finish();
     flight.finish_recording()?;
     let wall_s = wall.elapsed().as_secs_f64();
-    write_outputs(&args, &flight, &mission, wall_s)?;
+    write_outputs(args, &flight, &mission, wall_s)?;
     if !args.quiet {
         let summary = flight.summary();
         for v in &summary {

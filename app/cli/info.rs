@@ -6,6 +6,8 @@ use aerie_pipeline::CloudSummary;
 use aerie_pipeline::io::{self, Format, ReadOptions};
 use anyhow::Context;
 
+use super::choices::FormatArg;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Scan files (.las .laz .e57 .ply .pcd .xyz .txt .csv .bin) or prepared maps (.amap).
@@ -15,14 +17,14 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Read the files as this format instead of guessing from the extension.
-    #[arg(long, value_parser = super::parse_format)]
-    format: Option<Format>,
+    #[arg(long, ignore_case = true)]
+    format: Option<FormatArg>,
     /// Column names for delimited text, comma-separated (e.g. x,y,z,intensity; `_` skips a column).
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let opts = ReadOptions {
         separate_scans: false,
         columns: args.columns.clone(),
@@ -38,8 +40,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             continue;
         }
-        let cloud = io::read(path, args.format, &opts)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let cloud = io::read(path, args.format.map(Format::from), &opts)
+            .with_context(|| format!("cannot read {}", path.display()))
+            .map_err(super::format_hint("--format"))?;
         let summary = CloudSummary::of(&cloud);
         if args.json {
             json.push(serde_json::to_value(&summary)?);
@@ -109,7 +112,8 @@ fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value
     }
     if let Some(r) = &meta.recipe {
         writeln!(t, "  recipe")?;
-        for line in toml::to_string(r).unwrap_or_default().lines() {
+        let text = toml::to_string(r).context("cannot show the map's recipe")?;
+        for line in text.lines() {
             writeln!(t, "    {line}")?;
         }
     }

@@ -2,6 +2,7 @@
 //! library crates; no algorithm lives here.
 
 mod bench;
+mod choices;
 mod convert;
 mod demo;
 pub(crate) mod export;
@@ -102,15 +103,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             size: a.size,
             bench_frames: a.bench_frames.map(|n| (n, a.bench_budget)),
         }),
-        Command::Info(a) => info::run(a),
+        Command::Info(a) => info::run(&a),
         Command::Convert(a) => convert::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Sensors(a) => sensors::run(a),
-        Command::Scan(a) => scan::run(a),
-        Command::Prepare(a) => prepare::run(a),
-        Command::Export(a) => export::run(a),
-        Command::Fly(a) => fly::run(a),
-        Command::Demo(a) => demo::run(a),
+        Command::Scan(a) => scan::run(&a),
+        Command::Prepare(a) => prepare::run(&a),
+        Command::Export(a) => export::run(&a),
+        Command::Fly(a) => fly::run(&a),
+        Command::Demo(a) => demo::run(&a),
     }
 }
 
@@ -139,11 +140,60 @@ impl std::fmt::Display for BadInput {
 
 impl std::error::Error for BadInput {}
 
-/// Parse a `--format` value.
-pub fn parse_format(s: &str) -> Result<aerie_pipeline::io::Format, String> {
-    aerie_pipeline::io::Format::from_name(s).ok_or_else(|| {
-        format!("unknown format {s:?}; expected las, laz, e57, ply, pcd, xyz, kitti")
-    })
+/// A suggestion for the command line, attached as context to an error: which flag fixes it. The libraries describe
+/// problems in their own terms (the app shows the same errors, and has no flags); only the command line knows its
+/// flags, so it adds them here. [`print_error`] prints the hint after the causes.
+#[derive(Debug)]
+pub struct Hint(pub String);
+
+impl std::fmt::Display for Hint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Hint {}
+
+/// For `map_err`: when the error is the library's "cannot tell the format", adds a [`Hint`] naming `flag`, the
+/// option of this subcommand that names the format.
+pub fn format_hint<E: Into<anyhow::Error>>(flag: &'static str) -> impl FnOnce(E) -> anyhow::Error {
+    move |e| {
+        let e = e.into();
+        let unknown = e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<aerie_pipeline::Error>(),
+                Some(aerie_pipeline::Error::UnknownFormat { .. })
+            )
+        });
+        if unknown {
+            e.context(Hint(format!(
+                "name the format with {flag} las|laz|e57|ply|pcd|xyz|kitti"
+            )))
+        } else {
+            e
+        }
+    }
+}
+
+/// Prints an error for the terminal: the outermost message, each cause, then the hint if there is one.
+pub fn print_error(err: &anyhow::Error) {
+    // A context shows in the chain as its own message (the wrapper type is anyhow's), so the hint's layer is
+    // recognised by its text.
+    let hint = err.downcast_ref::<Hint>().map(ToString::to_string);
+    let causes = err
+        .chain()
+        .map(ToString::to_string)
+        .filter(|c| Some(c) != hint.as_ref());
+    for (k, cause) in causes.enumerate() {
+        if k == 0 {
+            eprintln!("error: {cause}");
+        } else {
+            eprintln!("  caused by: {cause}");
+        }
+    }
+    if let Some(hint) = hint {
+        eprintln!("  hint: {hint}");
+    }
 }
 
 /// Parse `N` comma-separated numbers, e.g. a pose `x,y,z,roll,pitch,yaw`.

@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use aerie_pipeline::filters::{DownsampleMethod, SorCompat};
 use aerie_pipeline::io::{self, Format, ReadOptions};
 use aerie_pipeline::map::PackedMap;
 use aerie_pipeline::map::amap;
@@ -11,6 +10,7 @@ use aerie_pipeline::prepare::{Recipe, Stage, prepare};
 use aerie_pipeline::{Error, Progress, StageReport};
 use anyhow::Context;
 
+use super::choices::{DownsampleArg, FormatArg, SorCompatArg};
 use crate::progress::TerminalProgress;
 
 #[derive(clap::Args, Debug)]
@@ -32,15 +32,15 @@ pub struct Args {
     /// Statistical outlier removal: multiple of the standard deviation.
     #[arg(long)]
     sor_std: Option<f64>,
-    /// Statistical outlier removal convention: pcl (default), cloudcompare, open3d.
-    #[arg(long, value_parser = parse_compat)]
-    sor_compat: Option<SorCompat>,
+    /// Statistical outlier removal convention (default pcl).
+    #[arg(long, ignore_case = true)]
+    sor_compat: Option<SorCompatArg>,
     /// Skip statistical outlier removal.
     #[arg(long)]
     no_sor: bool,
-    /// Downsampling method: voxel-nearest (default), voxel-centroid, min-distance.
-    #[arg(long, value_parser = parse_method)]
-    downsample: Option<DownsampleMethod>,
+    /// Downsampling method (default voxel-nearest).
+    #[arg(long, ignore_case = true)]
+    downsample: Option<DownsampleArg>,
     /// Skip downsampling (the map keeps every point; r_map still sizes footprints).
     #[arg(long)]
     no_downsample: bool,
@@ -54,33 +54,11 @@ pub struct Args {
     #[arg(long, value_parser = super::parse_numbers::<6>, allow_hyphen_values = true)]
     crop: Option<[f64; 6]>,
     /// Read the inputs as this format instead of guessing from their extension.
-    #[arg(long, value_parser = super::parse_format)]
-    format: Option<Format>,
+    #[arg(long, ignore_case = true)]
+    format: Option<FormatArg>,
     /// Print nothing but errors and warnings.
     #[arg(short, long)]
     quiet: bool,
-}
-
-fn parse_compat(s: &str) -> Result<SorCompat, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "pcl" => Ok(SorCompat::Pcl),
-        "cloudcompare" | "cc" => Ok(SorCompat::CloudCompare),
-        "open3d" => Ok(SorCompat::Open3d),
-        _ => Err(format!(
-            "unknown convention {s:?}; expected pcl, cloudcompare or open3d"
-        )),
-    }
-}
-
-fn parse_method(s: &str) -> Result<DownsampleMethod, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "voxel-nearest" => Ok(DownsampleMethod::VoxelNearest),
-        "voxel-centroid" => Ok(DownsampleMethod::VoxelCentroid),
-        "min-distance" => Ok(DownsampleMethod::MinDistance),
-        _ => Err(format!(
-            "unknown method {s:?}; expected voxel-nearest, voxel-centroid or min-distance"
-        )),
-    }
 }
 
 /// The recipe from the file (or the default) with the flags applied.
@@ -102,10 +80,10 @@ pub fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
         recipe.filters.sor.std_ratio = m;
     }
     if let Some(c) = args.sor_compat {
-        recipe.filters.sor.compat = c;
+        recipe.filters.sor.compat = c.into();
     }
     if let Some(m) = args.downsample {
-        recipe.filters.downsample.method = m;
+        recipe.filters.downsample.method = m.into();
     }
     if let Some(k) = args.normals_k {
         recipe.features.normals.k = k;
@@ -170,9 +148,9 @@ pub fn report_path(map: &Path) -> PathBuf {
     map.with_extension("report.json")
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    let recipe = recipe_from(&args)?;
+    let recipe = recipe_from(args)?;
     let mut files: Vec<(PathBuf, Option<_>)> =
         args.inputs.iter().map(|p| (p.clone(), None)).collect();
     files.extend(
@@ -204,8 +182,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ),
             0,
         );
-        let cloud = io::read(&path, args.format, &ReadOptions::default())
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let cloud = io::read(
+            &path,
+            args.format.map(Format::from),
+            &ReadOptions::default(),
+        )
+        .with_context(|| format!("cannot read {}", path.display()))
+        .map_err(super::format_hint("--format"))?;
         inputs.push((cloud, t));
     }
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();

@@ -12,6 +12,7 @@ use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xy
 use anyhow::Context;
 
 use super::BadInput;
+use super::choices::MethodArg;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -45,9 +46,9 @@ pub struct Args {
     /// Start time on the trajectory's clock, seconds. Default: the trajectory's first time (0 for --pose).
     #[arg(long)]
     start: Option<f64>,
-    /// Renderer: splat, beam or auto.
-    #[arg(long, value_parser = parse_method)]
-    method: Option<Method>,
+    /// Renderer (default auto).
+    #[arg(long)]
+    method: Option<MethodArg>,
     /// Turn plane correction off (every footprint is a sphere around its point).
     #[arg(long)]
     no_plane_correction: bool,
@@ -61,21 +62,13 @@ pub struct Args {
     quiet: bool,
 }
 
-fn parse_method(s: &str) -> Result<Method, String> {
-    match s {
-        "splat" => Ok(Method::Splat),
-        "beam" => Ok(Method::Beam),
-        "auto" => Ok(Method::Auto),
-        _ => Err(format!(
-            "unknown renderer {s:?}; expected splat, beam or auto"
-        )),
-    }
-}
-
 /// A preset name, or a path to a sensor TOML.
 pub fn load_sensor(spec: &str) -> anyhow::Result<SensorModel> {
     let as_path = Path::new(spec);
-    if spec.ends_with(".toml") || as_path.is_file() {
+    let is_toml = as_path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    if is_toml || as_path.is_file() {
         let text = std::fs::read_to_string(as_path).map_err(|e| Error::io(as_path, e))?;
         return SensorModel::from_toml(&text)
             .map_err(|e| BadInput(format!("{}: {e}", as_path.display())).into());
@@ -113,7 +106,7 @@ fn write_range_png(path: &Path, image: &Image) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let sensor = load_sensor(&args.sensor)?;
     if args.frames == 0 {
@@ -151,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ..RenderParams::default()
     };
     if let Some(m) = args.method {
-        params.method = m;
+        params.method = m.into();
     }
     let mut sim = Simulator::open(&args.map, args.resolution)
         .with_context(|| format!("cannot open map {}", args.map.display()))?

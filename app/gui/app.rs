@@ -373,7 +373,7 @@ impl AerieApp {
                 j.progress().fraction(),
                 |a| {
                     if let Some(j) = &a.import.job {
-                        j.cancel()
+                        j.cancel();
                     }
                 },
             ));
@@ -575,7 +575,7 @@ impl AerieApp {
 
 fn save_png(path: &std::path::Path, image: &egui::ColorImage) -> anyhow::Result<()> {
     let [w, h] = image.size;
-    let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+    let rgba: Vec<u8> = image.pixels.iter().flat_map(Color32::to_array).collect();
     aerie_pipeline::io::atomic::write_atomic(path, |f| {
         let mut enc = png::Encoder::new(f, w as u32, h as u32);
         enc.set_color(png::ColorType::Rgba);

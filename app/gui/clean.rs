@@ -109,14 +109,14 @@ pub fn start_prepare(app: &mut AerieApp) {
 }
 
 pub fn poll(app: &mut AerieApp) {
-    if let Some(r) = app.clean.preview.as_mut().and_then(|j| j.poll()) {
+    if let Some(r) = app.clean.preview.as_mut().and_then(Job::poll) {
         app.clean.preview = None;
         match r {
             Ok(masks) => show_preview(app, masks),
             Err(e) => app.error(e),
         }
     }
-    if let Some(r) = app.clean.prepare.as_mut().and_then(|j| j.poll()) {
+    if let Some(r) = app.clean.prepare.as_mut().and_then(Job::poll) {
         app.clean.prepare = None;
         match r {
             Ok(out) => finished(app, out),
@@ -141,7 +141,10 @@ fn show_preview(app: &mut AerieApp, keep_masks: Vec<Vec<bool>>) {
 }
 
 fn finished(app: &mut AerieApp, out: PrepareOutcome) {
-    let cloud = out.prepared.map.to_cloud();
+    let cloud = match out.prepared.map.to_cloud() {
+        Ok(c) => c,
+        Err(e) => return app.error(format!("cannot show the prepared map: {e}")),
+    };
     let origin = app.origin_for(&cloud);
     let mut layer = PointLayer::from_cloud(&cloud, origin, app.settings.color, None);
     layer.point_size_px = app.settings.point_size_px;
@@ -263,9 +266,10 @@ fn recipe_file_ui(app: &mut AerieApp, ui: &mut egui::Ui) {
         }
         if ui.button("Save").clicked() {
             let p = PathBuf::from(app.clean.recipe_path.trim());
-            let text = app.clean.recipe.to_toml();
-            let r = aerie_pipeline::io::atomic::write_atomic(&p, |f| {
-                std::io::Write::write_all(f, text.as_bytes()).map_err(|e| Error::io(&p, e))
+            let r = app.clean.recipe.to_toml().and_then(|text| {
+                aerie_pipeline::io::atomic::write_atomic(&p, |f| {
+                    std::io::Write::write_all(f, text.as_bytes()).map_err(|e| Error::io(&p, e))
+                })
             });
             match r {
                 Ok(()) => app.info(format!("saved recipe {}", p.display())),

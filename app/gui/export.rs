@@ -78,7 +78,7 @@ pub fn start(app: &mut AerieApp, path: PathBuf) {
 }
 
 pub fn poll(app: &mut AerieApp) {
-    if let Some(r) = app.export.job.as_mut().and_then(|j| j.poll()) {
+    if let Some(r) = app.export.job.as_mut().and_then(Job::poll) {
         app.export.job = None;
         match r {
             Ok((p, n, shift)) => {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use aerie_pipeline::io::{self, ReadOptions};
 use aerie_pipeline::map::PackedMap;
 use aerie_pipeline::map::amap::AmapFile;
+use aerie_pipeline::prepare::Recipe;
 use aerie_pipeline::{Cloud, CloudSummary, Progress};
 use anyhow::Context;
 use eframe::egui::{self, RichText};
@@ -91,7 +92,7 @@ fn file_name(p: &Path) -> String {
 }
 
 pub fn poll(app: &mut AerieApp) {
-    let Some(result) = app.import.job.as_mut().and_then(|j| j.poll()) else {
+    let Some(result) = app.import.job.as_mut().and_then(Job::poll) else {
         return;
     };
     app.import.job = None;
@@ -147,17 +148,26 @@ fn add(app: &mut AerieApp, loaded: Loaded) {
             let origin = app.origin_for(&cloud);
             let mut layer = PointLayer::from_cloud(&cloud, origin, mode, None);
             layer.point_size_px = app.settings.point_size_px;
-            let recipe = packed
-                .metadata()
-                .ok()
-                .and_then(|m| m.recipe)
-                .and_then(|t| t.try_into().ok())
-                .unwrap_or_default();
             app.info(format!(
                 "opened map {} ({} points)",
                 path.display(),
                 cloud.len()
             ));
+            // A map prepared without a recipe (by a library caller) starts from the default one; a stored
+            // recipe that does not read (a newer aerie's) is said, not silently replaced.
+            let recipe = match packed.metadata().map(|m| m.recipe) {
+                Ok(None) => Ok(Recipe::default()),
+                Ok(Some(table)) => table
+                    .try_into::<Recipe>()
+                    .map_err(|e| e.message().trim().to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            let recipe = recipe.unwrap_or_else(|e| {
+                app.info(format!(
+                    "warning: the map's recipe does not read ({e}); Clean starts from the default recipe"
+                ));
+                Recipe::default()
+            });
             app.map = Some(MapDoc {
                 points_in: cloud.len(),
                 packed: Arc::new(*packed),

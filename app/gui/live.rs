@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use aerie_simcore::flight::Flight;
@@ -83,17 +83,22 @@ impl Live {
                 Ok(Err(e)) => Some(e),
                 Err(_) => Some("the flight stopped on an internal error".to_string()),
             };
-            if let Ok(mut snap) = s.lock() {
-                snap.finished = true;
-                snap.error = error;
-            }
+            // A panic may have poisoned the lock: the snapshot is plain data, still worth showing, and the
+            // window must learn that the flight ended.
+            let mut snap = s.lock().unwrap_or_else(PoisonError::into_inner);
+            snap.finished = true;
+            snap.error = error;
+            drop(snap);
             wake();
         });
         Live { shared, ctl }
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        self.shared.lock().map(|s| s.clone()).unwrap_or_default()
+        self.shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub fn set_paused(&self, paused: bool) {

@@ -76,7 +76,7 @@ fn stats(cloud: &Cloud, version: u64) -> MapStats {
 }
 
 pub fn poll(app: &mut AerieApp) {
-    if let Some(r) = app.mapstep.job.as_mut().and_then(|j| j.poll()) {
+    if let Some(r) = app.mapstep.job.as_mut().and_then(Job::poll) {
         app.mapstep.job = None;
         match r {
             Ok(path) => {

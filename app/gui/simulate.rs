@@ -223,7 +223,7 @@ pub fn poll(app: &mut AerieApp) {
                         "range",
                         image,
                         egui::TextureOptions::NEAREST,
-                    ))
+                    ));
                 }
             }
         }

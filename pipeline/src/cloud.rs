@@ -47,8 +47,12 @@ pub struct Cloud {
 /// integer type up to 32 bits and for f32/f64; `kind` says how the source stored it, so writers can keep it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExtraDim {
+    /// The dimension's name as the source spelled it (a PLY property, a PCD field, a LAS extra-bytes name); writers
+    /// keep it.
     pub name: String,
+    /// How the source stored the values, so a writer can store them the same way.
     pub kind: ScalarKind,
+    /// One value per point, parallel to `Cloud::positions`.
     pub values: Vec<f64>,
 }
 
@@ -56,15 +60,25 @@ pub struct ExtraDim {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScalarKind {
+    /// Unsigned 8-bit integer.
     U8,
+    /// Signed 8-bit integer.
     I8,
+    /// Unsigned 16-bit integer.
     U16,
+    /// Signed 16-bit integer.
     I16,
+    /// Unsigned 32-bit integer.
     U32,
+    /// Signed 32-bit integer.
     I32,
+    /// Unsigned 64-bit integer (held as f64, so exact only up to 2^53).
     U64,
+    /// Signed 64-bit integer (held as f64, so exact only up to 2^53 in magnitude).
     I64,
+    /// 32-bit IEEE float.
     F32,
+    /// 64-bit IEEE float.
     F64,
 }
 
@@ -79,6 +93,8 @@ impl ScalarKind {
         }
     }
 
+    /// Whether the kind is a floating-point type: the centroid downsampler averages float dimensions but takes
+    /// integer ones from one point, and a PLY list length must not be a float.
     pub fn is_float(self) -> bool {
         matches!(self, ScalarKind::F32 | ScalarKind::F64)
     }
@@ -100,7 +116,9 @@ pub struct Metadata {
 /// One scan inside a cloud: its points are `points` (a range of indices) and it was taken from `world_from_scan`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScanInfo {
+    /// The scan's name as the source gave it (an E57 data3D name, an input file's name).
     pub name: String,
+    /// The scan's points: a range of indices into the cloud (empty once points have been reordered or selected).
     pub points: Range<usize>,
     /// Pose of the scanner in the cloud's frame (the cloud's frame, not relative to `Cloud::origin`).
     pub world_from_scan: Option<Pose>,
@@ -109,7 +127,10 @@ pub struct ScanInfo {
 /// A rigid transform: rotation as a unit quaternion `[w, x, y, z]` and a translation in metres.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pose {
+    /// Rotation as a quaternion `[w, x, y, z]`; normalised when used, so a slightly denormalised stored value still
+    /// gives a rotation.
     pub rotation_wxyz: [f64; 4],
+    /// Translation, metres.
     pub translation: [f64; 3],
 }
 
@@ -120,6 +141,7 @@ impl Default for Pose {
 }
 
 impl Pose {
+    /// No rotation, no translation.
     pub const IDENTITY: Pose = Pose {
         rotation_wxyz: [1.0, 0.0, 0.0, 0.0],
         translation: [0.0; 3],
@@ -178,14 +200,23 @@ impl Pose {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Attribute {
+    /// `Cloud::intensity`.
     Intensity,
+    /// `Cloud::color`.
     Color,
+    /// `Cloud::normals`.
     Normal,
+    /// `Cloud::gamma` (plane thickness).
     Gamma,
+    /// `Cloud::time`.
     Time,
+    /// `Cloud::return_number`.
     ReturnNumber,
+    /// `Cloud::number_of_returns`.
     NumberOfReturns,
+    /// `Cloud::classification`.
     Classification,
+    /// `Cloud::ring`.
     Ring,
 }
 
@@ -203,6 +234,7 @@ impl Cloud {
         self.positions.len()
     }
 
+    /// Whether the cloud has no points (it may still carry metadata and empty attribute arrays).
     pub fn is_empty(&self) -> bool {
         self.positions.is_empty()
     }
@@ -309,8 +341,8 @@ impl Cloud {
     /// A new cloud holding the points at `indices`, in that order, with every attribute and the metadata
     /// (scan ranges are dropped because they no longer describe contiguous runs).
     pub fn select(&self, indices: &[usize]) -> Cloud {
-        fn pick<T: Copy>(v: &Option<Vec<T>>, idx: &[usize]) -> Option<Vec<T>> {
-            v.as_ref().map(|v| idx.iter().map(|&i| v[i]).collect())
+        fn pick<T: Copy>(v: Option<&[T]>, idx: &[usize]) -> Option<Vec<T>> {
+            v.map(|v| idx.iter().map(|&i| v[i]).collect())
         }
         let mut meta = self.meta.clone();
         meta.scans.iter_mut().for_each(|s| s.points = 0..0);
@@ -318,15 +350,15 @@ impl Cloud {
         Cloud {
             origin: self.origin,
             positions: indices.iter().map(|&i| self.positions[i]).collect(),
-            intensity: pick(&self.intensity, indices),
-            color: pick(&self.color, indices),
-            normals: pick(&self.normals, indices),
-            gamma: pick(&self.gamma, indices),
-            time: pick(&self.time, indices),
-            return_number: pick(&self.return_number, indices),
-            number_of_returns: pick(&self.number_of_returns, indices),
-            classification: pick(&self.classification, indices),
-            ring: pick(&self.ring, indices),
+            intensity: pick(self.intensity.as_deref(), indices),
+            color: pick(self.color.as_deref(), indices),
+            normals: pick(self.normals.as_deref(), indices),
+            gamma: pick(self.gamma.as_deref(), indices),
+            time: pick(self.time.as_deref(), indices),
+            return_number: pick(self.return_number.as_deref(), indices),
+            number_of_returns: pick(self.number_of_returns.as_deref(), indices),
+            classification: pick(self.classification.as_deref(), indices),
+            ring: pick(self.ring.as_deref(), indices),
             extra: self
                 .extra
                 .iter()
@@ -366,36 +398,40 @@ impl Cloud {
         ];
         let self_was_empty =
             self.is_empty() && self.attributes().is_empty() && self.extra.is_empty();
-        fn join<T: Copy>(a: &mut Option<Vec<T>>, b: &Option<Vec<T>>, first: bool) {
+        fn join<T: Copy>(a: &mut Option<Vec<T>>, b: Option<&[T]>, first: bool) {
             match (a.as_mut(), b) {
                 (Some(a), Some(b)) => a.extend_from_slice(b),
-                (None, Some(b)) if first => *a = Some(b.clone()),
+                (None, Some(b)) if first => *a = Some(b.to_vec()),
                 _ => *a = None,
             }
         }
-        join(&mut self.intensity, &other.intensity, self_was_empty);
-        join(&mut self.color, &other.color, self_was_empty);
-        join(&mut self.normals, &other.normals, self_was_empty);
-        join(&mut self.gamma, &other.gamma, self_was_empty);
-        join(&mut self.time, &other.time, self_was_empty);
+        join(
+            &mut self.intensity,
+            other.intensity.as_deref(),
+            self_was_empty,
+        );
+        join(&mut self.color, other.color.as_deref(), self_was_empty);
+        join(&mut self.normals, other.normals.as_deref(), self_was_empty);
+        join(&mut self.gamma, other.gamma.as_deref(), self_was_empty);
+        join(&mut self.time, other.time.as_deref(), self_was_empty);
         join(
             &mut self.return_number,
-            &other.return_number,
+            other.return_number.as_deref(),
             self_was_empty,
         );
         join(
             &mut self.number_of_returns,
-            &other.number_of_returns,
+            other.number_of_returns.as_deref(),
             self_was_empty,
         );
         join(
             &mut self.classification,
-            &other.classification,
+            other.classification.as_deref(),
             self_was_empty,
         );
-        join(&mut self.ring, &other.ring, self_was_empty);
+        join(&mut self.ring, other.ring.as_deref(), self_was_empty);
         if self_was_empty {
-            self.extra = other.extra.clone();
+            self.extra.clone_from(&other.extra);
         } else {
             let mut kept = Vec::new();
             for mut d in std::mem::take(&mut self.extra) {
@@ -419,7 +455,7 @@ impl Cloud {
             self.meta.scans.push(s);
         }
         if self.meta.crs_wkt.is_none() {
-            self.meta.crs_wkt = other.meta.crs_wkt.clone();
+            self.meta.crs_wkt.clone_from(&other.meta.crs_wkt);
         }
     }
 }

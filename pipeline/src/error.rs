@@ -5,31 +5,63 @@ use std::path::{Path, PathBuf};
 /// Result with the pipeline's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Everything that can go wrong in the pipeline, by whose fault: the machine's (`Io`), the file's (`Format`,
+/// `Unsupported`, `UnknownFormat`), the caller's (`Parameter`) or nobody's (`Cancelled`). Each variant carries what
+/// a message needs (the file, the place, what was expected), so callers can show it as is or match on it.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The operating system refused a read or write.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file read or written.
         path: PathBuf,
+        /// What the operating system said.
         source: std::io::Error,
     },
 
-    /// The file's contents are not what its format requires. `place` says where (a byte offset, a line, a
-    /// header field, a section), `message` what was found and what was expected.
+    /// The file's contents are not what its format requires.
     #[error("{}: {place}: {message}", path.display())]
     Format {
+        /// The file (or the name given to a buffer read from memory).
         path: PathBuf,
+        /// Where in the file: a byte offset, a line, a header field, a section.
         place: String,
+        /// What was found and what was expected.
         message: String,
     },
 
     /// The file is valid but uses something Aerie does not support (a newer version, an unknown encoding).
     #[error("{}: unsupported: {message}", path.display())]
-    Unsupported { path: PathBuf, message: String },
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// What is not supported, and what is.
+        message: String,
+    },
+
+    /// Neither the file name's extension nor (when reading) the first bytes name a format Aerie knows. The
+    /// caller can name the format instead (the CLI says which flag does it).
+    #[error(
+        "{}: cannot tell the format from the {}; expected .las .laz .e57 .ply .pcd, delimited text \
+         (.xyz .txt .csv .pts .asc) or .bin (KITTI)",
+        path.display(),
+        if *looked_inside { "extension or the contents" } else { "extension" }
+    )]
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+        /// Whether the first bytes were looked at too (reading), or only the name (writing).
+        looked_inside: bool,
+    },
 
     /// A parameter given by the user is out of range or inconsistent.
     #[error("invalid {name}: {message}")]
-    Parameter { name: String, message: String },
+    Parameter {
+        /// The parameter, as the recipe names it (e.g. `filters.sor.k`), or what the value describes.
+        name: String,
+        /// What is wrong with it and what is accepted.
+        message: String,
+    },
 
     /// The operation was cancelled through its progress handle.
     #[error("cancelled")]
@@ -37,6 +69,7 @@ pub enum Error {
 }
 
 impl Error {
+    /// An [`Error::Io`] for `path`.
     pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Error {
         Error::Io {
             path: path.as_ref().to_path_buf(),
@@ -44,6 +77,7 @@ impl Error {
         }
     }
 
+    /// An [`Error::Format`]: in `path`, at `place`, `message`.
     pub fn format(
         path: impl AsRef<Path>,
         place: impl Into<String>,
@@ -56,6 +90,7 @@ impl Error {
         }
     }
 
+    /// An [`Error::Unsupported`] for `path`.
     pub fn unsupported(path: impl AsRef<Path>, message: impl Into<String>) -> Error {
         Error::Unsupported {
             path: path.as_ref().to_path_buf(),
@@ -63,6 +98,7 @@ impl Error {
         }
     }
 
+    /// An [`Error::Parameter`] for the parameter `name`.
     pub fn parameter(name: impl Into<String>, message: impl Into<String>) -> Error {
         Error::Parameter {
             name: name.into(),
@@ -79,7 +115,10 @@ impl Error {
                     | std::io::ErrorKind::UnexpectedEof
                     | std::io::ErrorKind::InvalidData
             ),
-            Error::Format { .. } | Error::Unsupported { .. } | Error::Parameter { .. } => true,
+            Error::Format { .. }
+            | Error::Unsupported { .. }
+            | Error::UnknownFormat { .. }
+            | Error::Parameter { .. } => true,
             Error::Cancelled => false,
         }
     }

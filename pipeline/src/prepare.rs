@@ -19,16 +19,22 @@ use crate::{Cloud, Error, Progress, Result, StageReport};
 /// A stage a recipe can list, by its recipe name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Stage {
+    /// `filters.crop`: keep the points inside a box.
     #[serde(rename = "filters.crop")]
     Crop,
+    /// `filters.transform`: move the whole cloud by a rigid transform.
     #[serde(rename = "filters.transform")]
     Transform,
+    /// `filters.sor`: statistical outlier removal.
     #[serde(rename = "filters.sor")]
     Sor,
+    /// `filters.radius`: remove points with too few neighbours within a radius.
     #[serde(rename = "filters.radius")]
     Radius,
+    /// `filters.downsample`: reduce the cloud to the map resolution.
     #[serde(rename = "filters.downsample")]
     Downsample,
+    /// `features.normals`: normals and plane thickness (gamma) from the neighbours of each point.
     #[serde(rename = "features.normals")]
     Normals,
 }
@@ -37,6 +43,8 @@ pub enum Stage {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Input {
+    /// The file to read, in the format its extension or contents name. A relative path is taken from the working
+    /// directory, not from the recipe file's folder.
     pub path: PathBuf,
     /// Transform of this input into the map frame. Default: none (E57 scan poses are applied on reading).
     pub transform: Option<TransformParams>,
@@ -46,9 +54,13 @@ pub struct Input {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FilterParams {
+    /// Parameters of `filters.crop`.
     pub crop: CropParams,
+    /// Parameters of `filters.transform` (the stage applied to the merged cloud; inputs have their own).
     pub transform: TransformParams,
+    /// Parameters of `filters.sor`.
     pub sor: SorParams,
+    /// Parameters of `filters.radius`.
     pub radius: RadiusParams,
     /// Its `resolution_m` is always the recipe's `resolution_m` (the map resolution r_map).
     pub downsample: DownsampleParams,
@@ -77,7 +89,9 @@ pub struct Recipe {
     pub stages: Vec<Stage>,
     /// Files to prepare besides those named on the command line, each with an optional transform.
     pub inputs: Vec<Input>,
+    /// Parameters of the `filters.*` stages (used only by the stages listed in `stages`).
     pub filters: FilterParams,
+    /// Parameters of the `features.*` stages (used only by the stages listed in `stages`).
     pub features: FeatureParams,
 }
 
@@ -119,9 +133,13 @@ impl Recipe {
         Ok(recipe)
     }
 
-    /// The recipe as TOML (what is stored in the map).
-    pub fn to_toml(&self) -> String {
-        toml::to_string(self).unwrap_or_default()
+    /// The recipe as TOML, the form [`Recipe::from_toml`] reads (what the app saves as a recipe file).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Parameter`] when a value has no TOML form; the caller must not write an empty file in its place.
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self).map_err(|e| Error::parameter("recipe", e.to_string()))
     }
 
     /// Check parameters that do not depend on the data.
@@ -163,7 +181,9 @@ impl Recipe {
 
 /// The result of a preparation: the packed map (recipe and report stored in its metadata) and the reports.
 pub struct Prepared {
+    /// The packed map, with the recipe and the report in its metadata; write it with `map::amap::write`.
     pub map: PackedMap,
+    /// What each stage did, in order (merge when there was more than one input, the listed stages, bucketing).
     pub reports: Vec<StageReport>,
     /// Warnings of all stages, in order, for the user.
     pub warnings: Vec<String>,
@@ -310,7 +330,8 @@ pub fn prepare(
                 .collect::<Vec<_>>()
                 .join(", ")
         });
-    meta.recipe = toml::Table::try_from(recipe).ok();
+    meta.recipe =
+        Some(toml::Table::try_from(recipe).map_err(|e| Error::parameter("recipe", e.to_string()))?);
     meta.report = reports.clone();
     map.set_metadata(&meta)?;
     let warnings = reports
@@ -332,7 +353,8 @@ mod tests {
     fn empty_recipe_is_the_default() {
         let r = Recipe::from_toml("", std::path::Path::new("r.toml")).unwrap();
         assert_eq!(r, Recipe::default());
-        let back = Recipe::from_toml(&r.to_toml(), std::path::Path::new("r.toml")).unwrap();
+        let back =
+            Recipe::from_toml(&r.to_toml().unwrap(), std::path::Path::new("r.toml")).unwrap();
         assert_eq!(back, r);
     }
 

@@ -23,9 +23,11 @@ impl Progress for NoProgress {}
 #[derive(Default)]
 pub struct CancelFlag(AtomicBool);
 impl CancelFlag {
+    /// Ask the job to stop; it returns [`crate::Error::Cancelled`] at its next check.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
     }
+    /// Whether [`CancelFlag::cancel`] has been called.
     pub fn is_set(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }

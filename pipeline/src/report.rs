@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 pub struct StageReport {
     /// Stage name as in recipes, e.g. `filters.sor`.
     pub stage: String,
+    /// Points the stage received.
     pub points_in: usize,
+    /// Points the stage passed on.
     pub points_out: usize,
     /// Why points were removed, with how many for each reason.
     pub removed: Vec<(String, usize)>,
@@ -15,10 +17,12 @@ pub struct StageReport {
     pub figures: Vec<(String, f64)>,
     /// Things the user should know (e.g. "removed 83% of the points").
     pub warnings: Vec<String>,
+    /// Wall-clock time of the stage, seconds.
     pub seconds: f64,
 }
 
 impl StageReport {
+    /// A report for `stage` (its recipe name) that received `points_in` points; [`StageReport::finish`] completes it.
     pub fn new(stage: &str, points_in: usize) -> StageReport {
         StageReport {
             stage: stage.to_string(),
@@ -43,6 +47,8 @@ impl StageReport {
         }
     }
 
+    /// Record a figure of the stage (a parameter in effect or a measured value), shown by `aerie info` and in the
+    /// map's report.
     pub fn figure(&mut self, name: &str, value: f64) {
         self.figures.push((name.to_string(), value));
     }

@@ -7,29 +7,39 @@ use crate::{Cloud, ScanInfo};
 /// Range of one attribute (per component for vectors such as colour or normals).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AttributeRange {
+    /// The attribute's name (`intensity`, `color`, `normal`, ... or an extra dimension's own name).
     pub name: String,
     /// Storage type in the source, for extra dimensions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// Smallest finite value, per component.
     pub min: Vec<f64>,
+    /// Largest finite value, per component.
     pub max: Vec<f64>,
 }
 
 /// What a cloud holds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CloudSummary {
+    /// The file the cloud was read from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Format and version as read, e.g. "PCD 0.7 binary_compressed".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
+    /// Number of points.
     pub points: usize,
+    /// The cloud's origin (positions are stored relative to it), metres.
     pub origin: [f64; 3],
     /// `[min, max]` in the cloud's frame; absent for an empty cloud.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bounds: Option<[[f64; 3]; 2]>,
+    /// Ranges of the attributes present, in a fixed order, extra dimensions last.
     pub attributes: Vec<AttributeRange>,
+    /// Coordinate reference system as OGC WKT, when the source declares one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crs_wkt: Option<String>,
+    /// The scans the cloud was assembled from, with their poses.
     pub scans: Vec<ScanInfo>,
 }
 
@@ -59,6 +69,7 @@ fn range_of<const N: usize>(
 }
 
 impl CloudSummary {
+    /// Summarise `cloud`: one pass over every attribute.
     pub fn of(cloud: &Cloud) -> CloudSummary {
         let mut attributes = Vec::new();
         let mut push = |r: Option<AttributeRange>| attributes.extend(r);

@@ -163,7 +163,7 @@ fn write_open_view_is_bit_identical() {
         );
         assert_eq!(f.color().map(bytes_of), map.color.as_deref().map(bytes_of));
         assert_eq!(f.classification(), map.classification.as_deref());
-        assert_eq!(f.to_cloud(), map.to_cloud());
+        assert_eq!(f.to_cloud(), map.to_cloud().unwrap());
     }
     // Zero copy: the view's arrays point into the mapped file.
     let file_range = mapped.bytes().as_ptr_range();

@@ -137,7 +137,7 @@ fn pump_attributes_have_their_documented_ranges() {
     let row = c.extra("row").unwrap();
     let column = c.extra("column").unwrap();
     assert_eq!(row.kind, ScalarKind::I32);
-    let max = |d: &ExtraDim| d.values.iter().cloned().fold(f64::MIN, f64::max);
+    let max = |d: &ExtraDim| d.values.iter().copied().fold(f64::MIN, f64::max);
     assert_eq!(max(row), 1073.0);
     assert_eq!(max(column), 344.0);
 }

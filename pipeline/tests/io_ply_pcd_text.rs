@@ -612,7 +612,7 @@ fn nan_coordinates_are_errors() {
 // Speed (run with `cargo test --release -p aerie-pipeline --test io_ply_pcd_text -- --ignored --nocapture`)
 
 #[test]
-#[ignore]
+#[ignore = "a timing, not a check: run it in release with --ignored --nocapture"]
 fn read_speed() {
     for rel in [
         "ply/hdl32_scan_binary.ply",

@@ -424,7 +424,7 @@ fn sor_mask_matches_sor() {
 /// One-off speed check on a synthetic 1M-point cloud; run with
 /// `cargo test --release -p aerie-pipeline --test stages -- --ignored --nocapture speed`.
 #[test]
-#[ignore]
+#[ignore = "a timing, not a check: run it in release with --ignored --nocapture"]
 fn speed_one_million_points() {
     let mut rng = Rng(6);
     // A 100 x 100 m floor and four walls, ~1M points at about 1.2 cm noise.

@@ -54,7 +54,11 @@ fn resolve<T>(
     preset: impl Fn(&str) -> Result<T, String>,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<T, String> {
-    if spec.ends_with(".toml") {
+    // `Quad.TOML` is a file too, not an unknown preset.
+    if Path::new(spec)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+    {
         let path = base.join(spec);
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -888,7 +888,7 @@ mod tests {
         assert!(
             d.iter().all(|&x| x < 0.07),
             "{}",
-            d.iter().cloned().fold(0.0, f64::max)
+            d.iter().copied().fold(0.0, f64::max)
         );
         let rms = (d.iter().map(|x| x * x).sum::<f64>() / d.len() as f64).sqrt();
         assert!(rms > 0.005 && rms < 0.015, "{rms}");

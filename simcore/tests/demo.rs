@@ -378,7 +378,7 @@ mod file {
         io::write(&scan.cloud, &path, None, &Default::default()).unwrap();
         let raw = io::read(&path, None, &ReadOptions::default()).unwrap();
         let prepared = prepare(vec![(raw.clone(), None)], &Recipe::default(), &NoProgress).unwrap();
-        let map = prepared.map.to_cloud();
+        let map = prepared.map.to_cloud().unwrap();
         // Downsampling keeps original points, so each map point is a raw point: find its label by position
         // (LAZ stores 0.1 mm steps; the key rounds to them).
         let key = |p: [f64; 3]| p.map(|v| (v * 1e4).round() as i64);

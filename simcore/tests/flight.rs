@@ -124,10 +124,10 @@ fn a_falling_sphere_falls_with_g_and_obstacles_respawn_inside() {
         speed_m_s: 0.0,
     };
     let mut o = Obstacles::new(&[cfg], lo, hi, 3);
-    let z0 = match o.shapes()[0] {
-        Shape::Sphere { centre, .. } => centre.z,
-        _ => unreachable!(),
+    let Shape::Sphere { centre, .. } = o.shapes()[0] else {
+        unreachable!()
     };
+    let z0 = centre.z;
     for k in 1..=2000 {
         o.step(0.001);
         let t = k as f64 * 0.001;
@@ -443,7 +443,7 @@ fn the_recording_is_deterministic_and_every_message_decodes() {
     // No partial file is left beside it.
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
-        .filter_map(|e| e.ok())
+        .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().contains("partial"))
         .collect();
     assert!(leftovers.is_empty());

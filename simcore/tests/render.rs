@@ -839,7 +839,7 @@ fn auto_picks_a_renderer_and_keeps_it() {
 // per-sensor table with presets is `aerie bench scan`)
 
 #[test]
-#[ignore]
+#[ignore = "a timing, not a check: run it in release with --ignored --nocapture"]
 fn speed() {
     let ph = Physics {
         max_range_m: 100.0,

@@ -106,8 +106,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        What::Prepare(a) => prepare::run(a),
-        What::Scan(a) => scan::run(a),
+        What::Prepare(a) => prepare::run(&a),
+        What::Scan(a) => scan::run(&a),
         What::Fly(a) => fly::run(a),
     }
 }

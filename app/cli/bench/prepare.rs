@@ -34,7 +34,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let opts = ReadOptions::default();
     let (read_s, cloud) = time_runs(args.repeat, || {
         io::read(&args.file, None, &opts)

@@ -54,7 +54,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: &Args) -> anyhow::Result<()> {
     let sensors: Vec<SensorModel> = args
         .sensors
         .iter()
@@ -95,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Map::open(path, None).with_context(|| format!("cannot open map {}", path.display()))?;
         let load_s = t.elapsed().as_secs_f64();
         let pose = pose_from_xyz_rpy(x, y, z, roll, pitch, yaw);
-        return bench_map(&args, &sensors, &methods, Simulator::new(map), load_s, pose);
+        return bench_map(args, &sensors, &methods, Simulator::new(map), load_s, pose);
     }
     for &n in &args.points {
         let t = Instant::now();
@@ -103,14 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("cannot build a synthetic map of {n} points"))?;
         let build_s = t.elapsed().as_secs_f64();
         let pose = pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.3);
-        bench_map(
-            &args,
-            &sensors,
-            &methods,
-            Simulator::new(map),
-            build_s,
-            pose,
-        )?;
+        bench_map(args, &sensors, &methods, Simulator::new(map), build_s, pose)?;
     }
     Ok(())
 }

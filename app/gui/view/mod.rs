@@ -302,7 +302,7 @@ impl Viewport {
                         "aerie_viewport",
                         image,
                         egui::TextureOptions::NEAREST,
-                    ))
+                    ));
                 }
             }
             self.cpu_key = Some(key);

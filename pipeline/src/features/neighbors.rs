@@ -27,7 +27,10 @@ use crate::progress::Progress;
 /// One neighbour: its index in the positions slice and its squared distance to the query, in m^2.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Neighbor {
+    /// Index of the neighbour in the positions slice the index was built from (u32 keeps the neighbour lists half the
+    /// size; a map holds at most u32::MAX points).
     pub index: u32,
+    /// Squared distance to the query, m^2 (squared: the search never needs the root).
     pub dist2: f32,
 }
 
@@ -161,7 +164,7 @@ impl Candidates {
         let (span, _) = nb.block(nb.sorted[own.start], c, 0, ring);
         nb.for_ranges(0, span, |r| {
             if r != own {
-                take(r)
+                take(r);
             }
         });
         self.d2.resize(self.xs.len(), 0.0);
@@ -413,6 +416,7 @@ impl Neighbors {
         self.len
     }
 
+    /// Whether the index holds no points.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

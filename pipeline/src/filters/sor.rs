@@ -79,6 +79,7 @@ pub struct SorStats {
     pub threshold: f64,
     /// Points marked as outliers.
     pub outliers: usize,
+    /// Things the user should know, e.g. that k was clamped to the cloud's size.
     pub warnings: Vec<String>,
 }
 

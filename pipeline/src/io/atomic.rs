@@ -35,7 +35,7 @@ where
     let mut tmp = tempfile::Builder::new()
         .prefix(".aerie-tmp-")
         .tempfile_in(dir)
-        .map_err(|e| Error::io(path, bare(e)))?;
+        .map_err(|e| Error::io(path, bare(&e)))?;
     write(tmp.as_file_mut())?;
     tmp.as_file_mut().flush().map_err(|e| Error::io(path, e))?;
     // Temporary files are created private (0600); an output file gets the usual permissions.
@@ -49,14 +49,14 @@ where
             .map_err(|e| Error::io(path, e))?;
     }
     tmp.persist(path)
-        .map_err(|e| Error::io(path, bare(e.error)))?;
+        .map_err(|e| Error::io(path, bare(&e.error)))?;
     Ok(())
 }
 
 /// The error without the context `tempfile` adds: its message names the temporary file ("... at path
 /// \".aerie-tmp-XXXX\""), which means nothing to the user; our error names the output path instead. (`tempfile`
 /// keeps the original error private, so the context is cut from the message.)
-fn bare(e: std::io::Error) -> std::io::Error {
+fn bare(e: &std::io::Error) -> std::io::Error {
     if let Some(code) = e.raw_os_error() {
         return std::io::Error::from_raw_os_error(code);
     }
@@ -110,10 +110,10 @@ mod tests {
             std::io::ErrorKind::NotFound,
             "No such file at path \".aerie-tmp-x\"",
         );
-        let b = bare(e);
+        let b = bare(&e);
         assert_eq!(b.kind(), std::io::ErrorKind::NotFound);
         assert!(!b.to_string().contains("aerie-tmp"), "{b}");
-        let os = bare(std::io::Error::from_raw_os_error(13));
+        let os = bare(&std::io::Error::from_raw_os_error(13));
         assert_eq!(os.raw_os_error(), Some(13));
     }
 }

@@ -49,7 +49,7 @@ const MAX_COORD_STEPS: f64 = 4_294_967_295.0;
 /// `meta.scans` gets one entry per scan (its point range and `world_from_scan` pose).
 pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
     let (scans, info) = decode(data, path)?;
-    Ok(assemble(scans, &info))
+    Ok(assemble(&scans, &info))
 }
 
 /// Read an E57 file held in `data` as one cloud per scan (poses applied, each with one [`ScanInfo`]).
@@ -57,7 +57,7 @@ pub fn read_scans_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result
     let (scans, info) = decode(data, path)?;
     Ok(scans
         .into_iter()
-        .map(|s| assemble(vec![s], &info))
+        .map(|s| assemble(std::slice::from_ref(&s), &info))
         .collect())
 }
 
@@ -113,7 +113,7 @@ fn decode(data: &[u8], path: &Path) -> Result<(Vec<ScanData>, FileInfo)> {
 
 fn decode_unchecked(data: &[u8], path: &Path) -> Result<(Vec<ScanData>, FileInfo)> {
     let reader =
-        E57Reader::new(Cursor::new(data)).map_err(|e| crate_err(path, "header and xml", e))?;
+        E57Reader::new(Cursor::new(data)).map_err(|e| crate_err(path, "header and xml", &e))?;
     let header = reader.header();
     let clouds = reader.pointclouds();
     check_record_counts(&clouds, data.len(), path)?;
@@ -271,7 +271,7 @@ fn raw_value(v: &RecordValue, dt: &RecordDataType) -> f64 {
 }
 
 /// A limit value as f64 (scaled-integer limits lose their scale in the crate, so they are not usable).
-fn limit_value(v: &Option<RecordValue>) -> Option<f64> {
+fn limit_value(v: Option<&RecordValue>) -> Option<f64> {
     match v {
         Some(RecordValue::Integer(i)) => Some(*i as f64),
         Some(RecordValue::Single(s)) => Some(f64::from(*s)),
@@ -302,9 +302,18 @@ fn type_range(dt: &RecordDataType) -> (f64, f64) {
 fn color_ranges(pc: &PointCloud, idx: [usize; 3]) -> [(f64, f64); 3] {
     let limits = pc.color_limits.as_ref().map(|l| {
         [
-            (limit_value(&l.red_min), limit_value(&l.red_max)),
-            (limit_value(&l.green_min), limit_value(&l.green_max)),
-            (limit_value(&l.blue_min), limit_value(&l.blue_max)),
+            (
+                limit_value(l.red_min.as_ref()),
+                limit_value(l.red_max.as_ref()),
+            ),
+            (
+                limit_value(l.green_min.as_ref()),
+                limit_value(l.green_max.as_ref()),
+            ),
+            (
+                limit_value(l.blue_min.as_ref()),
+                limit_value(l.blue_max.as_ref()),
+            ),
         ]
     });
     let mut out = [(0.0, 1.0); 3];
@@ -803,7 +812,7 @@ fn join<T: Clone>(
     Some(out)
 }
 
-fn assemble(scans: Vec<ScanData>, info: &FileInfo) -> Cloud {
+fn assemble(scans: &[ScanData], info: &FileInfo) -> Cloud {
     let mut min = [f64::INFINITY; 3];
     for p in scans.iter().flat_map(|s| &s.world) {
         for k in 0..3 {
@@ -818,7 +827,7 @@ fn assemble(scans: Vec<ScanData>, info: &FileInfo) -> Cloud {
     let n: usize = scans.iter().map(|s| s.world.len()).sum();
     let mut positions = Vec::with_capacity(n);
     let mut meta_scans = Vec::with_capacity(scans.len());
-    for s in &scans {
+    for s in scans {
         let start = positions.len();
         positions.extend(s.world.iter().map(|p| {
             [
@@ -835,8 +844,8 @@ fn assemble(scans: Vec<ScanData>, info: &FileInfo) -> Cloud {
     }
     let mut extra = Vec::new();
     for (name, values) in [
-        ("row", join(&scans, |s| &s.row)),
-        ("column", join(&scans, |s| &s.column)),
+        ("row", join(scans, |s| &s.row)),
+        ("column", join(scans, |s| &s.column)),
     ] {
         if let Some(values) = values {
             extra.push(ExtraDim {
@@ -847,22 +856,22 @@ fn assemble(scans: Vec<ScanData>, info: &FileInfo) -> Cloud {
         }
     }
     let mut cloud = Cloud::with_origin(origin);
-    cloud.intensity = join(&scans, |s| &s.intensity);
-    cloud.color = join(&scans, |s| &s.color);
-    cloud.time = join(&scans, |s| &s.time);
-    cloud.return_number = join(&scans, |s| &s.return_number);
-    cloud.number_of_returns = join(&scans, |s| &s.number_of_returns);
+    cloud.intensity = join(scans, |s| &s.intensity);
+    cloud.color = join(scans, |s| &s.color);
+    cloud.time = join(scans, |s| &s.time);
+    cloud.return_number = join(scans, |s| &s.return_number);
+    cloud.number_of_returns = join(scans, |s| &s.number_of_returns);
     cloud.positions = positions;
     cloud.extra = extra;
     cloud.meta.format = Some(info.format.clone());
-    cloud.meta.crs_wkt = info.crs_wkt.clone();
+    cloud.meta.crs_wkt.clone_from(&info.crs_wkt);
     cloud.meta.scans = meta_scans;
     cloud
 }
 
 /// Map an error of the `e57` crate: unsupported features stay "unsupported", everything else is a format
 /// error (we read from memory, so a read failure means the file is truncated or corrupt).
-fn crate_err(path: &Path, place: &str, e: e57::Error) -> Error {
+fn crate_err(path: &Path, place: &str, e: &e57::Error) -> Error {
     let msg = lowercase_first(&e.to_string());
     match e {
         e57::Error::NotImplemented { .. } => Error::unsupported(path, msg),
@@ -895,14 +904,14 @@ pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
     let groups = scan_groups(cloud, path);
     write_atomic(path, |file| {
         let mut w = E57Writer::new(file, &guid(cloud, u64::MAX))
-            .map_err(|e| write_err(path, "file header", e))?;
+            .map_err(|e| write_err(path, "file header", &e))?;
         if let Some(wkt) = &cloud.meta.crs_wkt {
             w.set_coordinate_metadata(Some(wkt.clone()));
         }
         for (k, g) in groups.iter().enumerate() {
             write_scan(&mut w, cloud, g, k, path, opts)?;
         }
-        w.finalize().map_err(|e| write_err(path, "xml section", e))
+        w.finalize().map_err(|e| write_err(path, "xml section", &e))
     })
 }
 
@@ -1219,7 +1228,7 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
 
     let mut pw = w
         .add_pointcloud(&guid(cloud, k as u64), proto)
-        .map_err(|e| write_err(path, &place, e))?;
+        .map_err(|e| write_err(path, &place, &e))?;
     pw.set_name(Some(g.name.clone()));
     let q = g.pose.rotation_wxyz;
     let qn = (q.iter().map(|v| v * v).sum::<f64>()).sqrt();
@@ -1286,13 +1295,13 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
             ));
         }
         pw.add_point(values)
-            .map_err(|e| write_err(path, &format!("{place} point {i}"), e))?;
+            .map_err(|e| write_err(path, &format!("{place} point {i}"), &e))?;
     }
-    pw.finalize().map_err(|e| write_err(path, &place, e))
+    pw.finalize().map_err(|e| write_err(path, &place, &e))
 }
 
 /// Errors while writing are the disk's (the crate wraps io errors) or a bug in the values we hand over.
-fn write_err(path: &Path, place: &str, e: e57::Error) -> Error {
+fn write_err(path: &Path, place: &str, e: &e57::Error) -> Error {
     Error::io(
         path,
         std::io::Error::other(format!("{place}: {}", lowercase_first(&e.to_string()))),

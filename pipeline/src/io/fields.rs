@@ -766,8 +766,8 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
 /// Value of `src` for point `i` (0 where an attribute is missing; callers pass validated clouds).
 #[inline]
 pub(crate) fn value(cloud: &Cloud, src: Src, i: usize) -> f64 {
-    fn at<T: Copy>(v: &Option<Vec<T>>, i: usize) -> Option<T> {
-        v.as_ref().and_then(|v| v.get(i)).copied()
+    fn at<T: Copy>(v: Option<&[T]>, i: usize) -> Option<T> {
+        v.and_then(|v| v.get(i)).copied()
     }
     let pos = |k: usize| {
         cloud
@@ -779,19 +779,19 @@ pub(crate) fn value(cloud: &Cloud, src: Src, i: usize) -> f64 {
         Src::X => pos(0),
         Src::Y => pos(1),
         Src::Z => pos(2),
-        Src::Intensity => at(&cloud.intensity, i).map_or(0.0, f64::from),
-        Src::Colour8(k) => at(&cloud.color, i).map_or(0.0, |c| (c[k.min(2)] >> 8) as f64),
-        Src::RgbPacked => at(&cloud.color, i).map_or(0.0, |c| {
+        Src::Intensity => at(cloud.intensity.as_deref(), i).map_or(0.0, f64::from),
+        Src::Colour8(k) => at(cloud.color.as_deref(), i).map_or(0.0, |c| (c[k.min(2)] >> 8) as f64),
+        Src::RgbPacked => at(cloud.color.as_deref(), i).map_or(0.0, |c| {
             let [r, g, b] = c.map(|v| (v >> 8) as u32);
             ((r << 16) | (g << 8) | b) as f64
         }),
-        Src::Normal(k) => at(&cloud.normals, i).map_or(0.0, |n| n[k.min(2)] as f64),
-        Src::Gamma => at(&cloud.gamma, i).map_or(0.0, f64::from),
-        Src::Time => at(&cloud.time, i).unwrap_or(0.0),
-        Src::Ring => at(&cloud.ring, i).map_or(0.0, f64::from),
-        Src::Class => at(&cloud.classification, i).map_or(0.0, f64::from),
-        Src::ReturnNumber => at(&cloud.return_number, i).map_or(0.0, f64::from),
-        Src::NumberOfReturns => at(&cloud.number_of_returns, i).map_or(0.0, f64::from),
+        Src::Normal(k) => at(cloud.normals.as_deref(), i).map_or(0.0, |n| n[k.min(2)] as f64),
+        Src::Gamma => at(cloud.gamma.as_deref(), i).map_or(0.0, f64::from),
+        Src::Time => at(cloud.time.as_deref(), i).unwrap_or(0.0),
+        Src::Ring => at(cloud.ring.as_deref(), i).map_or(0.0, f64::from),
+        Src::Class => at(cloud.classification.as_deref(), i).map_or(0.0, f64::from),
+        Src::ReturnNumber => at(cloud.return_number.as_deref(), i).map_or(0.0, f64::from),
+        Src::NumberOfReturns => at(cloud.number_of_returns.as_deref(), i).map_or(0.0, f64::from),
         Src::Extra(e) => cloud
             .extra
             .get(e)

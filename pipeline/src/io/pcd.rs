@@ -166,7 +166,7 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
                 };
                 version = Some(v);
             }
-            "FIELDS" | "COLUMNS" => names = Some(vals.iter().map(|s| s.to_string()).collect()),
+            "FIELDS" | "COLUMNS" => names = Some(vals.iter().map(ToString::to_string).collect()),
             "SIZE" => {
                 sizes = Some(
                     vals.iter()
@@ -175,7 +175,7 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
                         .map_err(|_| {
                             Error::format(path, &place, "SIZE: expected integers 1, 2, 4 or 8")
                         })?,
-                )
+                );
             }
             "TYPE" => types = Some(vals.iter().map(|s| s.to_ascii_uppercase()).collect()),
             "COUNT" => {
@@ -186,7 +186,7 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
                         .map_err(|_| {
                             Error::format(path, &place, "COUNT: expected positive integers")
                         })?,
-                )
+                );
             }
             "WIDTH" => width = Some(num(&vals)?),
             "HEIGHT" => height = Some(num(&vals)?),
@@ -217,7 +217,7 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
                             ),
                         ));
                     }
-                })
+                });
             }
             other => {
                 return Err(Error::format(
@@ -516,7 +516,7 @@ fn decode_ascii(body: &[u8], path: &Path, h: &Header) -> Result<Vec<Column>> {
     let total = h.subs.len();
     let rows = parse_rows(body, used.len(), |line, cols| {
         let mut toks = line
-            .split(|b| b.is_ascii_whitespace())
+            .split(u8::is_ascii_whitespace)
             .filter(|t| !t.is_empty())
             .peekable();
         match toks.peek() {

@@ -1,11 +1,11 @@
 //! PLY (Stanford polygon format) point clouds: `ascii`, `binary_little_endian` and `binary_big_endian` 1.0.
 //!
-//! The parser is written by hand rather than using the `ply-rs-bw` dependency: that crate builds a generic
-//! key-value map per element instance (a heap allocation and hashing per point and property), which is far
-//! slower than Open3D, and it must materialise every element, including huge list elements such as a
-//! range scanner's `range_grid`, that a point reader only needs to step over. Here the header gives each
-//! vertex property's byte offset in the fixed-size record, and each property is decoded straight from the
-//! byte slice into a column, in parallel over chunks of records.
+//! The parser is written by hand rather than using the `ply-rs-bw` crate (no longer a dependency): it builds a
+//! generic key-value map per element instance (a heap allocation and hashing per point and property), which is far
+//! slower than Open3D, and it must materialise every element, including huge list elements such as a range scanner's
+//! `range_grid`, that a point reader only needs to step over. Here the header gives each vertex property's byte
+//! offset in the fixed-size record, and each property is decoded straight from the byte slice into a column, in
+//! parallel over chunks of records.
 //!
 //! Vertex properties are mapped by name: `x y z`; `intensity`, `scalar_intensity`, `reflectance` ->
 //! intensity; `red green blue` (uchar widened by 257, ushort kept) -> colour; `nx ny nz` -> normals;
@@ -453,7 +453,7 @@ fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Col
     let props = &vertex.props;
     let rows = parse_rows(region, scalars.len(), |line, cols| {
         let mut toks = line
-            .split(|b| b.is_ascii_whitespace())
+            .split(u8::is_ascii_whitespace)
             .filter(|t| !t.is_empty());
         let mut c = 0usize;
         let mut any = false;

@@ -58,11 +58,11 @@ impl Delim {
     fn split(self, line: &[u8]) -> Vec<&[u8]> {
         match self {
             Delim::Whitespace => line
-                .split(|b| b.is_ascii_whitespace())
+                .split(u8::is_ascii_whitespace)
                 .filter(|t| !t.is_empty())
                 .collect(),
             Delim::Char(c) => {
-                let mut v: Vec<&[u8]> = line.split(|&b| b == c).map(|t| t.trim_ascii()).collect();
+                let mut v: Vec<&[u8]> = line.split(|&b| b == c).map(<[u8]>::trim_ascii).collect();
                 if v.len() > 1 && v.last().is_some_and(|t| t.is_empty()) {
                     v.pop();
                 }
@@ -148,7 +148,7 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
             7 => &["x", "y", "z", "intensity", "r", "g", "b"],
             _ => &["x", "y", "z"],
         };
-        let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        let mut v: Vec<String> = base.iter().map(ToString::to_string).collect();
         for k in v.len()..ncols {
             v.push(format!("col_{}", k + 1));
         }
@@ -251,7 +251,7 @@ mod tests {
 
     fn read(text: &str, columns: Option<&[&str]>) -> Result<Cloud> {
         let opts = ReadOptions {
-            columns: columns.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            columns: columns.map(|c| c.iter().map(ToString::to_string).collect()),
             ..Default::default()
         };
         read_bytes(text.as_bytes(), Path::new("t.txt"), &opts)

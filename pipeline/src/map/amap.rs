@@ -21,6 +21,7 @@ use crate::{Cloud, Error, Result};
 pub const MAGIC: [u8; 8] = *b"AERIEMAP";
 /// Format version written by this aerie. Readers accept any minor version of their major version.
 pub const VERSION_MAJOR: u16 = 1;
+/// Minor format version written by this aerie (additions that older readers of the same major version skip).
 pub const VERSION_MINOR: u16 = 0;
 /// Size of the header, bytes; the section table follows it.
 pub const HEADER_SIZE: usize = 256;
@@ -36,29 +37,45 @@ const HEADER_CRC_OFFSET: usize = 252;
 
 /// Attribute flags in the header (bit set: the section is present).
 pub mod flags {
+    /// Per-point unit normals (`f32[3]`).
     pub const NORMALS: u32 = 1 << 0;
+    /// Per-point plane thickness (`f32`).
     pub const GAMMA: u32 = 1 << 1;
+    /// Per-point intensity as the sources stored it (`f32`).
     pub const INTENSITY: u32 = 1 << 2;
+    /// Per-point reflectance in 0..1 for the simulator (`f32`).
     pub const REFLECTANCE: u32 = 1 << 3;
+    /// Per-point colour, 16 bits per channel (`u16[3]`).
     pub const COLOR: u32 = 1 << 4;
+    /// Per-point classification (`u8`).
     pub const CLASSIFICATION: u32 = 1 << 5;
 }
 
 /// Kinds of section, with their ids in the section table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SectionKind {
+    /// The bucket table ([`Bucket`], 40 bytes each); required.
     Buckets = 1,
+    /// Positions relative to the origin (`f32[3]`); required.
     Positions = 2,
+    /// Unit normals (`f32[3]`); optional.
     Normals = 3,
+    /// Plane thickness, metres (`f32`); optional.
     Gamma = 4,
+    /// Intensity as the sources stored it (`f32`); optional.
     Intensity = 5,
+    /// Reflectance in 0..1 (`f32`); optional.
     Reflectance = 6,
+    /// Colour, 16 bits per channel (`u16[3]`); optional.
     Color = 7,
+    /// Classification (`u8`); optional.
     Classification = 8,
+    /// The metadata, UTF-8 TOML ([`MapMetadata`]); required.
     Metadata = 9,
 }
 
 impl SectionKind {
+    /// Every kind, in id order.
     pub const ALL: [SectionKind; 9] = [
         SectionKind::Buckets,
         SectionKind::Positions,
@@ -71,10 +88,12 @@ impl SectionKind {
         SectionKind::Metadata,
     ];
 
+    /// The kind's id in the section table.
     pub fn id(self) -> u32 {
         self as u32
     }
 
+    /// The kind with this id, if this version knows it (readers skip sections of unknown kinds).
     pub fn from_id(id: u32) -> Option<SectionKind> {
         SectionKind::ALL.into_iter().find(|k| k.id() == id)
     }
@@ -127,21 +146,35 @@ fn align_up(v: usize) -> Option<usize> {
 /// The fixed header fields (everything but magic and the CRCs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
+    /// Major format version; a reader refuses any other major version.
     pub version_major: u16,
+    /// Minor format version; a reader accepts any minor version of its major version.
     pub version_minor: u16,
+    /// Total length of the file, bytes (a truncated file is detected before any section is read).
     pub file_size: u64,
+    /// Number of points N.
     pub point_count: u64,
+    /// Number of buckets B.
     pub bucket_count: u64,
+    /// Entries in the section table (at most [`MAX_SECTIONS`]).
     pub section_count: u32,
+    /// Which optional per-point sections are present ([`flags`]).
     pub attribute_flags: u32,
+    /// Byte offset of the section table ([`HEADER_SIZE`] in version 1.0).
     pub section_table_offset: u64,
+    /// CRC32C of the section table's bytes.
     pub section_table_crc: u32,
+    /// Map-frame coordinates of the positions' origin, metres.
     pub origin: [f64; 3],
+    /// Map resolution r_map, metres.
     pub resolution: f32,
+    /// Bucket edge length l, metres.
     pub bucket_size: f32,
+    /// Offset from Morton-decoded keys to bucket grid coordinates (see [`super::buckets::bucket_coords`]).
     pub morton_offset: [i64; 3],
-    /// Bounds of all positions, relative to `origin`.
+    /// Lower corner of the bounds of all positions, relative to `origin`.
     pub bounds_min: [f32; 3],
+    /// Upper corner of those bounds.
     pub bounds_max: [f32; 3],
 }
 
@@ -266,10 +299,15 @@ impl Reader<'_> {
 /// One entry of the section table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SectionEntry {
+    /// The section's kind id ([`SectionKind::id`]; unknown ids are skipped by readers).
     pub kind: u32,
+    /// Bytes per element.
     pub element_size: u32,
+    /// Byte offset of the section in the file, a multiple of [`SECTION_ALIGN`].
     pub offset: u64,
+    /// Length of the section, bytes, padding excluded.
     pub length: u64,
+    /// CRC32C of the section's `length` bytes.
     pub crc32c: u32,
 }
 
@@ -510,10 +548,12 @@ impl AmapFile {
         matches!(self.storage, Storage::Mapped(_))
     }
 
+    /// The path the map was opened from (the name used in error messages).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The header, checked on open.
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -561,10 +601,12 @@ impl AmapFile {
         self.section(SectionKind::Intensity)
     }
 
+    /// Colour, 16 bits per channel, if the map has it.
     pub fn color(&self) -> Option<&[[u16; 3]]> {
         self.section(SectionKind::Color)
     }
 
+    /// Classification, if the map has it.
     pub fn classification(&self) -> Option<&[u8]> {
         self.section(SectionKind::Classification)
     }
@@ -912,9 +954,9 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
         path: &Path,
         place: String,
         bytes: &'a [u8],
-        r: &Option<Range<usize>>,
+        r: Option<&Range<usize>>,
     ) -> Result<&'a [T]> {
-        let r = r.clone().unwrap_or(0..0);
+        let r = r.cloned().unwrap_or(0..0);
         bytemuck::try_cast_slice(&bytes[r]).map_err(|e| {
             Error::format(
                 path,
@@ -927,13 +969,13 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
         path,
         place_for(SectionKind::Buckets),
         bytes,
-        &sections[slot(SectionKind::Buckets)],
+        sections[slot(SectionKind::Buckets)].as_ref(),
     )?;
     let positions: &[[f32; 3]] = cast(
         path,
         place_for(SectionKind::Positions),
         bytes,
-        &sections[slot(SectionKind::Positions)],
+        sections[slot(SectionKind::Positions)].as_ref(),
     )?;
     // Casts of the other sections are checked too, so views never come out short.
     for k in [
@@ -942,13 +984,13 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
         SectionKind::Intensity,
         SectionKind::Reflectance,
     ] {
-        cast::<f32>(path, place_for(k), bytes, &sections[slot(k)])?;
+        cast::<f32>(path, place_for(k), bytes, sections[slot(k)].as_ref())?;
     }
     cast::<[u16; 3]>(
         path,
         place_for(SectionKind::Color),
         bytes,
-        &sections[slot(SectionKind::Color)],
+        sections[slot(SectionKind::Color)].as_ref(),
     )?;
     check_buckets(buckets, n)
         .map_err(|m| Error::format(path, place_for(SectionKind::Buckets), m))?;

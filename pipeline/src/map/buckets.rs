@@ -300,8 +300,12 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
 /// The result of bucketing a cloud: the grid and the point order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bucketing {
+    /// Bucket edge length l, metres (as given, or chosen from density by [`auto_bucket_size`]).
     pub bucket_size: f32,
+    /// Offset from Morton-decoded keys to bucket grid coordinates (see [`bucket_coords`]), so that keys stay
+    /// non-negative for maps on both sides of the origin.
     pub morton_offset: [i64; 3],
+    /// The buckets, sorted by key, partitioning the reordered points.
     pub buckets: Vec<Bucket>,
     /// `order[i]` is the cloud index of the map's point `i`.
     pub order: Vec<u32>,
@@ -482,10 +486,10 @@ impl PackedMap {
         let started = Instant::now();
         let b = bucketize(cloud, resolution, bucket_size)?;
         let ord: Vec<usize> = b.order.iter().map(|&i| i as usize).collect();
-        fn pick<T: Copy + Send + Sync>(v: &Option<Vec<T>>, ord: &[usize]) -> Option<Vec<T>> {
-            v.as_ref().map(|v| ord.par_iter().map(|&i| v[i]).collect())
+        fn pick<T: Copy + Send + Sync>(v: Option<&[T]>, ord: &[usize]) -> Option<Vec<T>> {
+            v.map(|v| ord.par_iter().map(|&i| v[i]).collect())
         }
-        let intensity = pick(&cloud.intensity, &ord);
+        let intensity = pick(cloud.intensity.as_deref(), &ord);
         let refl = intensity.as_deref().and_then(reflectance_from_intensity);
         let mut dropped = Vec::new();
         for (present, name) in [
@@ -559,12 +563,12 @@ impl PackedMap {
             morton_offset: b.morton_offset,
             buckets: b.buckets,
             positions: ord.par_iter().map(|&i| cloud.positions[i]).collect(),
-            normals: pick(&cloud.normals, &ord),
-            gamma: pick(&cloud.gamma, &ord),
+            normals: pick(cloud.normals.as_deref(), &ord),
+            gamma: pick(cloud.gamma.as_deref(), &ord),
             intensity,
             reflectance: refl.map(|(r, _)| r),
-            color: pick(&cloud.color, &ord),
-            classification: pick(&cloud.classification, &ord),
+            color: pick(cloud.color.as_deref(), &ord),
+            classification: pick(cloud.classification.as_deref(), &ord),
             metadata_toml: String::new(),
         };
         map.set_metadata(&meta)?;

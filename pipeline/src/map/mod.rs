@@ -2,6 +2,26 @@
 //!
 //! [`MapView`] is what consumers (the simulator's renderer, exporters) read: borrowed slices, whether they
 //! come from a memory-mapped .amap file or from a map built in memory.
+//!
+//! ```
+//! use aerie_pipeline::Cloud;
+//! use aerie_pipeline::map::{AmapFile, PackedMap, amap};
+//!
+//! let mut cloud = Cloud::with_origin([500_000.0, 4_000_000.0, 100.0]);
+//! cloud.positions = (0..1000).map(|i| [(i % 40) as f32 * 0.1, (i / 40) as f32 * 0.1, 0.0]).collect();
+//! // Bucket at r_map 0.1 m (bucket size chosen from density), write, and map the file back.
+//! let map = PackedMap::from_cloud(&cloud, 0.1, None)?;
+//! let dir = tempfile::tempdir().map_err(|e| aerie_pipeline::Error::io("tmp", e))?;
+//! let path = dir.path().join("floor.amap");
+//! amap::write(&map, &path)?;
+//! let file = AmapFile::open(&path)?;
+//! let view = file.view();
+//! assert_eq!(view.positions.len(), 1000);
+//! assert_eq!(view.buckets.iter().map(|b| b.count as usize).sum::<usize>(), 1000);
+//! // The georeferenced origin is kept in f64; the points come back in bucket order, unchanged.
+//! assert_eq!(file.to_cloud().bounds(), cloud.bounds());
+//! # Ok::<(), aerie_pipeline::Error>(())
+//! ```
 
 pub mod amap;
 pub mod buckets;
@@ -15,10 +35,13 @@ use bytemuck::{Pod, Zeroable};
 pub struct Bucket {
     /// Morton key of the bucket's integer grid coordinates (see docs/amap-format.md).
     pub key: u64,
+    /// Index of the bucket's first point in the map's point arrays.
     pub first: u32,
+    /// Number of points in the bucket (never zero); they are `first..first + count`.
     pub count: u32,
-    /// Tight bounds of the bucket's points, relative to the map origin.
+    /// Lower corner of the tight bounds of the bucket's points, relative to the map origin.
     pub min: [f32; 3],
+    /// Upper corner of those bounds.
     pub max: [f32; 3],
 }
 
@@ -32,9 +55,11 @@ pub struct MapView<'a> {
     pub resolution: f32,
     /// Bucket edge length l, metres.
     pub bucket_size: f32,
+    /// The buckets, sorted by key, partitioning `0..positions.len()` in order.
     pub buckets: &'a [Bucket],
     /// Positions relative to `origin`.
     pub positions: &'a [[f32; 3]],
+    /// Unit surface normal per point, when the map has them.
     pub normals: Option<&'a [[f32; 3]]>,
     /// Plane thickness per point (+inf: no plane).
     pub gamma: Option<&'a [f32]>,
@@ -85,7 +110,9 @@ pub struct MapMetadata {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MapSource {
+    /// The file as it was named when the map was prepared (empty for a cloud built in memory).
     pub path: String,
+    /// Its format and version as the reader described it, e.g. "LAS 1.2, point format 3".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
 }
@@ -94,7 +121,9 @@ pub struct MapSource {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ScanPose {
+    /// The scan's name in its source (an E57 data3D name).
     pub name: String,
+    /// Pose of the scanner in the map frame (not relative to the map's origin).
     pub world_from_scan: Pose,
 }
 
@@ -137,9 +166,11 @@ pub struct PackedMap {
     /// Offset added to the key's bucket coordinates to get the bucket grid coordinates (see
     /// [`buckets::bucket_coords`]).
     pub morton_offset: [i64; 3],
+    /// The buckets, sorted by key, partitioning `0..positions.len()` in order.
     pub buckets: Vec<Bucket>,
     /// Positions relative to `origin`.
     pub positions: Vec<[f32; 3]>,
+    /// Unit surface normal per point, when the recipe computed them.
     pub normals: Option<Vec<[f32; 3]>>,
     /// Plane thickness, metres (+inf: no plane).
     pub gamma: Option<Vec<f32>>,
@@ -162,6 +193,7 @@ impl PackedMap {
         self.positions.len()
     }
 
+    /// Whether the map has no points.
     pub fn is_empty(&self) -> bool {
         self.positions.is_empty()
     }
@@ -196,9 +228,14 @@ impl PackedMap {
     /// The map as a cloud, for export: points in map order, with normals, gamma, intensity, colour and
     /// classification as attributes; CRS and scanner poses from the metadata. Reflectance is not exported (it is
     /// derived from intensity).
-    pub fn to_cloud(&self) -> Cloud {
-        let meta = self.metadata().unwrap_or_default();
-        cloud_from_parts(
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Parameter`] when `metadata_toml` does not parse: the cloud would silently lose its CRS and
+    /// scanner poses. (An opened [`amap::AmapFile`] parsed its metadata on open, so its `to_cloud` cannot fail.)
+    pub fn to_cloud(&self) -> Result<Cloud> {
+        let meta = self.metadata()?;
+        Ok(cloud_from_parts(
             CloudParts {
                 origin: self.origin,
                 positions: &self.positions,
@@ -209,7 +246,7 @@ impl PackedMap {
                 classification: self.classification.as_deref(),
             },
             &meta,
-        )
+        ))
     }
 
     /// Check the invariants; the message names the first broken one.
@@ -276,6 +313,7 @@ pub(crate) fn check_buckets(buckets: &[Bucket], n: usize) -> std::result::Result
 }
 
 /// Borrowed per-point arrays from which a cloud is rebuilt.
+#[derive(Clone, Copy)]
 pub(crate) struct CloudParts<'a> {
     pub origin: [f64; 3],
     pub positions: &'a [[f32; 3]],
@@ -299,7 +337,7 @@ pub(crate) fn cloud_from_parts(p: CloudParts<'_>, meta: &MapMetadata) -> Cloud {
         amap::VERSION_MAJOR,
         amap::VERSION_MINOR
     ));
-    cloud.meta.crs_wkt = meta.crs_wkt.clone();
+    cloud.meta.crs_wkt.clone_from(&meta.crs_wkt);
     cloud.meta.scans = meta
         .scans
         .iter()

@@ -1,6 +1,6 @@
 //! LiDAR and depth-camera models: scan patterns (beam directions with per-beam time offsets and ring/line),
 //! range limits, noise, and detection (the LiDAR equation through the datasheet's ranges at 10% and 80%
-//! reflectivity). Presets ship as TOML under `maps/sensors/`.
+//! reflectivity). Presets ship as TOML under `presets/sensors/`.
 //!
 //! A [`SensorModel`] is a name, a frame rate, [`Physics`] and a [`Pattern`]; [`SensorModel::beams`] lists one
 //! frame's [`Beam`]s in firing order. Frames: x forward, y left, z up; azimuth counter-clockwise from +x towards
@@ -89,7 +89,7 @@ fn default_reflectance() -> f32 {
 }
 
 /// A sensor: its frame rate, what happens to each beam ([`Physics`]) and where the beams go ([`Pattern`]).
-/// Loaded from TOML ([`SensorModel::from_toml`]); the shipped presets live in `maps/sensors/*.toml`.
+/// Loaded from TOML ([`SensorModel::from_toml`]); the shipped presets live in `presets/sensors/*.toml`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SensorModel {

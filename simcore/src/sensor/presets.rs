@@ -1,5 +1,5 @@
-//! The shipped sensor presets: TOML files under `maps/sensors/`, embedded at compile time so the program needs
-//! no data directory. Users copy one of those files to make their own sensor.
+//! The shipped sensor presets: TOML files under `presets/sensors/` in this crate, embedded at compile time so the
+//! program needs no data directory. Users copy one of those files to make their own sensor.
 
 use super::{SensorError, SensorModel};
 
@@ -25,21 +25,21 @@ pub(crate) const NAMES: &[&str] = &[
 /// The TOML text of a preset.
 pub(crate) fn text(name: &str) -> Option<&'static str> {
     Some(match name {
-        "avia" => include_str!("../../../maps/sensors/avia.toml"),
-        "mid360" => include_str!("../../../maps/sensors/mid360.toml"),
-        "mid40" => include_str!("../../../maps/sensors/mid40.toml"),
-        "horizon" => include_str!("../../../maps/sensors/horizon.toml"),
-        "vlp16" => include_str!("../../../maps/sensors/vlp16.toml"),
-        "vlp32c" => include_str!("../../../maps/sensors/vlp32c.toml"),
-        "hdl32e" => include_str!("../../../maps/sensors/hdl32e.toml"),
-        "hdl64e" => include_str!("../../../maps/sensors/hdl64e.toml"),
-        "os0_64" => include_str!("../../../maps/sensors/os0_64.toml"),
-        "os0_64_hall" => include_str!("../../../maps/sensors/os0_64_hall.toml"),
-        "os0_128" => include_str!("../../../maps/sensors/os0_128.toml"),
-        "os1_64" => include_str!("../../../maps/sensors/os1_64.toml"),
-        "os1_128" => include_str!("../../../maps/sensors/os1_128.toml"),
-        "os2_128" => include_str!("../../../maps/sensors/os2_128.toml"),
-        "d455" => include_str!("../../../maps/sensors/d455.toml"),
+        "avia" => include_str!("../../presets/sensors/avia.toml"),
+        "mid360" => include_str!("../../presets/sensors/mid360.toml"),
+        "mid40" => include_str!("../../presets/sensors/mid40.toml"),
+        "horizon" => include_str!("../../presets/sensors/horizon.toml"),
+        "vlp16" => include_str!("../../presets/sensors/vlp16.toml"),
+        "vlp32c" => include_str!("../../presets/sensors/vlp32c.toml"),
+        "hdl32e" => include_str!("../../presets/sensors/hdl32e.toml"),
+        "hdl64e" => include_str!("../../presets/sensors/hdl64e.toml"),
+        "os0_64" => include_str!("../../presets/sensors/os0_64.toml"),
+        "os0_64_hall" => include_str!("../../presets/sensors/os0_64_hall.toml"),
+        "os0_128" => include_str!("../../presets/sensors/os0_128.toml"),
+        "os1_64" => include_str!("../../presets/sensors/os1_64.toml"),
+        "os1_128" => include_str!("../../presets/sensors/os1_128.toml"),
+        "os2_128" => include_str!("../../presets/sensors/os2_128.toml"),
+        "d455" => include_str!("../../presets/sensors/d455.toml"),
         _ => return None,
     })
 }
@@ -52,4 +52,30 @@ pub(crate) fn load(name: &str) -> Result<SensorModel, SensorError> {
         });
     };
     SensorModel::from_toml(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every TOML in `presets/sensors/` is embedded under its file name, and every name has its file: a preset
+    /// added to the folder but not to [`text`] would silently not ship.
+    #[test]
+    fn the_folder_and_the_names_agree() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/sensors");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let mut names: Vec<String> = NAMES.iter().map(|n| (*n).to_string()).collect();
+        names.sort();
+        assert_eq!(files, names);
+        for name in NAMES {
+            let on_disk = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
+            assert_eq!(text(name), Some(on_disk.as_str()), "{name}");
+        }
+    }
 }

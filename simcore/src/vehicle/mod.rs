@@ -41,7 +41,7 @@ fn invalid(field: &str, message: impl Into<String>) -> VehicleError {
     }
 }
 
-/// What a quadrotor is: mass, geometry, rotors, motors, drag, IMU. Loaded from TOML (`maps/vehicles/`).
+/// What a quadrotor is: mass, geometry, rotors, motors, drag, IMU. Loaded from TOML (`presets/vehicles/`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuadParams {
