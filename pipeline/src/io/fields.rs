@@ -336,7 +336,7 @@ pub(crate) fn decode_positions(
     path: &Path,
     n: usize,
     (base, stride): (usize, usize),
-    xyz: [CoordField; 3],
+    xyz: &[CoordField; 3],
     big_endian: bool,
 ) -> Result<Positions> {
     let value = |i: usize, k: usize| -> f64 {

@@ -386,7 +386,7 @@ fn read_binary_vertex(
             name: &scalars[i].name,
         };
         let xyz = [field(ix), field(iy), field(iz)];
-        positions = Some(decode_positions(buf, path, n, (base, rec), xyz, be)?);
+        positions = Some(decode_positions(buf, path, n, (base, rec), &xyz, be)?);
         for i in [ix, iy, iz] {
             cols[i].target = Target::Skip;
         }
