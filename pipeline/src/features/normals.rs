@@ -167,46 +167,25 @@ fn eigenvector_in_complement(a: &[[f64; 3]; 3], w: [f64; 3], l: f64) -> [f64; 3]
     let v = cross3(w, u);
     let mul = |x: [f64; 3]| [dot3(a[0], x), dot3(a[1], x), dot3(a[2], x)];
     let (au, av) = (mul(u), mul(v));
-    let mut m00 = dot3(u, au) - l;
-    let mut m01 = dot3(u, av);
-    let mut m11 = dot3(v, av) - l;
-    let (abs00, abs01, abs11) = (m00.abs(), m01.abs(), m11.abs());
-    let combine = |cu: f64, cv: f64| {
-        [
-            cu * u[0] - cv * v[0],
-            cu * u[1] - cv * v[1],
-            cu * u[2] - cv * v[2],
-        ]
-    };
-    if abs00 >= abs11 {
-        if abs00.max(abs01) == 0.0 {
-            return u;
-        }
-        if abs00 >= abs01 {
-            m01 /= m00;
-            m00 = 1.0 / (1.0 + m01 * m01).sqrt();
-            m01 *= m00;
-        } else {
-            m00 /= m01;
-            m01 = 1.0 / (1.0 + m00 * m00).sqrt();
-            m00 *= m01;
-        }
-        combine(m01, m00)
+    let m00 = dot3(u, au) - l;
+    let m01 = dot3(u, av);
+    let m11 = dot3(v, av) - l;
+    // The eigenvector's (u, v) coefficients are perpendicular to the 2x2 matrix's larger row.
+    let (r0, r1) = if m00.abs() >= m11.abs() {
+        (m00, m01)
     } else {
-        if abs11.max(abs01) == 0.0 {
-            return u;
-        }
-        if abs11 >= abs01 {
-            m01 /= m11;
-            m11 = 1.0 / (1.0 + m01 * m01).sqrt();
-            m01 *= m11;
-        } else {
-            m11 /= m01;
-            m01 = 1.0 / (1.0 + m11 * m11).sqrt();
-            m11 *= m01;
-        }
-        combine(m11, m01)
+        (m01, m11)
+    };
+    let len = r0.hypot(r1);
+    if len == 0.0 {
+        return u;
     }
+    let (cu, cv) = (r1 / len, r0 / len);
+    [
+        cu * u[0] - cv * v[0],
+        cu * u[1] - cv * v[1],
+        cu * u[2] - cv * v[2],
+    ]
 }
 
 /// Plane fit of one neighbourhood: (unit normal, gamma, curvature), or `None` when there is no plane.

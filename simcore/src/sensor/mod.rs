@@ -9,7 +9,7 @@
 mod error;
 mod livox;
 mod pinhole;
-mod presets;
+pub(crate) mod presets;
 mod spinning;
 
 use serde::{Deserialize, Serialize};

@@ -54,28 +54,40 @@ pub(crate) fn load(name: &str) -> Result<SensorModel, SensorError> {
     SensorModel::from_toml(text)
 }
 
+/// Test helper shared by the preset tables: every TOML in `presets/<folder>/` is embedded under its file name
+/// by `text`, and every name in `names` has its file: a preset added to the folder but not to the table would
+/// silently not ship.
+#[cfg(test)]
+pub(crate) fn assert_folder_matches(
+    folder: &str,
+    names: &[&str],
+    text: fn(&str) -> Option<&'static str>,
+) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("presets")
+        .join(folder);
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let mut sorted: Vec<String> = names.iter().map(|n| (*n).to_string()).collect();
+    sorted.sort();
+    assert_eq!(files, sorted);
+    for name in names {
+        let on_disk = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
+        assert_eq!(text(name), Some(on_disk.as_str()), "{name}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every TOML in `presets/sensors/` is embedded under its file name, and every name has its file: a preset
-    /// added to the folder but not to [`text`] would silently not ship.
     #[test]
     fn the_folder_and_the_names_agree() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/sensors");
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-            .collect();
-        files.sort();
-        let mut names: Vec<String> = NAMES.iter().map(|n| (*n).to_string()).collect();
-        names.sort();
-        assert_eq!(files, names);
-        for name in NAMES {
-            let on_disk = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
-            assert_eq!(text(name), Some(on_disk.as_str()), "{name}");
-        }
+        assert_folder_matches("sensors", NAMES, text);
     }
 }

@@ -17,23 +17,8 @@ pub(crate) fn text(name: &str) -> Option<&'static str> {
 mod tests {
     use super::*;
 
-    /// Every TOML in `presets/vehicles/` is embedded under its file name, and every name has its file.
     #[test]
     fn the_folder_and_the_names_agree() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/vehicles");
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-            .collect();
-        files.sort();
-        let mut names: Vec<String> = NAMES.iter().map(|n| (*n).to_string()).collect();
-        names.sort();
-        assert_eq!(files, names);
-        for name in NAMES {
-            let on_disk = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
-            assert_eq!(text(name), Some(on_disk.as_str()), "{name}");
-        }
+        crate::sensor::presets::assert_folder_matches("vehicles", NAMES, text);
     }
 }
