@@ -98,20 +98,67 @@ fn type_of(kind: ScalarKind) -> &'static str {
     }
 }
 
+/// The header's keys as written, before they are checked against each other.
+#[derive(Default)]
+struct Keys {
+    version: Option<String>,
+    names: Option<Vec<String>>,
+    sizes: Option<Vec<usize>>,
+    types: Option<Vec<String>>,
+    counts: Option<Vec<usize>>,
+    width: Option<usize>,
+    height: Option<usize>,
+    points: Option<usize>,
+    viewpoint: Option<[f64; 7]>,
+    data: Option<Data>,
+}
+
 fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
+    let (keys, data_start, lines) = read_keys(data, path)?;
+    let missing = |k: &str| Error::format(path, "header", format!("missing {k} line"));
+    let names = keys.names.ok_or_else(|| missing("FIELDS"))?;
+    let sizes = keys.sizes.ok_or_else(|| missing("SIZE"))?;
+    let types = keys.types.ok_or_else(|| missing("TYPE"))?;
+    let counts = keys.counts.unwrap_or_else(|| vec![1; names.len()]);
+    if sizes.len() != names.len() || types.len() != names.len() || counts.len() != names.len() {
+        return Err(Error::format(
+            path,
+            "header",
+            format!(
+                "FIELDS has {} entries but SIZE {}, TYPE {}, COUNT {}; expected the same number",
+                names.len(),
+                sizes.len(),
+                types.len(),
+                counts.len()
+            ),
+        ));
+    }
+    let height = keys.height.unwrap_or(1);
+    let points = point_count(keys.points, keys.width, height, path)?;
+    let (subs, field_bytes, record) = layout(&names, &sizes, &types, &counts, path)?;
+    Ok(Header {
+        version: keys.version.unwrap_or_else(|| "0.7".to_string()),
+        subs,
+        field_bytes,
+        record,
+        height,
+        points,
+        viewpoint: keys
+            .viewpoint
+            .unwrap_or([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]),
+        data: keys.data.unwrap_or(Data::Binary),
+        data_start,
+        lines,
+    })
+}
+
+/// Reads header lines up to and including DATA: the keys, the offset of the first data byte and the number of
+/// header lines.
+fn read_keys(data: &[u8], path: &Path) -> Result<(Keys, usize, usize)> {
+    let mut keys = Keys::default();
     let mut pos = 0usize;
     let mut line_no = 0usize;
-    let mut version: Option<String> = None;
-    let mut names: Option<Vec<String>> = None;
-    let mut sizes: Option<Vec<usize>> = None;
-    let mut types: Option<Vec<String>> = None;
-    let mut counts: Option<Vec<usize>> = None;
-    let mut width: Option<usize> = None;
-    let mut height: Option<usize> = None;
-    let mut points: Option<usize> = None;
-    let mut viewpoint = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
-    let mut encoding: Option<Data> = None;
-    while encoding.is_none() {
+    while keys.data.is_none() {
         if pos >= data.len() {
             return Err(Error::format(
                 path,
@@ -134,95 +181,65 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
         let mut toks = line.split_ascii_whitespace();
         let key = toks.next().unwrap_or_default().to_ascii_uppercase();
         let vals: Vec<&str> = toks.collect();
-        let num = |v: &[&str]| -> Result<usize> {
-            match v {
+        keys.set(&key, &vals, path, &place)?;
+    }
+    Ok((keys, pos, line_no))
+}
+
+impl Keys {
+    /// Takes one header line's key and values; `place` names the line in errors.
+    fn set(&mut self, key: &str, vals: &[&str], path: &Path, place: &str) -> Result<()> {
+        let num = || -> Result<usize> {
+            match vals {
                 [one] => one.parse::<usize>().map_err(|_| {
                     Error::format(
                         path,
-                        &place,
+                        place,
                         format!("{key}: expected a non-negative integer, found {one:?}"),
                     )
                 }),
                 _ => Err(Error::format(
                     path,
-                    &place,
+                    place,
                     format!("{key}: expected one integer"),
                 )),
             }
         };
-        match key.as_str() {
-            "VERSION" => {
-                let v = vals.first().copied().unwrap_or_default();
-                let v = match v {
-                    "0.7" | ".7" | "0.6" | ".6" | "0.5" | ".5" => {
-                        format!("0.{}", v.trim_start_matches('0').trim_start_matches('.'))
-                    }
-                    other => {
-                        return Err(Error::unsupported(
-                            path,
-                            format!("pcd version {other:?}; expected 0.5, 0.6 or 0.7"),
-                        ));
-                    }
-                };
-                version = Some(v);
+        let ints = |what: &str| -> Result<Vec<usize>> {
+            vals.iter()
+                .map(|s| s.parse::<usize>())
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| Error::format(path, place, format!("{key}: expected {what}")))
+        };
+        match key {
+            "VERSION" => self.version = Some(version(vals.first().copied(), path)?),
+            "FIELDS" | "COLUMNS" => {
+                self.names = Some(vals.iter().map(ToString::to_string).collect());
             }
-            "FIELDS" | "COLUMNS" => names = Some(vals.iter().map(ToString::to_string).collect()),
-            "SIZE" => {
-                sizes = Some(
-                    vals.iter()
-                        .map(|s| s.parse::<usize>())
-                        .collect::<std::result::Result<_, _>>()
-                        .map_err(|_| {
-                            Error::format(path, &place, "SIZE: expected integers 1, 2, 4 or 8")
-                        })?,
-                );
-            }
-            "TYPE" => types = Some(vals.iter().map(|s| s.to_ascii_uppercase()).collect()),
-            "COUNT" => {
-                counts = Some(
-                    vals.iter()
-                        .map(|s| s.parse::<usize>())
-                        .collect::<std::result::Result<_, _>>()
-                        .map_err(|_| {
-                            Error::format(path, &place, "COUNT: expected positive integers")
-                        })?,
-                );
-            }
-            "WIDTH" => width = Some(num(&vals)?),
-            "HEIGHT" => height = Some(num(&vals)?),
-            "POINTS" => points = Some(num(&vals)?),
+            "SIZE" => self.sizes = Some(ints("integers 1, 2, 4 or 8")?),
+            "TYPE" => self.types = Some(vals.iter().map(|s| s.to_ascii_uppercase()).collect()),
+            "COUNT" => self.counts = Some(ints("positive integers")?),
+            "WIDTH" => self.width = Some(num()?),
+            "HEIGHT" => self.height = Some(num()?),
+            "POINTS" => self.points = Some(num()?),
             "VIEWPOINT" => {
                 let v: Vec<f64> = vals.iter().filter_map(|s| s.parse::<f64>().ok()).collect();
                 match <[f64; 7]>::try_from(v) {
-                    Ok(a) if a.iter().all(|x| x.is_finite()) => viewpoint = a,
+                    Ok(a) if a.iter().all(|x| x.is_finite()) => self.viewpoint = Some(a),
                     _ => {
                         return Err(Error::format(
                             path,
-                            &place,
+                            place,
                             "VIEWPOINT: expected 7 finite numbers tx ty tz qw qx qy qz",
                         ));
                     }
                 }
             }
-            "DATA" => {
-                encoding = Some(match vals.first().copied().unwrap_or_default() {
-                    "ascii" => Data::Ascii,
-                    "binary" => Data::Binary,
-                    "binary_compressed" => Data::Compressed,
-                    other => {
-                        return Err(Error::unsupported(
-                            path,
-                            format!(
-                                "pcd DATA {other:?}; expected ascii, binary or binary_compressed"
-                            ),
-                        ));
-                    }
-                });
-            }
+            "DATA" => self.data = Some(encoding(vals.first().copied(), path)?),
             other => {
                 return Err(Error::format(
                     path,
-                    &place,
+                    place,
                     format!(
                         "unknown header key {:?}; expected VERSION, FIELDS, SIZE, TYPE, COUNT, \
                          WIDTH, HEIGHT, VIEWPOINT, POINTS or DATA",
@@ -231,33 +248,56 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
                 ));
             }
         }
+        Ok(())
     }
-    let data_start = pos;
-    let missing = |k: &str| Error::format(path, "header", format!("missing {k} line"));
-    let names = names.ok_or_else(|| missing("FIELDS"))?;
-    let sizes = sizes.ok_or_else(|| missing("SIZE"))?;
-    let types = types.ok_or_else(|| missing("TYPE"))?;
-    let counts = counts.unwrap_or_else(|| vec![1; names.len()]);
-    if sizes.len() != names.len() || types.len() != names.len() || counts.len() != names.len() {
-        return Err(Error::format(
+}
+
+/// The VERSION value, normalised to "0.x".
+fn version(v: Option<&str>, path: &Path) -> Result<String> {
+    match v.unwrap_or_default() {
+        v @ ("0.7" | ".7" | "0.6" | ".6" | "0.5" | ".5") => Ok(format!(
+            "0.{}",
+            v.trim_start_matches('0').trim_start_matches('.')
+        )),
+        other => Err(Error::unsupported(
             path,
-            "header",
-            format!(
-                "FIELDS has {} entries but SIZE {}, TYPE {}, COUNT {}; expected the same number",
-                names.len(),
-                sizes.len(),
-                types.len(),
-                counts.len()
-            ),
-        ));
+            format!("pcd version {other:?}; expected 0.5, 0.6 or 0.7"),
+        )),
     }
-    let height = height.unwrap_or(1);
+}
+
+/// The DATA value.
+fn encoding(v: Option<&str>, path: &Path) -> Result<Data> {
+    match v.unwrap_or_default() {
+        "ascii" => Ok(Data::Ascii),
+        "binary" => Ok(Data::Binary),
+        "binary_compressed" => Ok(Data::Compressed),
+        other => Err(Error::unsupported(
+            path,
+            format!("pcd DATA {other:?}; expected ascii, binary or binary_compressed"),
+        )),
+    }
+}
+
+/// Number of points from POINTS, or WIDTH * HEIGHT where POINTS is missing; the two must agree.
+fn point_count(
+    points: Option<usize>,
+    width: Option<usize>,
+    height: usize,
+    path: &Path,
+) -> Result<usize> {
     let points = match (points, width) {
         (Some(p), _) => p,
         (None, Some(w)) => w
             .checked_mul(height)
             .ok_or_else(|| Error::format(path, "header", "WIDTH * HEIGHT overflows"))?,
-        (None, None) => return Err(missing("POINTS or WIDTH")),
+        (None, None) => {
+            return Err(Error::format(
+                path,
+                "header",
+                "missing POINTS or WIDTH line",
+            ));
+        }
     };
     if let Some(w) = width
         && w.checked_mul(height) != Some(points)
@@ -268,15 +308,23 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
             format!("WIDTH {w} * HEIGHT {height} != POINTS {points}"),
         ));
     }
+    Ok(points)
+}
+
+/// The record layout: one [`Sub`] per scalar (fields with COUNT > 1 give one per element), the bytes of each
+/// field, and the record size.
+fn layout(
+    names: &[String],
+    sizes: &[usize],
+    types: &[String],
+    counts: &[usize],
+    path: &Path,
+) -> Result<(Vec<Sub>, Vec<usize>, usize)> {
     let mut subs = Vec::new();
     let mut field_bytes = Vec::new();
     let mut offset = 0usize;
-    for (f, (((name, &size), t), &count)) in names
-        .iter()
-        .zip(&sizes)
-        .zip(&types)
-        .zip(&counts)
-        .enumerate()
+    for (f, (((name, &size), t), &count)) in
+        names.iter().zip(sizes).zip(types).zip(counts).enumerate()
     {
         let kind = kind_of(t, size).ok_or_else(|| {
             Error::format(
@@ -320,18 +368,7 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
         field_bytes.push(bytes);
         offset += bytes;
     }
-    Ok(Header {
-        version: version.unwrap_or_else(|| "0.7".to_string()),
-        subs,
-        field_bytes,
-        record: offset,
-        height,
-        points,
-        viewpoint,
-        data: encoding.unwrap_or(Data::Binary),
-        data_start,
-        lines: line_no,
-    })
+    Ok((subs, field_bytes, offset))
 }
 
 /// Parse a PCD buffer (see the module documentation for the conventions).
