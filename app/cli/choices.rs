@@ -7,7 +7,7 @@
 
 use aerie_pipeline::filters::{DownsampleMethod, SorCompat};
 use aerie_pipeline::io::{Encoding, Format, LasVersion};
-use aerie_simcore::render::Method;
+use aerie_simcore::render::{Method, RenderParams};
 use clap::ValueEnum;
 
 /// A scan file format (`--format`, `--input-format`).
@@ -145,14 +145,29 @@ pub enum MethodArg {
     Beam,
     /// Chosen per sensor from a cost model (the default).
     Auto,
+    /// MARSIM's method (nearest point wins, 0.2 deg pixels), for comparisons.
+    Marsim,
 }
 
-impl From<MethodArg> for Method {
-    fn from(m: MethodArg) -> Method {
-        match m {
+impl MethodArg {
+    /// The rendering parameters for this choice, keeping `base`'s seed, plane correction and debug output.
+    pub fn params(self, base: &RenderParams) -> RenderParams {
+        let method = match self {
             MethodArg::Splat => Method::Splat,
             MethodArg::Beam => Method::Beam,
             MethodArg::Auto => Method::Auto,
+            MethodArg::Marsim => {
+                return RenderParams {
+                    seed: base.seed,
+                    plane_correction: base.plane_correction,
+                    debug: base.debug,
+                    ..RenderParams::marsim()
+                };
+            }
+        };
+        RenderParams {
+            method,
+            ..base.clone()
         }
     }
 }
@@ -211,10 +226,21 @@ mod tests {
         assert_eq!(down("voxel-nearest"), Ok(DownsampleMethod::VoxelNearest));
         assert_eq!(down("voxel-centroid"), Ok(DownsampleMethod::VoxelCentroid));
         assert_eq!(down("min-distance"), Ok(DownsampleMethod::MinDistance));
-        let method = |s| MethodArg::from_str(s, false).map(Method::from);
-        assert_eq!(method("splat"), Ok(Method::Splat));
-        assert_eq!(method("beam"), Ok(Method::Beam));
-        assert_eq!(method("auto"), Ok(Method::Auto));
+        let base = RenderParams {
+            seed: 7,
+            ..RenderParams::default()
+        };
+        let method = |s| MethodArg::from_str(s, false).map(|m| m.params(&base));
+        assert_eq!(
+            method("splat").map(|p| (p.method, p.seed)),
+            Ok((Method::Splat, 7))
+        );
+        assert_eq!(method("beam").map(|p| p.method), Ok(Method::Beam));
+        assert_eq!(method("auto").map(|p| p.method), Ok(Method::Auto));
+        let marsim = method("marsim").unwrap();
+        assert_eq!((marsim.method, marsim.seed), (Method::Splat, 7));
+        assert_eq!(marsim.surface_layer, 0.0);
+        assert!(!marsim.neighbours);
     }
 
     /// The value names `--help` lists, which scripts rely on.
@@ -239,7 +265,7 @@ mod tests {
             names::<DownsampleArg>(),
             "voxel-nearest voxel-centroid min-distance"
         );
-        assert_eq!(names::<MethodArg>(), "splat beam auto");
+        assert_eq!(names::<MethodArg>(), "splat beam auto marsim");
     }
 
     /// Each library value has a command-line value: the exhaustive matches stop compiling when a variant is
@@ -282,10 +308,15 @@ mod tests {
             DownsampleMethod::VoxelCentroid => DownsampleArg::VoxelCentroid,
             DownsampleMethod::MinDistance => DownsampleArg::MinDistance,
         });
-        round_trip(|m: Method| match m {
-            Method::Splat => MethodArg::Splat,
-            Method::Beam => MethodArg::Beam,
-            Method::Auto => MethodArg::Auto,
-        });
+        // Every renderer has a name (the round trip through `params` keeps the method).
+        let base = RenderParams::default();
+        for m in [Method::Splat, Method::Beam, Method::Auto] {
+            let arg = match m {
+                Method::Splat => MethodArg::Splat,
+                Method::Beam => MethodArg::Beam,
+                Method::Auto => MethodArg::Auto,
+            };
+            assert_eq!(arg.params(&base).method, m);
+        }
     }
 }

@@ -144,7 +144,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         ..RenderParams::default()
     };
     if let Some(m) = args.method {
-        params.method = m.into();
+        params = m.params(&params);
     }
     let mut sim = Simulator::open(&args.map, args.resolution)
         .with_context(|| format!("cannot open map {}", args.map.display()))?

@@ -35,7 +35,7 @@ pub struct Args {
     /// Sensor presets (comma separated; see `aerie sensors`).
     #[arg(long, value_delimiter = ',', default_values_t = ["avia".to_string(), "mid360".to_string(), "os1_128".to_string()])]
     sensors: Vec<String>,
-    /// Renderers (comma separated): splat, beam.
+    /// Renderers (comma separated): splat, beam, marsim (MARSIM's method: `RenderParams::marsim`).
     #[arg(long, value_delimiter = ',', default_values_t = ["splat".to_string(), "beam".to_string()])]
     renderers: Vec<String>,
     /// Timed frames per sensor and renderer (after one warm-up frame); the median is reported.
@@ -62,15 +62,27 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             SensorModel::preset(name).with_context(|| format!("unknown sensor preset {name}"))
         })
         .collect::<anyhow::Result<_>>()?;
-    let methods: Vec<Method> = args
+    let methods: Vec<(&str, RenderParams)> = args
         .renderers
         .iter()
-        .map(|m| match m.as_str() {
-            "splat" => Ok(Method::Splat),
-            "beam" => Ok(Method::Beam),
-            other => Err(anyhow::anyhow!(
-                "unknown renderer {other}: expected splat or beam"
-            )),
+        .map(|m| {
+            let params = match m.as_str() {
+                "splat" => RenderParams {
+                    method: Method::Splat,
+                    ..RenderParams::default()
+                },
+                "beam" => RenderParams {
+                    method: Method::Beam,
+                    ..RenderParams::default()
+                },
+                "marsim" => RenderParams::marsim(),
+                other => {
+                    return Err(anyhow::anyhow!(
+                        "unknown renderer {other}: expected splat, beam or marsim"
+                    ));
+                }
+            };
+            Ok((m.as_str(), params))
         })
         .collect::<anyhow::Result<_>>()?;
     if !args.json {
@@ -112,7 +124,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 fn bench_map(
     args: &Args,
     sensors: &[SensorModel],
-    methods: &[Method],
+    methods: &[(&str, RenderParams)],
     mut sim: Simulator,
     build_s: f64,
     pose: Isometry3<f64>,
@@ -149,11 +161,8 @@ fn bench_map(
         );
     }
     for sensor in sensors {
-        for &method in methods {
-            sim.set_params(RenderParams {
-                method,
-                ..RenderParams::default()
-            });
+        for (name, params) in methods {
+            sim.set_params(params.clone());
             let id = sim.add_sensor(&sensor.name, sensor.clone(), Isometry3::identity())?;
             let mut times = Vec::new();
             let mut returns = 0usize;
@@ -186,11 +195,7 @@ fn bench_map(
             let med = median(times);
             // Beams fired per second of wall time (median frame).
             let mrays = sensor.beams_per_frame() as f64 / (med * 1e3);
-            let name = if method == Method::Beam {
-                "beam"
-            } else {
-                "splat"
-            };
+
             if args.json {
                 println!(
                     "{}",
