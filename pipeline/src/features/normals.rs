@@ -73,6 +73,8 @@ const HORIZONTAL_MIN_NZ: f64 = 0.5;
 /// as their cross product, so the vectors stay orthonormal even for repeated eigenvalues. It replaced cyclic
 /// Jacobi rotations, which took a quarter of the normals stage (same accuracy in the unit tests, which check
 /// it against Jacobi).
+// Plain arrays, not nalgebra: this runs per point in the stage's inner loop, and nalgebra's `SymmetricEigen`
+// is iterative, like the Jacobi rotations this closed form replaced.
 pub fn sym_eigen3(m: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
     // Scale to the largest entry so the cubic's terms neither overflow nor underflow.
     let upper = [m[0][0], m[0][1], m[0][2], m[1][1], m[1][2], m[2][2]];
