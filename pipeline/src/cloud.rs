@@ -11,6 +11,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::pose::Isometry3;
+
 /// A point cloud. Attributes are optional and, when present, parallel to `positions`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cloud {
@@ -120,80 +122,10 @@ pub struct ScanInfo {
     pub name: String,
     /// The scan's points: a range of indices into the cloud (empty once points have been reordered or selected).
     pub points: Range<usize>,
-    /// Pose of the scanner in the cloud's frame (the cloud's frame, not relative to `Cloud::origin`).
-    pub world_from_scan: Option<Pose>,
-}
-
-/// A rigid transform: rotation as a unit quaternion `[w, x, y, z]` and a translation in metres.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Pose {
-    /// Rotation as a quaternion `[w, x, y, z]`; normalised when used, so a slightly denormalised stored value still
-    /// gives a rotation.
-    pub rotation_wxyz: [f64; 4],
-    /// Translation, metres.
-    pub translation: [f64; 3],
-}
-
-impl Default for Pose {
-    fn default() -> Self {
-        Pose::IDENTITY
-    }
-}
-
-impl Pose {
-    /// No rotation, no translation.
-    pub const IDENTITY: Pose = Pose {
-        rotation_wxyz: [1.0, 0.0, 0.0, 0.0],
-        translation: [0.0; 3],
-    };
-
-    /// Rotation matrix (row-major) of the normalised quaternion.
-    pub fn rotation_matrix(&self) -> [[f64; 3]; 3] {
-        let [w, x, y, z] = self.rotation_wxyz;
-        let n = (w * w + x * x + y * y + z * z).sqrt();
-        let (w, x, y, z) = if n > 0.0 {
-            (w / n, x / n, y / n, z / n)
-        } else {
-            (1.0, 0.0, 0.0, 0.0)
-        };
-        [
-            [
-                1.0 - 2.0 * (y * y + z * z),
-                2.0 * (x * y - w * z),
-                2.0 * (x * z + w * y),
-            ],
-            [
-                2.0 * (x * y + w * z),
-                1.0 - 2.0 * (x * x + z * z),
-                2.0 * (y * z - w * x),
-            ],
-            [
-                2.0 * (x * z - w * y),
-                2.0 * (y * z + w * x),
-                1.0 - 2.0 * (x * x + y * y),
-            ],
-        ]
-    }
-
-    /// Apply to a point: `R p + t`.
-    pub fn transform_point(&self, p: [f64; 3]) -> [f64; 3] {
-        let r = self.rotation_matrix();
-        let mut out = self.translation;
-        for (i, o) in out.iter_mut().enumerate() {
-            *o += r[i][0] * p[0] + r[i][1] * p[1] + r[i][2] * p[2];
-        }
-        out
-    }
-
-    /// Apply the rotation only: `R v`.
-    pub fn transform_vector(&self, v: [f64; 3]) -> [f64; 3] {
-        let r = self.rotation_matrix();
-        [
-            r[0][0] * v[0] + r[0][1] * v[1] + r[0][2] * v[2],
-            r[1][0] * v[0] + r[1][1] * v[1] + r[1][2] * v[2],
-            r[2][0] * v[0] + r[2][1] * v[1] + r[2][2] * v[2],
-        ]
-    }
+    /// Pose of the scanner in the cloud's frame (the cloud's frame, not relative to `Cloud::origin`). Stored as
+    /// `{ rotation_wxyz, translation }` (see [`crate::pose`]).
+    #[serde(default, with = "crate::pose::serde_wxyz_option")]
+    pub world_from_scan: Option<Isometry3<f64>>,
 }
 
 /// Names of the optional attributes, for reports and `aerie info`.
@@ -471,14 +403,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pose_rotates_about_z() {
-        let h = std::f64::consts::FRAC_1_SQRT_2;
-        let pose = Pose {
-            rotation_wxyz: [h, 0.0, 0.0, h],
-            translation: [1.0, 0.0, 0.0],
-        };
-        let p = pose.transform_point([1.0, 0.0, 0.0]);
-        assert!((p[0] - 1.0).abs() < 1e-12 && (p[1] - 1.0).abs() < 1e-12 && p[2].abs() < 1e-12);
+    fn scan_info_keeps_the_stored_pose_form() {
+        // As `aerie info --json` has always shown a scan; a missing pose reads as none.
+        let text = r#"{"name":"s","points":{"start":0,"end":3},"world_from_scan":{"rotation_wxyz":[0.7071067811865476,0.0,0.0,0.7071067811865476],"translation":[500010.0,4000005.0,101.5]}}"#;
+        let s: ScanInfo = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&s).unwrap(), text);
+        let none = r#"{"name":"s","points":{"start":0,"end":3},"world_from_scan":null}"#;
+        let s: ScanInfo = serde_json::from_str(none).unwrap();
+        assert_eq!(serde_json::to_string(&s).unwrap(), none);
+        let s: ScanInfo =
+            serde_json::from_str(r#"{"name":"s","points":{"start":0,"end":3}}"#).unwrap();
+        assert_eq!(s.world_from_scan, None);
     }
 
     #[test]

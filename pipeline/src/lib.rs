@@ -5,6 +5,8 @@
 //! - [`filters`], [`features`]: preparation stages, each a function over `Cloud` with a serde parameter struct
 //!   and a [`StageReport`].
 //! - [`map`]: voxel buckets and the memory-mapped `.amap` file the simulator reads.
+//! - [`pose`]: poses are nalgebra's `Isometry3<f64>`, named by frames (`world_from_scan`), stored in the
+//!   `{ rotation_wxyz, translation }` form.
 //!
 //! Nothing here prints or knows about terminals or GUIs: progress goes through [`Progress`], failures through
 //! the typed [`Error`].
@@ -52,12 +54,13 @@ pub mod filters;
 pub mod io;
 pub mod map;
 mod mmap;
+pub mod pose;
 pub mod prepare;
 pub mod progress;
 pub mod report;
 pub mod summary;
 
-pub use cloud::{Attribute, Cloud, ExtraDim, Metadata, Pose, ScalarKind, ScanInfo};
+pub use cloud::{Attribute, Cloud, ExtraDim, Metadata, ScalarKind, ScanInfo};
 pub use error::{Error, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;

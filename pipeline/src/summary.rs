@@ -179,9 +179,9 @@ impl std::fmt::Display for CloudSummary {
                     "    {:<24} points {}..{}",
                     s.name, s.points.start, s.points.end
                 )?;
-                if let Some(p) = &s.world_from_scan {
-                    let t = p.translation;
-                    let q = p.rotation_wxyz;
+                if let Some(world_from_scan) = &s.world_from_scan {
+                    let t = world_from_scan.translation.vector;
+                    let q = crate::pose::rotation_wxyz(world_from_scan);
                     write!(
                         f,
                         "  pose t=({:.3}, {:.3}, {:.3}) q_wxyz=({:.4}, {:.4}, {:.4}, {:.4})",

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use aerie_pipeline::map::amap::{self, AmapFile, HEADER_SIZE, SectionEntry, TABLE_ENTRY_SIZE};
 use aerie_pipeline::map::buckets::{self, bucket_coords};
 use aerie_pipeline::map::{MapView, PackedMap};
-use aerie_pipeline::{Cloud, Error, ExtraDim, Pose, ScalarKind, ScanInfo};
+use aerie_pipeline::pose::Isometry3;
+use aerie_pipeline::{Cloud, Error, ExtraDim, ScalarKind, ScanInfo};
 
 /// splitmix64: deterministic test randomness without another crate.
 struct Rng(u64);
@@ -85,10 +86,7 @@ fn scene(n_ground: usize, seed: u64) -> Cloud {
     c.meta.scans.push(ScanInfo {
         name: "station 1".into(),
         points: 0..n,
-        world_from_scan: Some(Pose {
-            rotation_wxyz: [1.0, 0.0, 0.0, 0.0],
-            translation: [637_010.0, 851_010.0, 121.5],
-        }),
+        world_from_scan: Some(Isometry3::translation(637_010.0, 851_010.0, 121.5)),
     });
     c
 }
@@ -176,8 +174,8 @@ fn write_open_view_is_bit_identical() {
     assert_eq!(meta.sources[0].path, "scans/site.laz");
     assert_eq!(meta.scans.len(), 1);
     assert_eq!(
-        meta.scans[0].world_from_scan.translation,
-        [637_010.0, 851_010.0, 121.5]
+        meta.scans[0].world_from_scan,
+        Isometry3::translation(637_010.0, 851_010.0, 121.5)
     );
     assert_eq!(meta.bucketing.rule, "auto");
     assert_eq!(

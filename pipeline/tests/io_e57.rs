@@ -4,8 +4,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use aerie_pipeline::io::{self, Format, ReadOptions, WriteOptions, e57};
+use aerie_pipeline::pose::{self, Isometry3};
 use aerie_pipeline::testing::shared_file;
-use aerie_pipeline::{Cloud, Error, ExtraDim, Pose, ScalarKind, ScanInfo};
+use aerie_pipeline::{Cloud, Error, ExtraDim, ScalarKind, ScanInfo};
 use proptest::prelude::*;
 
 fn read(path: &Path) -> Cloud {
@@ -152,7 +153,7 @@ fn pump_scan_pose_and_separate_scans() {
     let s = &c.meta.scans[0];
     assert_eq!(s.name, "pumpA");
     // The file has no pose element: the standard's default is the identity.
-    assert_eq!(s.world_from_scan, Some(Pose::IDENTITY));
+    assert_eq!(s.world_from_scan, Some(Isometry3::identity()));
 
     let opts = ReadOptions {
         separate_scans: true,
@@ -193,18 +194,16 @@ fn two_scans() -> Cloud {
         ScanInfo {
             name: "north".into(),
             points: 0..120,
-            world_from_scan: Some(Pose {
-                rotation_wxyz: [h, 0.0, 0.0, h],
-                translation: [500_010.0, 4_000_005.0, 101.5],
-            }),
+            world_from_scan: pose::from_wxyz([h, 0.0, 0.0, h], [500_010.0, 4_000_005.0, 101.5]),
         },
         ScanInfo {
             name: "south".into(),
             points: 120..300,
-            world_from_scan: Some(Pose {
-                rotation_wxyz: [0.9, 0.1, -0.2, 0.3],
-                translation: [500_030.0, 4_000_020.0, 102.0],
-            }),
+            // Not unit: normalised when the pose is made.
+            world_from_scan: pose::from_wxyz(
+                [0.9, 0.1, -0.2, 0.3],
+                [500_030.0, 4_000_020.0, 102.0],
+            ),
         },
     ];
     c.intensity = Some((0..300).map(|i| (i % 100) as f32 / 100.0).collect());
@@ -224,10 +223,9 @@ fn scans_with_poses_round_trip() {
         assert_eq!(x.points, y.points);
         let (p, q) = (x.world_from_scan.unwrap(), y.world_from_scan.unwrap());
         assert_eq!(p.translation, q.translation);
-        // Written normalised; the same rotation either way.
-        let n = p.rotation_wxyz.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let (p, q) = (pose::rotation_wxyz(&p), pose::rotation_wxyz(&q));
         for k in 0..4 {
-            assert!((p.rotation_wxyz[k] / n - q.rotation_wxyz[k]).abs() < 1e-12);
+            assert!((p[k] - q[k]).abs() < 1e-12, "{p:?} {q:?}");
         }
     }
 

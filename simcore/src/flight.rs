@@ -415,8 +415,8 @@ impl Flight {
     fn sample(&mut self, i: usize, t: f64) -> Result<(), FlightError> {
         let c = &mut self.crafts[i];
         let s = *c.quad.state();
-        let pose = s.pose();
-        c.history.push((t, pose));
+        let world_from_body = s.pose();
+        c.history.push((t, world_from_body));
         let base = c.base_frame.as_str();
         if t + 1e-9 >= c.next_imu {
             let f = c.quad.specific_force_body();
@@ -442,12 +442,12 @@ impl Flight {
             }
         }
         if self.step.is_multiple_of((PHYSICS_HZ / ODOM_HZ) as u64) {
-            c.track.push((t, pose, s.velocity));
+            c.track.push((t, world_from_body, s.velocity));
             if let Some(rec) = self.recorder.as_mut() {
                 let v_body = s.world_from_body.inverse() * s.velocity;
-                let odom = ros2::odometry(t, "map", base, &pose, &v_body, &s.body_rates);
+                let odom = ros2::odometry(t, "map", base, &world_from_body, &v_body, &s.body_rates);
                 rec.write(&format!("/{}/odom", c.name), ros2::ODOMETRY, t, &odom)?;
-                let tf = ros2::tf_message(t, &[("map", base, pose)]);
+                let tf = ros2::tf_message(t, &[("map", base, world_from_body)]);
                 rec.write("/tf", ros2::TF_MESSAGE, t, &tf)?;
             }
         }

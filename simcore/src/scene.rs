@@ -17,8 +17,8 @@
 use std::f64::consts::{PI, TAU};
 use std::ops::Range;
 
-use aerie_pipeline::{Cloud, Pose, ScanInfo};
-use nalgebra::Vector3;
+use aerie_pipeline::{Cloud, ScanInfo};
+use nalgebra::{Isometry3, Vector3};
 
 type V3 = Vector3<f64>;
 
@@ -628,10 +628,7 @@ impl Scene {
             cloud.meta.scans.push(ScanInfo {
                 name: format!("scanner {s_index}"),
                 points: first..cloud.positions.len(),
-                world_from_scan: Some(Pose {
-                    rotation_wxyz: [1.0, 0.0, 0.0, 0.0],
-                    translation: o,
-                }),
+                world_from_scan: Some(Isometry3::translation(o[0], o[1], o[2])),
             });
         }
         cloud.intensity = Some(intensity);

@@ -106,30 +106,44 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let map =
             Map::open(path, None).with_context(|| format!("cannot open map {}", path.display()))?;
         let load_s = t.elapsed().as_secs_f64();
-        let pose = pose_from_xyz_rpy(x, y, z, roll, pitch, yaw);
-        return bench_map(args, &sensors, &methods, Simulator::new(map), load_s, pose);
+        let world_from_sensor = pose_from_xyz_rpy(x, y, z, roll, pitch, yaw);
+        return bench_map(
+            args,
+            &sensors,
+            &methods,
+            Simulator::new(map),
+            load_s,
+            world_from_sensor,
+        );
     }
     for &n in &args.points {
         let t = Instant::now();
         let map = synthetic_map(n, args.resolution, args.seed)
             .with_context(|| format!("cannot build a synthetic map of {n} points"))?;
         let build_s = t.elapsed().as_secs_f64();
-        let pose = pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.3);
-        bench_map(args, &sensors, &methods, Simulator::new(map), build_s, pose)?;
+        let world_from_sensor = pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.3);
+        bench_map(
+            args,
+            &sensors,
+            &methods,
+            Simulator::new(map),
+            build_s,
+            world_from_sensor,
+        )?;
     }
     Ok(())
 }
 
-/// Times the beam index build, then every sensor and renderer on one map, the sensor still at `pose`.
+/// Times the beam index build, then every sensor and renderer on one map, the sensor still at `world_from_sensor`.
 fn bench_map(
     args: &Args,
     sensors: &[SensorModel],
     methods: &[(&str, RenderParams)],
     mut sim: Simulator,
     build_s: f64,
-    pose: Isometry3<f64>,
+    world_from_sensor: Isometry3<f64>,
 ) -> anyhow::Result<()> {
-    let trajectory = Static(pose);
+    let trajectory = Static(world_from_sensor);
     let t = Instant::now();
     let index = sim.beam_index();
     let index_s = t.elapsed().as_secs_f64();
@@ -178,7 +192,7 @@ fn bench_map(
                 if k == 1
                     && let Some(dir) = &args.rays_out
                 {
-                    write_rays(dir, &sensor.name, sim.beams(id), &pose)?;
+                    write_rays(dir, &sensor.name, sim.beams(id), &world_from_sensor)?;
                 }
                 if k > 0 {
                     times.push(dt * 1e3);
@@ -233,17 +247,17 @@ fn bench_map(
     Ok(())
 }
 
-/// Writes the rays of `beams` cast from `pose` (see `Args::rays_out`).
+/// Writes the rays of `beams` cast from `world_from_sensor` (see `Args::rays_out`).
 fn write_rays(
     dir: &std::path::Path,
     sensor: &str,
     beams: &[aerie_simcore::sensor::Beam],
-    pose: &Isometry3<f64>,
+    world_from_sensor: &Isometry3<f64>,
 ) -> anyhow::Result<()> {
-    let o = pose.translation.vector;
+    let o = world_from_sensor.translation.vector;
     let mut bytes = Vec::with_capacity(beams.len() * 24);
     for b in beams {
-        let d = pose.rotation
+        let d = world_from_sensor.rotation
             * nalgebra::Vector3::new(b.dir[0] as f64, b.dir[1] as f64, b.dir[2] as f64).normalize();
         for v in [o.x, o.y, o.z, d.x, d.y, d.z] {
             bytes.extend_from_slice(&(v as f32).to_le_bytes());

@@ -17,6 +17,10 @@
 //!
 //! Results are sorted by (squared distance in f32, original index), so they do not depend on the grid, the
 //! chosen level or the number of threads.
+//!
+//! Points stay `[f32; 3]` arrays (the cloud's storage) rather than nalgebra points: the distance loops here are
+//! the hottest code of the preparation stages (kNN for SOR and normals) and are written for the compiler to
+//! vectorise over plain arrays.
 
 use rayon::prelude::*;
 

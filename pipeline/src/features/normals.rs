@@ -73,6 +73,8 @@ const HORIZONTAL_MIN_NZ: f64 = 0.5;
 /// as their cross product, so the vectors stay orthonormal even for repeated eigenvalues. It replaced cyclic
 /// Jacobi rotations, which took a quarter of the normals stage (same accuracy in the unit tests, which check
 /// it against Jacobi).
+// Plain arrays, not nalgebra: this runs per point in the stage's inner loop, and nalgebra's `SymmetricEigen`
+// is iterative, like the Jacobi rotations this closed form replaced.
 pub fn sym_eigen3(m: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
     // Scale to the largest entry so the cubic's terms neither overflow nor underflow.
     let upper = [m[0][0], m[0][1], m[0][2], m[1][1], m[1][2], m[2][2]];
@@ -321,8 +323,7 @@ pub fn estimate_normals(
         .scans
         .iter()
         .filter_map(|s| {
-            let pose = s.world_from_scan?;
-            let t = pose.translation;
+            let t = s.world_from_scan?.translation.vector;
             (s.points.start < s.points.end && t.iter().all(|x| x.is_finite())).then_some((
                 s.points.start,
                 s.points.end.min(n),
@@ -466,6 +467,12 @@ mod tests {
     use super::*;
     use crate::progress::NoProgress;
 
+    /// `Rz(yaw) Ry(pitch) Rx(roll)` as rows, the layout the solver takes.
+    fn rotation_from_rpy(rpy: [f64; 3]) -> [[f64; 3]; 3] {
+        let r = nalgebra::Rotation3::from_euler_angles(rpy[0], rpy[1], rpy[2]);
+        std::array::from_fn(|i| std::array::from_fn(|j| r[(i, j)]))
+    }
+
     /// Reference for [`sym_eigen3`]: cyclic Jacobi rotations: eigenvalues in decreasing order
     /// and the matching unit eigenvectors (`vectors[i]` belongs to `values[i]`). Jacobi keeps the vectors
     /// orthonormal even for repeated or nearly equal eigenvalues, where closed-form solvers lose accuracy.
@@ -559,7 +566,7 @@ mod tests {
         let r1 = std::array::from_fn(|i| std::array::from_fn(|j| u[i] * u[j]));
         check_decomposition(r1, 1e-14);
         // A rotated diag(2, 2, 1e-20): repeated top eigenvalue and a tiny one.
-        let q = crate::filters::transform::rotation_from_rpy([0.3, -1.1, 2.0]);
+        let q = rotation_from_rpy([0.3, -1.1, 2.0]);
         let d = [2.0, 2.0, 1e-20];
         let m: [[f64; 3]; 3] = std::array::from_fn(|i| {
             std::array::from_fn(|j| (0..3).map(|k| q[i][k] * d[k] * q[j][k]).sum())
@@ -595,11 +602,7 @@ mod tests {
                 1 => [0.3, 0.002, 0.002],
                 _ => [0.1, 0.08, 0.06],
             };
-            let q = crate::filters::transform::rotation_from_rpy([
-                next() * 6.0,
-                next() * 6.0,
-                next() * 6.0,
-            ]);
+            let q = rotation_from_rpy([next() * 6.0, next() * 6.0, next() * 6.0]);
             let pts: Vec<[f64; 3]> = (0..16)
                 .map(|_| {
                     let l = spread.map(|w| w * next());
@@ -705,7 +708,7 @@ mod tests {
         c.meta.scans.push(crate::cloud::ScanInfo {
             name: "s".into(),
             points: 0..100,
-            world_from_scan: Some(crate::cloud::Pose::IDENTITY),
+            world_from_scan: Some(nalgebra::Isometry3::identity()),
         });
         let r = estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).unwrap();
         assert!(c.normals.as_ref().unwrap().iter().all(|n| n[0] < -0.999));

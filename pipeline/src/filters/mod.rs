@@ -88,7 +88,8 @@ pub(crate) fn mask_indices(mask: &[bool]) -> Vec<usize> {
 #[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
-    use crate::cloud::{Pose, ScanInfo};
+    use crate::cloud::ScanInfo;
+    use nalgebra::Isometry3;
 
     #[test]
     fn select_subset_keeps_scan_ranges() {
@@ -103,7 +104,7 @@ mod tests {
             ScanInfo {
                 name: "b".into(),
                 points: 4..10,
-                world_from_scan: Some(Pose::IDENTITY),
+                world_from_scan: Some(Isometry3::identity()),
             },
         ];
         let s = select_subset(&c, &[1, 3, 4, 9]);

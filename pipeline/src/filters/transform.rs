@@ -2,11 +2,14 @@
 
 use std::time::Instant;
 
+use nalgebra::{
+    Affine3, IsometryMatrix3, Matrix3, Matrix4, Rotation3, Translation3, UnitQuaternion, Vector3,
+};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{CHUNK, check_cancel, check_cloud};
-use crate::cloud::{Cloud, Pose};
+use crate::cloud::Cloud;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::report::StageReport;
@@ -25,110 +28,34 @@ pub struct TransformParams {
     pub rotation_rpy: [f64; 3],
 }
 
-/// An affine map `p -> l p + t`, row-major.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Affine {
-    pub l: [[f64; 3]; 3],
-    pub t: [f64; 3],
+/// Linear part `L` and translation `t` of an affine map `p -> L p + t`.
+fn parts(a: &Affine3<f64>) -> (Matrix3<f64>, Vector3<f64>) {
+    let m = a.matrix();
+    (
+        m.fixed_view::<3, 3>(0, 0).into_owned(),
+        m.fixed_view::<3, 1>(0, 3).into_owned(),
+    )
 }
 
-fn mat_mul(a: &[[f64; 3]; 3], b: &[[f64; 3]; 3]) -> [[f64; 3]; 3] {
-    let mut r = [[0.0; 3]; 3];
-    for i in 0..3 {
-        for j in 0..3 {
-            r[i][j] = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
-        }
-    }
-    r
+/// True when `l` is a proper rotation (orthonormal, determinant +1) within 1e-6.
+fn is_rotation(l: &Matrix3<f64>) -> bool {
+    let off = l.transpose() * l - Matrix3::identity();
+    off.iter().all(|v| v.abs() < 1e-6) && l.determinant() > 0.0
 }
 
-fn mat_vec(a: &[[f64; 3]; 3], v: [f64; 3]) -> [f64; 3] {
-    [
-        a[0][0] * v[0] + a[0][1] * v[1] + a[0][2] * v[2],
-        a[1][0] * v[0] + a[1][1] * v[1] + a[1][2] * v[2],
-        a[2][0] * v[0] + a[2][1] * v[1] + a[2][2] * v[2],
-    ]
-}
-
-fn det(a: &[[f64; 3]; 3]) -> f64 {
-    a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1])
-        - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
-        + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])
-}
-
-/// Cofactor matrix: `det(a) * inverse(a)^T`, the normal transform up to scale.
-fn cofactor(a: &[[f64; 3]; 3]) -> [[f64; 3]; 3] {
-    let c =
-        |r0: usize, r1: usize, c0: usize, c1: usize| a[r0][c0] * a[r1][c1] - a[r0][c1] * a[r1][c0];
-    [
-        [c(1, 2, 1, 2), -c(1, 2, 0, 2), c(1, 2, 0, 1)],
-        [-c(0, 2, 1, 2), c(0, 2, 0, 2), -c(0, 2, 0, 1)],
-        [c(0, 1, 1, 2), -c(0, 1, 0, 2), c(0, 1, 0, 1)],
-    ]
-}
-
-/// Rotation matrix `Rz(yaw) Ry(pitch) Rx(roll)`.
-pub fn rotation_from_rpy(rpy: [f64; 3]) -> [[f64; 3]; 3] {
-    let (sr, cr) = rpy[0].sin_cos();
-    let (sp, cp) = rpy[1].sin_cos();
-    let (sy, cy) = rpy[2].sin_cos();
-    let rx = [[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]];
-    let ry = [[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]];
-    let rz = [[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]];
-    mat_mul(&rz, &mat_mul(&ry, &rx))
-}
-
-/// Unit quaternion `[w, x, y, z]` of a rotation matrix (Shepperd's method, stable for every angle).
-pub fn quaternion_from_matrix(m: &[[f64; 3]; 3]) -> [f64; 4] {
-    let tr = m[0][0] + m[1][1] + m[2][2];
-    let q = if tr > 0.0 {
-        let s = (tr + 1.0).sqrt() * 2.0;
-        [
-            0.25 * s,
-            (m[2][1] - m[1][2]) / s,
-            (m[0][2] - m[2][0]) / s,
-            (m[1][0] - m[0][1]) / s,
-        ]
-    } else if m[0][0] > m[1][1] && m[0][0] > m[2][2] {
-        let s = (1.0 + m[0][0] - m[1][1] - m[2][2]).sqrt() * 2.0;
-        [
-            (m[2][1] - m[1][2]) / s,
-            0.25 * s,
-            (m[0][1] + m[1][0]) / s,
-            (m[0][2] + m[2][0]) / s,
-        ]
-    } else if m[1][1] > m[2][2] {
-        let s = (1.0 + m[1][1] - m[0][0] - m[2][2]).sqrt() * 2.0;
-        [
-            (m[0][2] - m[2][0]) / s,
-            (m[0][1] + m[1][0]) / s,
-            0.25 * s,
-            (m[1][2] + m[2][1]) / s,
-        ]
-    } else {
-        let s = (1.0 + m[2][2] - m[0][0] - m[1][1]).sqrt() * 2.0;
-        [
-            (m[1][0] - m[0][1]) / s,
-            (m[0][2] + m[2][0]) / s,
-            (m[1][2] + m[2][1]) / s,
-            0.25 * s,
-        ]
-    };
-    let n = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
-    let q = [q[0] / n, q[1] / n, q[2] / n, q[3] / n];
-    // One sign convention (w >= 0) so equal rotations give equal quaternions.
-    if q[0] < 0.0 {
-        [-q[0], -q[1], -q[2], -q[3]]
-    } else {
-        q
-    }
+/// Unit quaternion of a rotation matrix, with one sign convention (w >= 0) so equal rotations give equal
+/// quaternions.
+fn quaternion_of(l: &Matrix3<f64>) -> UnitQuaternion<f64> {
+    let q =
+        UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(*l)).into_inner();
+    UnitQuaternion::new_normalize(if q.w < 0.0 { -q } else { q })
 }
 
 impl TransformParams {
     /// The affine map these parameters describe, validated.
-    pub(crate) fn affine(&self) -> Result<Affine> {
+    pub(crate) fn affine(&self) -> Result<Affine3<f64>> {
         let name = "filters.transform";
-        let a = match &self.matrix {
+        let m = match &self.matrix {
             Some(m) => {
                 if self.translation != [0.0; 3] || self.rotation_rpy != [0.0; 3] {
                     return Err(Error::parameter(
@@ -142,30 +69,22 @@ impl TransformParams {
                         format!("matrix last row must be [0, 0, 0, 1], found {:?}", m[3]),
                     ));
                 }
-                Affine {
-                    l: [
-                        [m[0][0], m[0][1], m[0][2]],
-                        [m[1][0], m[1][1], m[1][2]],
-                        [m[2][0], m[2][1], m[2][2]],
-                    ],
-                    t: [m[0][3], m[1][3], m[2][3]],
-                }
+                Matrix4::from_row_slice(m.as_flattened())
             }
-            None => Affine {
-                l: rotation_from_rpy(self.rotation_rpy),
-                t: self.translation,
-            },
+            None => {
+                let [roll, pitch, yaw] = self.rotation_rpy;
+                IsometryMatrix3::from_parts(
+                    Translation3::from(self.translation),
+                    Rotation3::from_euler_angles(roll, pitch, yaw),
+                )
+                .to_homogeneous()
+            }
         };
-        if !a
-            .l
-            .iter()
-            .flatten()
-            .chain(a.t.iter())
-            .all(|v| v.is_finite())
-        {
+        if !m.iter().all(|v| v.is_finite()) {
             return Err(Error::parameter(name, "transform has a non-finite entry"));
         }
-        if det(&a.l).abs() < 1e-12 {
+        let a = Affine3::from_matrix_unchecked(m);
+        if parts(&a).0.determinant().abs() < 1e-12 {
             return Err(Error::parameter(
                 name,
                 "matrix is singular (it flattens the cloud)",
@@ -175,71 +94,42 @@ impl TransformParams {
     }
 }
 
-impl Affine {
-    /// True when the linear part is a proper rotation (orthonormal, determinant +1) within 1e-6.
-    pub fn is_rigid(&self) -> bool {
-        let ltl = mat_mul(
-            &[
-                [self.l[0][0], self.l[1][0], self.l[2][0]],
-                [self.l[0][1], self.l[1][1], self.l[2][1]],
-                [self.l[0][2], self.l[1][2], self.l[2][2]],
-            ],
-            &self.l,
-        );
-        let ortho = (0..3)
-            .all(|i| (0..3).all(|j| (ltl[i][j] - if i == j { 1.0 } else { 0.0 }).abs() < 1e-6));
-        ortho && det(&self.l) > 0.0
-    }
-
-    pub fn apply_point(&self, p: [f64; 3]) -> [f64; 3] {
-        let v = mat_vec(&self.l, p);
-        [v[0] + self.t[0], v[1] + self.t[1], v[2] + self.t[2]]
-    }
-}
-
-/// Apply `affine` to the cloud in place (points, normals, scan poses). Returns warnings to report.
+/// Apply `world_from_input` to the cloud in place (points, normals, scan poses). Returns warnings to report.
 pub(crate) fn apply_affine(
     cloud: &mut Cloud,
-    a: &Affine,
+    world_from_input: &Affine3<f64>,
     progress: &dyn Progress,
 ) -> Result<Vec<String>> {
     let mut warnings = Vec::new();
-    let old_origin = cloud.origin;
-    let new_origin = crate::cloud::origin_for(a.apply_point(old_origin));
-    let rigid = a.is_rigid();
+    let (l, t) = parts(world_from_input);
+    let old_origin = Vector3::from(cloud.origin);
+    let new_origin = Vector3::from(crate::cloud::origin_for((l * old_origin + t).into()));
+    let rigid = is_rotation(&l);
     cloud.positions.par_chunks_mut(CHUNK).try_for_each(|pts| {
         check_cancel(progress)?;
         for p in pts.iter_mut() {
-            let w = [
-                old_origin[0] + p[0] as f64,
-                old_origin[1] + p[1] as f64,
-                old_origin[2] + p[2] as f64,
-            ];
-            let w = a.apply_point(w);
-            *p = [
-                (w[0] - new_origin[0]) as f32,
-                (w[1] - new_origin[1]) as f32,
-                (w[2] - new_origin[2]) as f32,
-            ];
+            let w = old_origin + Vector3::from(*p).cast::<f64>();
+            *p = (l * w + t - new_origin).cast::<f32>().into();
         }
         progress.advance(pts.len() as u64);
         Ok::<(), Error>(())
     })?;
-    cloud.origin = new_origin;
+    cloud.origin = new_origin.into();
     if let Some(normals) = cloud.normals.as_mut() {
-        // Normals transform by the inverse transpose; the cofactor matrix has its direction (sign fixed by det).
-        let m = if rigid { a.l } else { cofactor(&a.l) };
-        let s = if det(&a.l) < 0.0 { -1.0 } else { 1.0 };
+        // Normals transform by the inverse transpose (the rotation itself when rigid).
+        let normal_map = if rigid {
+            l
+        } else {
+            l.try_inverse()
+                .ok_or_else(|| Error::parameter("filters.transform", "matrix is singular"))?
+                .transpose()
+        };
         normals.par_chunks_mut(CHUNK).for_each(|ns| {
             for n in ns.iter_mut() {
-                let v = mat_vec(&m, [n[0] as f64, n[1] as f64, n[2] as f64]);
-                let len = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+                let v = normal_map * Vector3::from(*n).cast::<f64>();
+                let len = v.norm();
                 if len > 0.0 {
-                    *n = [
-                        (s * v[0] / len) as f32,
-                        (s * v[1] / len) as f32,
-                        (s * v[2] / len) as f32,
-                    ];
+                    *n = (v / len).cast::<f32>().into();
                 }
             }
         });
@@ -255,17 +145,13 @@ pub(crate) fn apply_affine(
         }
     }
     for s in &mut cloud.meta.scans {
-        if let Some(pose) = s.world_from_scan.as_mut() {
-            let t = a.apply_point(pose.translation);
-            let rotation_wxyz = if rigid {
-                quaternion_from_matrix(&mat_mul(&a.l, &pose.rotation_matrix()))
-            } else {
-                pose.rotation_wxyz
-            };
-            *pose = Pose {
-                rotation_wxyz,
-                translation: t,
-            };
+        // Poses were in the input's frame: world_from_scan = world_from_input * input_from_scan.
+        if let Some(world_from_scan) = s.world_from_scan.as_mut() {
+            world_from_scan.translation.vector = l * world_from_scan.translation.vector + t;
+            if rigid {
+                let r = l * world_from_scan.rotation.to_rotation_matrix().into_inner();
+                world_from_scan.rotation = quaternion_of(&r);
+            }
         }
     }
     Ok(warnings)
@@ -294,6 +180,7 @@ pub fn transform(
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
+    use nalgebra::{Isometry3, Point3};
     use std::f64::consts::FRAC_PI_2;
 
     #[test]
@@ -304,10 +191,7 @@ mod tests {
         c.meta.scans.push(crate::cloud::ScanInfo {
             name: "s".into(),
             points: 0..1,
-            world_from_scan: Some(Pose {
-                rotation_wxyz: [1.0, 0.0, 0.0, 0.0],
-                translation: [1.0, 0.0, 0.0],
-            }),
+            world_from_scan: Some(Isometry3::translation(1.0, 0.0, 0.0)),
         });
         let p = TransformParams {
             rotation_rpy: [0.0, 0.0, FRAC_PI_2],
@@ -322,12 +206,11 @@ mod tests {
         );
         let n = c.normals.as_ref().unwrap()[0];
         assert!(n[0].abs() < 1e-6 && (n[1] - 1.0).abs() < 1e-6);
-        let pose = c.meta.scans[0].world_from_scan.unwrap();
-        assert!(
-            (pose.translation[1] - 1.0).abs() < 1e-12 && (pose.translation[2] - 5.0).abs() < 1e-12
-        );
+        let world_from_scan = c.meta.scans[0].world_from_scan.unwrap();
+        let t = world_from_scan.translation.vector;
+        assert!((t - Vector3::new(0.0, 1.0, 5.0)).norm() < 1e-12, "{t:?}");
         let h = std::f64::consts::FRAC_1_SQRT_2;
-        let q = pose.rotation_wxyz;
+        let q = crate::pose::rotation_wxyz(&world_from_scan);
         assert!(
             (q[0] - h).abs() < 1e-12 && (q[3] - h).abs() < 1e-12,
             "{q:?}"
@@ -337,20 +220,23 @@ mod tests {
     #[test]
     fn rpy_order_is_z_y_x() {
         // Rz(yaw) Ry(pitch) Rx(roll) applied to x: roll leaves x alone, pitch by -90 deg sends x to +z.
-        let r = rotation_from_rpy([0.3, -FRAC_PI_2, 0.0]);
-        let v = mat_vec(&r, [1.0, 0.0, 0.0]);
-        assert!((v[2] - 1.0).abs() < 1e-12, "{v:?}");
-        let q = quaternion_from_matrix(&rotation_from_rpy([0.1, 0.2, 0.3]));
-        let back = Pose {
-            rotation_wxyz: q,
-            translation: [0.0; 3],
-        }
-        .rotation_matrix();
-        let r = rotation_from_rpy([0.1, 0.2, 0.3]);
-        for i in 0..3 {
-            for j in 0..3 {
-                assert!((back[i][j] - r[i][j]).abs() < 1e-12);
-            }
+        let p = TransformParams {
+            rotation_rpy: [0.3, -FRAC_PI_2, 0.0],
+            ..Default::default()
+        };
+        let v = p.affine().unwrap() * Point3::new(1.0, 0.0, 0.0);
+        assert!((v.z - 1.0).abs() < 1e-12, "{v:?}");
+        // The quaternion of a rotation matrix gives that matrix back, with w >= 0.
+        for rpy in [
+            [0.1, 0.2, 0.3],
+            [3.0, -1.0, 2.5],
+            [0.0, 0.0, std::f64::consts::PI],
+        ] {
+            let r = Rotation3::from_euler_angles(rpy[0], rpy[1], rpy[2]).into_inner();
+            let q = quaternion_of(&r);
+            assert!(q.w >= 0.0, "{q:?}");
+            let back = q.to_rotation_matrix().into_inner();
+            assert!((back - r).amax() < 1e-12, "{rpy:?}");
         }
     }
 

@@ -32,11 +32,13 @@ use e57::{
     ColorLimits, E57Reader, E57Writer, IntensityLimits, PointCloud, Quaternion, Record,
     RecordDataType, RecordName, RecordValue, Transform, Translation,
 };
+use nalgebra::{IsometryMatrix3, Point3, Vector3};
 
 use crate::cloud::origin_for;
 use crate::io::atomic::write_atomic;
 use crate::io::{ReadOptions, WriteOptions};
-use crate::{Cloud, Error, ExtraDim, Pose, Result, ScalarKind, ScanInfo};
+use crate::pose::Isometry3;
+use crate::{Cloud, Error, ExtraDim, Result, ScalarKind, ScanInfo};
 
 /// Size of the fixed binary header at the start of every E57 file.
 const HEADER_SIZE: usize = 48;
@@ -70,7 +72,7 @@ struct FileInfo {
 /// One decoded scan: world coordinates in f64 and the attributes its prototype has.
 struct ScanData {
     name: String,
-    pose: Pose,
+    world_from_scan: Isometry3<f64>,
     world: Vec<[f64; 3]>,
     intensity: Option<Vec<f32>>,
     color: Option<Vec<[u16; 3]>>,
@@ -340,7 +342,8 @@ struct Sink<'a> {
     lay: Layout,
     place: String,
     path: &'a Path,
-    rot: [[f64; 3]; 3],
+    /// The scan's pose as a rotation matrix, applied to every point.
+    world_from_scan: IsometryMatrix3<f64>,
     colors: Option<[(f64, f64); 3]>,
     out: ScanData,
 }
@@ -353,25 +356,20 @@ impl<'a> Sink<'a> {
             .clone()
             .or_else(|| pc.guid.clone())
             .unwrap_or_else(|| format!("scan {si}"));
-        let pose = match &pc.transform {
-            Some(t) => Pose {
-                rotation_wxyz: [t.rotation.w, t.rotation.x, t.rotation.y, t.rotation.z],
-                translation: [t.translation.x, t.translation.y, t.translation.z],
-            },
-            None => Pose::IDENTITY,
+        let world_from_scan = match &pc.transform {
+            Some(t) => crate::pose::from_wxyz(
+                [t.rotation.w, t.rotation.x, t.rotation.y, t.rotation.z],
+                [t.translation.x, t.translation.y, t.translation.z],
+            ),
+            None => Some(Isometry3::identity()),
         };
-        if pose
-            .rotation_wxyz
-            .iter()
-            .chain(&pose.translation)
-            .any(|v| !v.is_finite())
-        {
+        let Some(world_from_scan) = world_from_scan else {
             return Err(Error::format(
                 path,
                 format!("{place} pose"),
                 "pose has a non-finite rotation or translation",
             ));
-        }
+        };
         let lay = Layout::new(&pc.prototype);
         if lay.cartesian.is_none() && lay.spherical.is_none() {
             return Err(Error::format(
@@ -388,7 +386,7 @@ impl<'a> Sink<'a> {
         let has_returns = lay.return_index.is_some() && lay.return_count.is_some();
         let out = ScanData {
             name,
-            pose,
+            world_from_scan,
             world: Vec::with_capacity(cap),
             intensity: with(lay.intensity.is_some(), cap),
             color: with(lay.color.is_some(), cap),
@@ -399,7 +397,10 @@ impl<'a> Sink<'a> {
             column: with(lay.column.is_some(), cap),
         };
         Ok(Sink {
-            rot: pose.rotation_matrix(),
+            world_from_scan: IsometryMatrix3::from_parts(
+                world_from_scan.translation,
+                world_from_scan.rotation.to_rotation_matrix(),
+            ),
             colors: lay.color.map(|c| color_ranges(pc, c)),
             lay,
             place,
@@ -424,11 +425,7 @@ impl<'a> Sink<'a> {
         } else {
             return Ok(());
         };
-        let rot = &self.rot;
-        let mut p = self.out.pose.translation;
-        for (k, o) in p.iter_mut().enumerate() {
-            *o += rot[k][0] * local[0] + rot[k][1] * local[1] + rot[k][2] * local[2];
-        }
+        let p: [f64; 3] = (self.world_from_scan * Point3::from(local)).into();
         if !p.iter().all(|x| x.is_finite()) {
             return Err(Error::format(
                 self.path,
@@ -839,7 +836,7 @@ fn assemble(scans: &[ScanData], info: &FileInfo) -> Cloud {
         meta_scans.push(ScanInfo {
             name: s.name.clone(),
             points: start..positions.len(),
-            world_from_scan: Some(s.pose),
+            world_from_scan: Some(s.world_from_scan),
         });
     }
     let mut extra = Vec::new();
@@ -919,7 +916,7 @@ pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
 struct Group {
     name: String,
     points: Range<usize>,
-    pose: Pose,
+    world_from_scan: Isometry3<f64>,
 }
 
 fn scan_groups(cloud: &Cloud, path: &Path) -> Vec<Group> {
@@ -939,7 +936,7 @@ fn scan_groups(cloud: &Cloud, path: &Path) -> Vec<Group> {
             .map(|s| Group {
                 name: s.name.clone(),
                 points: s.points.clone(),
-                pose: s.world_from_scan.unwrap_or(Pose::IDENTITY),
+                world_from_scan: s.world_from_scan.unwrap_or_default(),
             })
             .collect()
     } else {
@@ -949,7 +946,7 @@ fn scan_groups(cloud: &Cloud, path: &Path) -> Vec<Group> {
         vec![Group {
             name,
             points: 0..n,
-            pose: Pose::IDENTITY,
+            world_from_scan: Isometry3::identity(),
         }]
     }
 }
@@ -1084,23 +1081,15 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
         )
     })?;
 
-    // Scan-frame coordinates: p = R^T (world - t).
-    let r = g.pose.rotation_matrix();
-    let t = g.pose.translation;
-    let o = cloud.origin;
+    // Scan-frame coordinates: p = R^T (world - t), the difference first so georeferenced values keep their digits.
+    let r = g.world_from_scan.rotation.to_rotation_matrix();
+    let t = g.world_from_scan.translation.vector;
+    let o = Vector3::from(cloud.origin);
     let local: Vec<[f64; 3]> = positions
         .iter()
         .map(|p| {
-            let d = [
-                o[0] + f64::from(p[0]) - t[0],
-                o[1] + f64::from(p[1]) - t[1],
-                o[2] + f64::from(p[2]) - t[2],
-            ];
-            [
-                r[0][0] * d[0] + r[1][0] * d[1] + r[2][0] * d[2],
-                r[0][1] * d[0] + r[1][1] * d[1] + r[2][1] * d[2],
-                r[0][2] * d[0] + r[1][2] * d[1] + r[2][2] * d[2],
-            ]
+            r.inverse_transform_vector(&(o + Vector3::from(*p).cast::<f64>() - t))
+                .into()
         })
         .collect();
     let mut lo = [f64::INFINITY; 3];
@@ -1230,13 +1219,7 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
         .add_pointcloud(&guid(cloud, k as u64), proto)
         .map_err(|e| write_err(path, &place, &e))?;
     pw.set_name(Some(g.name.clone()));
-    let q = g.pose.rotation_wxyz;
-    let qn = (q.iter().map(|v| v * v).sum::<f64>()).sqrt();
-    let q = if qn > 0.0 {
-        q.map(|v| v / qn)
-    } else {
-        [1.0, 0.0, 0.0, 0.0]
-    };
+    let q = crate::pose::rotation_wxyz(&g.world_from_scan);
     pw.set_transform(Some(Transform {
         rotation: Quaternion {
             w: q[0],

@@ -19,13 +19,14 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::cloud::{Pose, ScalarKind, ScanInfo};
+use crate::cloud::{ScalarKind, ScanInfo};
 use crate::io::atomic::{io_err, write_atomic_buffered};
 use crate::io::fields::{
     Column, OutField, Src, Style, Target, as_kind, assemble, decode_column, encode_rows,
     encode_text, out_fields, parse_num, parse_rows, quote, retain_rows, target_for, write_value,
 };
 use crate::io::{Encoding, ReadOptions, WriteOptions};
+use crate::pose::Isometry3;
 use crate::{Cloud, Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -429,10 +430,8 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
         cloud.meta.scans.push(ScanInfo {
             name: "viewpoint".to_string(),
             points: 0..cloud.len(),
-            world_from_scan: Some(Pose {
-                rotation_wxyz: [v[3], v[4], v[5], v[6]],
-                translation: [v[0], v[1], v[2]],
-            }),
+            // The header parser accepts only finite values.
+            world_from_scan: crate::pose::from_wxyz([v[3], v[4], v[5], v[6]], [v[0], v[1], v[2]]),
         });
     }
     cloud.meta.format = Some(format!("PCD {} {}", h.version, h.data.name()));
@@ -685,12 +684,12 @@ fn header_text(cloud: &Cloud, fields: &[OutField], data: Data) -> String {
     let list = |f: &dyn Fn(&OutField) -> String| -> String {
         fields.iter().map(f).collect::<Vec<_>>().join(" ")
     };
-    let vp = match cloud.meta.scans.as_slice() {
-        [s] if s.points == (0..n) => s.world_from_scan.unwrap_or(Pose::IDENTITY),
-        _ => Pose::IDENTITY,
+    let world_from_viewpoint = match cloud.meta.scans.as_slice() {
+        [s] if s.points == (0..n) => s.world_from_scan.unwrap_or_default(),
+        _ => Isometry3::identity(),
     };
-    let [tx, ty, tz] = vp.translation;
-    let [qw, qx, qy, qz] = vp.rotation_wxyz;
+    let [tx, ty, tz]: [f64; 3] = world_from_viewpoint.translation.vector.into();
+    let [qw, qx, qy, qz] = crate::pose::rotation_wxyz(&world_from_viewpoint);
     format!(
         "# .PCD v0.7 - Point Cloud Data file format\nVERSION 0.7\nFIELDS {}\nSIZE {}\nTYPE {}\nCOUNT {}\n\
          WIDTH {n}\nHEIGHT 1\nVIEWPOINT {tx} {ty} {tz} {qw} {qx} {qy} {qz}\nPOINTS {n}\nDATA {}\n",
@@ -735,8 +734,8 @@ mod tests {
         let c = read(text).unwrap();
         assert_eq!(c.len(), 3);
         assert_eq!(
-            c.meta.scans[0].world_from_scan.unwrap().translation,
-            [1.0, 2.0, 3.0]
+            c.meta.scans[0].world_from_scan.unwrap().translation.vector,
+            nalgebra::Vector3::new(1.0, 2.0, 3.0)
         );
         let unorganised =
             String::from_utf8_lossy(text).replace("WIDTH 2\nHEIGHT 2", "WIDTH 4\nHEIGHT 1");

@@ -526,9 +526,9 @@ impl PackedMap {
                 .scans
                 .iter()
                 .filter_map(|s| {
-                    s.world_from_scan.map(|pose| ScanPose {
+                    s.world_from_scan.map(|world_from_scan| ScanPose {
                         name: s.name.clone(),
-                        world_from_scan: pose,
+                        world_from_scan,
                     })
                 })
                 .collect(),

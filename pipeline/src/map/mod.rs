@@ -72,7 +72,8 @@ use serde::{Deserialize, Serialize};
 pub use amap::AmapFile;
 pub use buckets::{morton_decode, morton_encode};
 
-use crate::cloud::{Pose, ScanInfo};
+use crate::cloud::ScanInfo;
+use crate::pose::Isometry3;
 use crate::{Cloud, Result, StageReport};
 
 /// What the metadata section of a map says (UTF-8 TOML, see docs/amap-format.md). Every field has a default
@@ -123,8 +124,10 @@ pub struct MapSource {
 pub struct ScanPose {
     /// The scan's name in its source (an E57 data3D name).
     pub name: String,
-    /// Pose of the scanner in the map frame (not relative to the map's origin).
-    pub world_from_scan: Pose,
+    /// Pose of the scanner in the map frame (not relative to the map's origin), stored as
+    /// `{ rotation_wxyz, translation }` (see [`crate::pose`]). Default: the identity.
+    #[serde(with = "crate::pose::serde_wxyz")]
+    pub world_from_scan: Isometry3<f64>,
 }
 
 /// How the bucket size was chosen.
@@ -348,4 +351,68 @@ pub(crate) fn cloud_from_parts(p: CloudParts<'_>, meta: &MapMetadata) -> Cloud {
         })
         .collect();
     cloud
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Metadata as maps written before poses were nalgebra's (`tiny_rgb.amap` of the fuzz seeds, plus a rotated
+    /// scan): it reads, and writes back byte for byte.
+    const OLD_METADATA: &str = r#"aerie_version = "0.1.0"
+normal_orientation = "up: 59, outward: 81"
+dropped_attributes = []
+report = []
+
+[[sources]]
+path = "/work/shared/data/e57/tinyCartesianFloatRgb.e57"
+format = "E57 1.0 (1 scan)"
+
+[[scans]]
+name = "exp2.fls.subsampled"
+
+[scans.world_from_scan]
+rotation_wxyz = [1.0, 0.0, 0.0, 0.0]
+translation = [0.0, 0.0, 0.0]
+
+[[scans]]
+name = "north"
+
+[scans.world_from_scan]
+rotation_wxyz = [0.7071067811865476, 0.0, 0.0, 0.7071067811865476]
+translation = [500010.0, 4000005.0, 101.5]
+
+[bucketing]
+rule = "auto"
+mean_points_per_bucket = 140.0
+max_points_per_bucket = 140
+"#;
+
+    #[test]
+    fn metadata_of_older_maps_reads_and_writes_back_unchanged() {
+        let meta: MapMetadata = toml::from_str(OLD_METADATA).unwrap();
+        assert_eq!(meta.scans.len(), 2);
+        let north = meta.scans[1].world_from_scan;
+        let p = north * nalgebra::Point3::new(1.0, 0.0, 0.0);
+        assert!(
+            (p - nalgebra::Point3::new(500_010.0, 4_000_006.0, 101.5)).norm() < 1e-9,
+            "{p:?}"
+        );
+        assert_eq!(toml::to_string(&meta).unwrap(), OLD_METADATA);
+    }
+
+    #[test]
+    fn denormalised_stored_quaternion_is_normalised() {
+        let text = OLD_METADATA.replace(
+            "[0.7071067811865476, 0.0, 0.0, 0.7071067811865476]",
+            "[2.0, 0.0, 0.0, 2.0]",
+        );
+        let meta: MapMetadata = toml::from_str(&text).unwrap();
+        let q = crate::pose::rotation_wxyz(&meta.scans[1].world_from_scan);
+        let h = std::f64::consts::FRAC_1_SQRT_2;
+        assert!(
+            (q[0] - h).abs() < 1e-15 && q[1] == 0.0 && q[2] == 0.0 && (q[3] - h).abs() < 1e-15,
+            "{q:?}"
+        );
+    }
 }

@@ -21,8 +21,8 @@
 
 use std::f64::consts::TAU;
 
-use aerie_pipeline::{Cloud, ExtraDim, Pose, ScalarKind, ScanInfo};
-use nalgebra::Vector3;
+use aerie_pipeline::{Cloud, ExtraDim, ScalarKind, ScanInfo};
+use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
 
 use super::site::{DemoSite, Label, Station, Target, turn, wrap_angle};
@@ -323,14 +323,13 @@ pub(crate) fn assemble(site: &DemoSite, scans: Vec<StationScan>) -> (Cloud, Vec<
             source.push((k + 1) as f64);
             labels.push(p.label);
         }
-        let half = 0.5 * station.yaw_rad;
         cloud.meta.scans.push(ScanInfo {
             name: format!("station {}", k + 1),
             points: first..cloud.positions.len(),
-            world_from_scan: Some(Pose {
-                rotation_wxyz: [half.cos(), 0.0, 0.0, half.sin()],
-                translation: station.position_m,
-            }),
+            world_from_scan: Some(Isometry3::from_parts(
+                Translation3::from(station.position_m),
+                UnitQuaternion::from_axis_angle(&Vector3::z_axis(), station.yaw_rad),
+            )),
         });
     }
     cloud.intensity = Some(intensity);

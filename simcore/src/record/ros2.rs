@@ -205,15 +205,15 @@ pub fn odometry(
     stamp_s: f64,
     frame: &str,
     child: &str,
-    pose: &Isometry3<f64>,
+    frame_from_child: &Isometry3<f64>,
     linear_body: &Vector3<f64>,
     angular_body: &Vector3<f64>,
 ) -> Vec<u8> {
     let mut c = Cdr::new();
     header(&mut c, stamp_s, frame);
     c.string(child);
-    vector3(&mut c, &pose.translation.vector);
-    quaternion(&mut c, &pose.rotation);
+    vector3(&mut c, &frame_from_child.translation.vector);
+    quaternion(&mut c, &frame_from_child.rotation);
     for _ in 0..36 {
         c.f64(0.0);
     }
