@@ -30,19 +30,33 @@ pub const ODOM_HZ: f64 = 100.0;
 /// Errors of setting up or running a flight.
 #[derive(Debug, thiserror::Error)]
 pub enum FlightError {
+    /// A vehicle's preset or file cannot be loaded.
     #[error("vehicle {vehicle}: {source}")]
     Vehicle {
+        /// The vehicle's name in the mission.
         vehicle: String,
+        /// What is wrong with its description.
         source: VehicleError,
     },
+    /// A sensor's preset or file cannot be loaded, or the simulator refuses to mount it.
     #[error("vehicle {vehicle}, sensor {sensor}: {message}")]
     Sensor {
+        /// The vehicle's name in the mission.
         vehicle: String,
+        /// The sensor's name in the mission.
         sensor: String,
+        /// What is wrong.
         message: String,
     },
+    /// A goal of a vehicle has no path (planned when the flight is set up).
     #[error("vehicle {vehicle}: {source}")]
-    Plan { vehicle: String, source: PlanError },
+    Plan {
+        /// The vehicle's name in the mission.
+        vehicle: String,
+        /// Why the planner found no path.
+        source: PlanError,
+    },
+    /// Writing the recording failed.
     #[error(transparent)]
     Record(#[from] RecordError),
 }
@@ -101,13 +115,21 @@ struct Craft {
 /// What a vehicle did, for summary.json.
 #[derive(Clone, Debug, Serialize)]
 pub struct VehicleSummary {
+    /// The vehicle's name in the mission.
     pub name: String,
+    /// Length of the flown path, metres (the ground truth at the odometry rate, [`ODOM_HZ`]).
     pub path_length_m: f64,
+    /// Highest speed of the ground truth, m/s.
     pub max_speed_m_s: f64,
+    /// Collisions: times it came to touch the map or an obstacle (a lasting contact counts once).
     pub collisions: u32,
+    /// LiDAR frames rendered, all its sensors.
     pub lidar_frames: u64,
+    /// Points in those frames.
     pub lidar_points: u64,
+    /// Whether it finished its goals: the timeline's end is past, or, for a landing, its motors are off.
     pub goals_done: bool,
+    /// Where the body centre is now, map frame, metres.
     pub final_position: [f64; 3],
 }
 

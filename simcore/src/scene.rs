@@ -33,33 +33,54 @@ pub enum Surface {
     /// A rectangle centred at `centre`, spanned by the unit axes `e1`, `e2` (perpendicular), with half extents
     /// `half_a` along `e1` and `half_b` along `e2`. Two-sided.
     Rect {
+        /// Centre, metres.
         centre: [f64; 3],
+        /// First in-plane axis, unit length.
         e1: [f64; 3],
+        /// Second in-plane axis, unit length, perpendicular to `e1`; the normal is `e1 x e2`.
         e2: [f64; 3],
+        /// Half extent along `e1`, metres.
         half_a: f64,
+        /// Half extent along `e2`, metres.
         half_b: f64,
     },
     /// An open vertical cylinder (no caps) of axis (`x`, `y`) from height `z0` to `z1`.
     Cylinder {
+        /// Axis x, metres.
         x: f64,
+        /// Axis y, metres.
         y: f64,
+        /// Radius, metres.
         radius: f64,
+        /// Bottom height, metres.
         z0: f64,
+        /// Top height, metres (above `z0`).
         z1: f64,
     },
     /// An open cylinder (no caps) of `radius` around the segment from `a` to `b` (a leaning trunk, a wire).
     Tube {
+        /// One end of the axis, metres.
         a: [f64; 3],
+        /// The other end of the axis, metres.
         b: [f64; 3],
+        /// Radius, metres.
         radius: f64,
     },
     /// A sphere.
-    Sphere { centre: [f64; 3], radius: f64 },
+    Sphere {
+        /// Centre, metres.
+        centre: [f64; 3],
+        /// Radius, metres.
+        radius: f64,
+    },
     /// A closed box centred at `centre`, turned by `yaw_rad` about the vertical axis, with half extents `half`
     /// along its own x, y and z.
     Cuboid {
+        /// Centre, metres.
         centre: [f64; 3],
+        /// Turn about the vertical, counter-clockwise from +x, radians.
         yaw_rad: f64,
+        /// Half extents along the box's own x, y and z, metres.
         half: [f64; 3],
     },
 }
@@ -389,6 +410,7 @@ pub const MAX_RAYS_PER_SCANNER: u64 = 50_000_000;
 /// A set of analytic surfaces, world coordinates in metres.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scene {
+    /// The surfaces; a ray hits the nearest of them.
     pub surfaces: Vec<Surface>,
 }
 

@@ -27,7 +27,9 @@ pub enum SimError {
     /// The sensor model is invalid.
     #[error("sensor {name}: {source}")]
     Sensor {
+        /// The name the sensor was added under.
         name: String,
+        /// What is wrong with the model.
         source: crate::sensor::SensorError,
     },
 }

@@ -16,8 +16,11 @@ use crate::vehicle::{GRAVITY, QuadParams, QuadState, RotorCommand};
 /// Where the vehicle should be: position, velocity and acceleration feed-forward (world frame), heading.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Setpoint {
+    /// Position of the body centre, world frame, metres.
     pub position: Vector3<f64>,
+    /// Velocity feed-forward, world frame, m/s.
     pub velocity: Vector3<f64>,
+    /// Acceleration feed-forward, world frame, m/s^2.
     pub acceleration: Vector3<f64>,
     /// Heading, radians.
     pub yaw: f64,
@@ -37,6 +40,8 @@ impl Setpoint {
 
 /// Turns the state and a setpoint into rotor commands; called at the physics rate.
 pub trait Controller: Send {
+    /// The rotor command for `state` toward `setpoint`; `dt` is the physics step, seconds (1 /
+    /// [`crate::flight::PHYSICS_HZ`] in a flight).
     fn update(&mut self, state: &QuadState, setpoint: &Setpoint, dt: f64) -> RotorCommand;
 }
 
@@ -45,6 +50,7 @@ pub trait Controller: Send {
 pub struct Gains {
     /// Natural frequency, rad/s.
     pub omega_n: f64,
+    /// Damping ratio (1: critically damped).
     pub zeta: f64,
 }
 
@@ -126,6 +132,7 @@ pub struct Cascaded {
 }
 
 impl Cascaded {
+    /// A controller for `vehicle` with the limits and designs of `params` (MARSIM's: [`CascadedParams::default`]).
     pub fn new(vehicle: &QuadParams, params: CascadedParams) -> Cascaded {
         Cascaded {
             params,
@@ -135,6 +142,7 @@ impl Cascaded {
         }
     }
 
+    /// Its limits and loop designs.
     pub fn params(&self) -> &CascadedParams {
         &self.params
     }
@@ -235,6 +243,7 @@ pub struct Mixer {
 }
 
 impl Mixer {
+    /// The allocation for the rotor layout, spins and motor limits (`rpm_min`, `rpm_max`) of `p`.
     pub fn new(p: &QuadParams) -> Mixer {
         let pos = p.rotor_positions();
         let spin = [1.0, -1.0, 1.0, -1.0];

@@ -51,12 +51,19 @@ pub enum DemoError {
     /// The scene description does not parse.
     #[error("demo scene toml{}: {message}", line.map(|l| format!(", line {l}")).unwrap_or_default())]
     Spec {
+        /// Line of the error in the toml text (1-based), when the parser knows it.
         line: Option<usize>,
+        /// The parser's message.
         message: String,
     },
     /// A value of the scene description is out of range.
     #[error("demo scene field `{field}`: {message}")]
-    Invalid { field: String, message: String },
+    Invalid {
+        /// The field, as `table.key` (`scan.step`).
+        field: String,
+        /// What is wrong with its value.
+        message: String,
+    },
     /// Writing the scan failed (the error names the file).
     #[error(transparent)]
     Write(#[from] aerie_pipeline::Error),
@@ -108,7 +115,9 @@ pub struct StationReport {
     pub yaw_deg: f64,
     /// When its turn started, seconds (the points' GPS time is counted from the first station's start).
     pub start_s: f64,
+    /// Beams fired: one per azimuth step and elevation step, returned or not.
     pub beams: u64,
+    /// Points recorded, artefacts included.
     pub points: usize,
     /// Points on the walking person.
     pub person_points: usize,
@@ -117,27 +126,37 @@ pub struct StationReport {
 /// What was generated: figures for the user's report.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DemoReport {
+    /// The seed the site and the scan were generated from.
     pub seed: u64,
     /// The file written, when one was.
     pub path: Option<PathBuf>,
+    /// Points in the scan, all stations.
     pub points: usize,
+    /// Beams fired, all stations.
     pub beams: u64,
+    /// The stations, in scan order.
     pub stations: Vec<StationReport>,
     /// Points by what they lie on (`outlier` and `mixed` are the artefacts).
     pub points_by_label: BTreeMap<Label, usize>,
     /// Surfaces of the site by what they are.
     pub objects_by_label: BTreeMap<Label, usize>,
-    /// Wall-clock seconds to lay out and scan the site, and to write the file.
+    /// Wall-clock seconds to lay out and scan the site.
     pub scan_s: f64,
+    /// Wall-clock seconds to write the file; 0 when none was written.
     pub write_s: f64,
 }
 
 /// The demo scan in memory: the cloud as it would be written, each point's label (what the point lies on: the
 /// ground truth a real scan lacks), the site scanned and the report.
 pub struct RawScan {
+    /// The points as written: positions, intensity, GPS time, the station as point source id, and the station poses
+    /// in the metadata.
     pub cloud: Cloud,
+    /// What each point lies on, in the cloud's point order.
     pub labels: Vec<Label>,
+    /// The site that was scanned.
     pub site: DemoSite,
+    /// Figures for the report; `path` is `None` and `write_s` 0 as nothing was written.
     pub report: DemoReport,
 }
 

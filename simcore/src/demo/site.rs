@@ -13,15 +13,25 @@ use crate::scene::Surface;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Label {
+    /// The site's ground (the height field).
     Ground,
+    /// A tree trunk.
     Trunk,
+    /// A sphere of a tree's crown.
     Crown,
+    /// A wall of the building.
     Wall,
+    /// The building's floor slab.
     Floor,
+    /// The building's roof.
     Roof,
+    /// A power-line pole or its cross-arm.
     Pole,
+    /// A segment of a power-line wire.
     Wire,
+    /// A parked vehicle (its body or its cabin).
     Vehicle,
+    /// The walking person.
     Person,
     /// A stray return from the air (scan points only).
     Outlier,
@@ -30,6 +40,7 @@ pub enum Label {
 }
 
 impl Label {
+    /// Every label, in declaration order (the order of `Ord`).
     pub const ALL: [Label; 12] = [
         Label::Ground,
         Label::Trunk,
@@ -49,8 +60,10 @@ impl Label {
 /// One static surface of the site.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Object {
+    /// The surface, world coordinates in metres (not serialized).
     #[serde(skip)]
     pub surface: Surface,
+    /// What the surface is.
     pub label: Label,
     /// Fraction of the light returned at normal incidence.
     pub reflectance: f64,
@@ -59,48 +72,66 @@ pub struct Object {
 /// Someone walking back and forth along a segment during a time window.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Walker {
+    /// Start and end (x, y) of the walk, metres; the person turns at each end.
     pub path_m: [[f64; 2]; 2],
+    /// Walking speed, metres per second.
     pub speed_m_s: f64,
+    /// Radius of the cylinder that stands for the person, metres.
     pub radius_m: f64,
+    /// Height of the person, metres (the cylinder starts 5 cm below the ground under them).
     pub height_m: f64,
     /// While the person is in the scene, seconds of scan time.
     pub present_s: Range<f64>,
+    /// Reflectance of the person, fraction of the light returned at normal incidence (0..1).
     pub reflectance: f64,
 }
 
 /// A scanner set-up: where it stands, where its azimuth zero points, when its turn starts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Station {
+    /// Scanner position (the point its beams start from), world coordinates, metres.
     pub position_m: [f64; 3],
     /// Azimuth of the scanner's x axis, counter-clockwise from world +x, radians.
     pub yaw_rad: f64,
+    /// When the station's turn starts, seconds of scan time (0 at the first station's start).
     pub start_s: f64,
 }
 
 /// What a ray hit.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Target {
+    /// The ground.
     Ground,
     /// An index into [`DemoSite::objects`].
     Object(usize),
+    /// The walking person.
     Person,
 }
 
 /// The first hit of a ray: its range, what it hit and the surface's unit normal there.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Hit {
+    /// Distance from the ray's origin to the hit, metres.
     pub range_m: f64,
+    /// What was hit.
     pub target: Target,
+    /// Unit normal of the surface at the hit, world frame; outward (away from a cylinder's axis, a sphere's centre,
+    /// a box), upward for the ground; it may face away from the ray.
     pub normal: [f64; 3],
 }
 
 /// The whole generated site, world coordinates in metres.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DemoSite {
+    /// The ground's height field.
     pub terrain: Terrain,
+    /// Reflectance of the ground, fraction of the light returned at normal incidence (0..1).
     pub ground_reflectance: f64,
+    /// The static surfaces: trees, building, power line, vehicles; [`Target::Object`] indexes them.
     pub objects: Vec<Object>,
+    /// The person walking through the scan.
     pub person: Walker,
+    /// The scan stations, in scan order.
     pub stations: Vec<Station>,
     /// The corridor's centre line from 2 m outside one doorway to 2 m outside the other, 1.2 m above the floor
     /// (a route for a flight through the building).

@@ -16,12 +16,19 @@ pub const BUILTIN_TOML: &str = include_str!("../../presets/demo/scene.toml");
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DemoSpec {
+    /// The ground (`[ground]`).
     pub ground: GroundSpec,
+    /// The trees (`[forest]`).
     pub forest: ForestSpec,
+    /// The building (`[building]`).
     pub building: BuildingSpec,
+    /// The poles and wires (`[power_line]`).
     pub power_line: PowerLineSpec,
+    /// The parked vehicles (`[parking]`).
     pub parking: ParkingSpec,
+    /// The walking person (`[person]`).
     pub person: PersonSpec,
+    /// The stations and the scanner (`[scan]`).
     pub scan: ScanSpec,
 }
 
@@ -37,6 +44,7 @@ pub struct GroundSpec {
     pub amplitude: f64,
     /// Range the wavelengths are drawn from, metres.
     pub wavelength: [f64; 2],
+    /// Reflectance of the ground, fraction of the light returned at normal incidence (0..1).
     pub reflectance: f64,
 }
 
@@ -46,19 +54,26 @@ pub struct GroundSpec {
 pub struct ForestSpec {
     /// Min and max corner of the area the trunks stand in, metres.
     pub area: [[f64; 2]; 2],
+    /// Number of trees wanted. Fewer stand when `spacing` and the clearance kept around stations leave no room (the
+    /// layout gives up after 200 candidates per tree).
     pub trees: usize,
     /// Least distance between two trunks, metres.
     pub spacing: f64,
+    /// Range the trunk radii are drawn from, metres.
     pub trunk_radius: [f64; 2],
     /// Tree height, metres.
     pub height: [f64; 2],
     /// Lean of the trunk from the vertical, degrees.
     pub lean: [f64; 2],
+    /// Range the number of spheres in a crown is drawn from; at least 1.
     pub crown_spheres: [usize; 2],
+    /// Range the crown spheres' radii are drawn from, metres.
     pub crown_radius: [f64; 2],
     /// Least height of a crown's underside above the ground, metres.
     pub crown_clearance: f64,
+    /// Reflectance of the trunks, fraction of the light returned at normal incidence (0..1).
     pub bark_reflectance: f64,
+    /// Reflectance of the crowns, fraction of the light returned at normal incidence (0..1).
     pub leaf_reflectance: f64,
 }
 
@@ -66,15 +81,19 @@ pub struct ForestSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BuildingSpec {
+    /// Centre of the footprint (x, y), metres.
     pub centre: [f64; 2],
     /// Outer length (along the corridor) and width, metres.
     pub size: [f64; 2],
     /// Turn about the vertical, degrees (counter-clockwise from +x).
     pub yaw: f64,
+    /// Height of the walls above the floor, metres.
     pub wall_height: f64,
+    /// Thickness of every wall, metres.
     pub wall_thickness: f64,
     /// Clear width of the corridor and of its end doorways, metres.
     pub corridor_width: f64,
+    /// Height of the doorways at the corridor's ends, metres; below `wall_height`.
     pub corridor_door_height: f64,
     /// Width and height of the room doors, metres.
     pub door: [f64; 2],
@@ -82,8 +101,11 @@ pub struct BuildingSpec {
     pub window: [f64; 2],
     /// Height of the window sills above the floor, metres.
     pub window_sill: f64,
+    /// Windows in each long outer wall, evenly spaced.
     pub windows_per_side: usize,
+    /// Reflectance of the walls and the floor, fraction of the light returned at normal incidence (0..1).
     pub reflectance: f64,
+    /// Reflectance of the roof, fraction of the light returned at normal incidence (0..1).
     pub roof_reflectance: f64,
 }
 
@@ -91,16 +113,23 @@ pub struct BuildingSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PowerLineSpec {
+    /// Position (x, y) of the first pole, metres.
     pub from: [f64; 2],
+    /// Position (x, y) of the last pole, metres; the others stand evenly spaced between.
     pub to: [f64; 2],
+    /// Number of poles; at least 2.
     pub poles: usize,
+    /// Height of the pole tops above the ground, metres.
     pub pole_height: f64,
+    /// Radius of the poles, metres.
     pub pole_radius: f64,
     /// Wires per span.
     pub wires: usize,
+    /// Radius of the wires, metres.
     pub wire_radius: f64,
     /// Sag at mid-span, metres.
     pub sag: f64,
+    /// Reflectance of poles, cross-arms and wires, fraction of the light returned at normal incidence (0..1).
     pub reflectance: f64,
 }
 
@@ -108,7 +137,10 @@ pub struct PowerLineSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParkingSpec {
+    /// Min and max corner of the parking area, metres; the vehicles stand side by side along x, across the middle
+    /// in y.
     pub area: [[f64; 2]; 2],
+    /// Number of vehicles.
     pub vehicles: usize,
     /// Length, width, height, metres.
     pub size: [f64; 3],
@@ -124,10 +156,13 @@ pub struct PersonSpec {
     pub path: [[f64; 2]; 2],
     /// Metres per second.
     pub speed: f64,
+    /// Radius of the cylinder that stands for the person, metres.
     pub radius: f64,
+    /// Height of the person, metres.
     pub height: f64,
     /// Stations (0-based) during whose scans the person walks; absent otherwise.
     pub during: Vec<usize>,
+    /// Reflectance of the person, fraction of the light returned at normal incidence (0..1).
     pub reflectance: f64,
 }
 
@@ -137,15 +172,19 @@ pub struct PersonSpec {
 pub struct ScanSpec {
     /// Station positions (x, y); each stands `height` above the ground there.
     pub stations: Vec<[f64; 2]>,
+    /// Height of the scanner above the ground at each station, metres.
     pub height: f64,
     /// Angle between neighbouring beams in azimuth and elevation, degrees.
     pub step: f64,
     /// Elevations covered, degrees.
     pub elevation: [f64; 2],
+    /// Farthest range a beam returns from, metres.
     pub max_range: f64,
     /// Range at which a surface of reflectance 1 at normal incidence is still detected, metres.
     pub detect_range: f64,
+    /// Range noise (1 sigma) at zero range, metres.
     pub range_sigma: f64,
+    /// Growth of the range noise per metre of range: sigma = `range_sigma + range_sigma_per_m * range`.
     pub range_sigma_per_m: f64,
     /// Share of beams returning from a random point in the air.
     pub outlier_share: f64,

@@ -28,14 +28,18 @@ pub const MAX_WAVES: usize = 16;
 pub struct Wave {
     /// Wave vector, radians per metre.
     pub k: [f64; 2],
+    /// Phase of the wave at the origin, radians.
     pub phase_rad: f64,
+    /// Amplitude, metres.
     pub amplitude_m: f64,
 }
 
 /// The ground: a sum of plane waves over the rectangle |x| <= half_extent[0], |y| <= half_extent[1].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Terrain {
+    /// Half sizes of the rectangle along x and y, metres; centred on the origin.
     pub half_extent_m: [f64; 2],
+    /// The waves summed; at most [`MAX_WAVES`].
     pub waves: Vec<Wave>,
 }
 

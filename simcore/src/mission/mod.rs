@@ -51,8 +51,11 @@ pub struct Mission {
     /// Voxel of the planner's occupancy grid, metres. By default, the larger of 0.2 m and r_map.
     #[serde(default)]
     pub planner_voxel_m: Option<f64>,
+    /// Dynamic obstacles, `[[obstacles]]` tables: groups of drones, falling spheres and cubes moving inside the
+    /// map's bounds. By default, none.
     #[serde(default)]
     pub obstacles: Vec<ObstacleConfig>,
+    /// The vehicles, `[[vehicle]]` tables; at least one, names unique.
     #[serde(rename = "vehicle")]
     pub vehicles: Vec<VehicleSpec>,
 }
@@ -74,8 +77,10 @@ pub struct VehicleSpec {
     /// Acceleration of moves, m/s^2. By default, 1.5.
     #[serde(default = "default_accel")]
     pub max_accel_m_s2: f64,
+    /// What it carries, `[[vehicle.sensor]]` tables. By default, nothing.
     #[serde(default, rename = "sensor")]
     pub sensors: Vec<SensorSpec>,
+    /// What it does, in order, `[[vehicle.goal]]` tables. By default, nothing: it holds its start.
     #[serde(default, rename = "goal")]
     pub goals: Vec<Goal>,
 }
@@ -94,6 +99,7 @@ fn default_accel() -> f64 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SensorSpec {
+    /// Names its topics (`/<vehicle>/<sensor>/points`) and frame.
     pub name: String,
     /// Sensor preset name (`aerie sensors`), or a sensor TOML file (relative to the mission).
     pub preset: String,
@@ -108,18 +114,25 @@ pub struct SensorSpec {
 pub enum Goal {
     /// Fly straight to `position` and stop there.
     Waypoint {
+        /// Where to stop, map frame, metres.
         position: [f64; 3],
+        /// Speed limit of this move, m/s, capped by the vehicle's `max_speed_m_s`. By default, the vehicle's.
         #[serde(default)]
         speed_m_s: Option<f64>,
     },
     /// Reach `position` around obstacles (the built-in planner), then stop.
     Goal {
+        /// Where to stop, map frame, metres.
         position: [f64; 3],
+        /// Speed limit of the moves, m/s, capped by the vehicle's `max_speed_m_s`. By default, the vehicle's.
         #[serde(default)]
         speed_m_s: Option<f64>,
     },
     /// Hold the current position.
-    Hover { duration_s: f64 },
+    Hover {
+        /// How long, seconds (a negative duration holds for none).
+        duration_s: f64,
+    },
     /// Descend until on the ground, then stop the motors.
     Land,
 }
@@ -127,8 +140,14 @@ pub enum Goal {
 /// Errors of reading a mission.
 #[derive(Debug, thiserror::Error)]
 pub enum MissionError {
+    /// The file cannot be read, does not parse, or holds a value [`Mission::check`] refuses.
     #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The mission file.
+        path: PathBuf,
+        /// What is wrong (the parser's message names the line).
+        message: String,
+    },
 }
 
 impl Mission {
@@ -189,12 +208,16 @@ impl Mission {
 /// lag building up (a trapezoidal speed profile, with its steps in acceleration, overshot the speed by ~18%).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Segment {
+    /// Start, map frame, metres.
     pub a: Vector3<f64>,
+    /// End, map frame, metres.
     pub b: Vector3<f64>,
+    /// When the move starts, seconds of flight time.
     pub t0: f64,
     speed: f64,
     /// Duration of the speed-up (and of the slow-down), seconds.
     t_acc: f64,
+    /// How long the move takes from rest to rest, seconds.
     pub duration: f64,
 }
 
@@ -264,19 +287,31 @@ impl Segment {
 /// One step of a vehicle's timeline.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Leg {
+    /// Fly a straight segment.
     Move {
+        /// The move, positions and timing.
         segment: Segment,
+        /// Heading during the move, radians counter-clockwise from map +x.
         yaw: f64,
     },
+    /// Hold a position from `t0` until `until`.
     Hold {
+        /// Where to hold, map frame, metres.
         position: Vector3<f64>,
+        /// Heading, radians counter-clockwise from map +x.
         yaw: f64,
+        /// Start of the hold, seconds of flight time.
         t0: f64,
+        /// End of the hold, seconds of flight time; infinite for the hold after the last goal.
         until: f64,
     },
+    /// Descend from `from` at [`LANDING_SPEED_M_S`] from `t0` until on the ground, then stop the motors.
     Land {
+        /// Where the descent starts, map frame, metres.
         from: Vector3<f64>,
+        /// Heading, radians counter-clockwise from map +x.
         yaw: f64,
+        /// Start of the descent, seconds of flight time.
         t0: f64,
     },
 }

@@ -18,25 +18,49 @@ const MAX_CELLS: usize = 60_000_000;
 /// Why no path was found; the message names the goal.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
+    /// The goal cannot be reached from the start: the free space between them is cut off.
     #[error(
         "no path to the goal ({:.2}, {:.2}, {:.2}): it is unreachable from the start ({:.2}, {:.2}, {:.2}) with the vehicle's clearance",
         goal[0], goal[1], goal[2], start[0], start[1], start[2]
     )]
-    NoPath { start: [f64; 3], goal: [f64; 3] },
+    NoPath {
+        /// Where the path was to start, map frame, metres.
+        start: [f64; 3],
+        /// Where it was to end, map frame, metres.
+        goal: [f64; 3],
+    },
+    /// The goal is outside the grid, or in an occupied (inflated) cell.
     #[error(
         "the goal ({:.2}, {:.2}, {:.2}) is {what}: pick a point in free space inside the map",
         goal[0], goal[1], goal[2]
     )]
-    BadGoal { goal: [f64; 3], what: &'static str },
+    BadGoal {
+        /// The goal, map frame, metres.
+        goal: [f64; 3],
+        /// Where it lies ("outside the map", "inside an obstacle ...").
+        what: &'static str,
+    },
+    /// The start is outside the grid.
     #[error(
         "the start ({:.2}, {:.2}, {:.2}) is {what}",
         start[0], start[1], start[2]
     )]
-    BadStart { start: [f64; 3], what: &'static str },
+    BadStart {
+        /// The start, map frame, metres.
+        start: [f64; 3],
+        /// Where it lies ("outside the map").
+        what: &'static str,
+    },
+    /// The grid would exceed the cell limit (about 1 GB of bookkeeping).
     #[error(
         "a planning grid of {cells} cells at {voxel_m} m is too large (at most {MAX_CELLS}); plan at a coarser voxel"
     )]
-    TooLarge { cells: usize, voxel_m: f64 },
+    TooLarge {
+        /// Cells the grid over the map's bounds would have.
+        cells: usize,
+        /// The grid's voxel, metres.
+        voxel_m: f64,
+    },
 }
 
 /// An inflated occupancy grid over the map's bounds (plus a margin).

@@ -20,6 +20,7 @@ impl Default for Cdr {
 }
 
 impl Cdr {
+    /// An empty message: just the encapsulation header.
     pub fn new() -> Cdr {
         Cdr {
             buf: vec![0x00, 0x01, 0x00, 0x00],
@@ -32,29 +33,35 @@ impl Cdr {
         self.buf.extend(std::iter::repeat_n(0u8, pad));
     }
 
+    /// A `uint8` (no alignment).
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
     }
 
+    /// A `bool`, one byte 0 or 1.
     pub fn bool(&mut self, v: bool) {
         self.buf.push(v as u8);
     }
 
+    /// A `uint32`, aligned to 4 bytes.
     pub fn u32(&mut self, v: u32) {
         self.align(4);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
+    /// An `int32`, aligned to 4 bytes.
     pub fn i32(&mut self, v: i32) {
         self.align(4);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
+    /// A `float64`, aligned to 8 bytes.
     pub fn f64(&mut self, v: f64) {
         self.align(8);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
+    /// A `string`: u32 length including the NUL, the bytes, the NUL.
     pub fn string(&mut self, s: &str) {
         self.u32(s.len() as u32 + 1);
         self.buf.extend_from_slice(s.as_bytes());
@@ -67,6 +74,7 @@ impl Cdr {
         self.buf.extend_from_slice(b);
     }
 
+    /// The message's bytes, header included.
     pub fn finish(self) -> Vec<u8> {
         self.buf
     }

@@ -14,7 +14,7 @@
 //! Files are written through a temporary file and renamed by [`Recorder::finish`]; nothing in them depends on
 //! the wall clock, so the same flight gives byte-identical files.
 
-pub mod cdr;
+pub(crate) mod cdr;
 pub mod plot;
 pub mod ros2;
 
@@ -31,8 +31,14 @@ pub type TrackSample = (f64, Isometry3<f64>, nalgebra::Vector3<f64>);
 /// Errors of writing a recording; the message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
+    /// Creating, writing or renaming a file failed, or a write came after [`Recorder::finish`].
     #[error("{path}: {message}")]
-    Write { path: PathBuf, message: String },
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// An MCAP file being written.

@@ -25,12 +25,16 @@ const COLOURS: [[u8; 3]; 6] = [
 
 /// An RGB raster.
 pub struct Canvas {
+    /// Width, pixels.
     pub width: usize,
+    /// Height, pixels.
     pub height: usize,
+    /// Pixels row by row from the top left, three bytes (red, green, blue) each.
     pub rgb: Vec<u8>,
 }
 
 impl Canvas {
+    /// A `width` x `height` canvas filled with `background`.
     pub fn new(width: usize, height: usize, background: [u8; 3]) -> Canvas {
         Canvas {
             width,
@@ -39,6 +43,7 @@ impl Canvas {
         }
     }
 
+    /// Paints pixel (`x` right, `y` down from the top left) in `c`; pixels off the canvas are ignored.
     pub fn set(&mut self, x: i64, y: i64, c: [u8; 3]) {
         if x >= 0 && y >= 0 && (x as usize) < self.width && (y as usize) < self.height {
             let i = 3 * (y as usize * self.width + x as usize);

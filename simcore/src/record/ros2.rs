@@ -6,10 +6,14 @@ use nalgebra::{Isometry3, UnitQuaternion, Vector3};
 use super::cdr::Cdr;
 use crate::render::ScanPoint;
 
-/// ROS 2 message type names, as they appear in the MCAP schema records.
+/// ROS 2 message type names, as they appear in the MCAP schema records; this one the LiDAR frames'
+/// (`/<vehicle>/<sensor>/points`).
 pub const POINT_CLOUD2: &str = "sensor_msgs/msg/PointCloud2";
+/// The IMU samples' type (`/<vehicle>/imu`).
 pub const IMU: &str = "sensor_msgs/msg/Imu";
+/// The ground-truth odometry's type (`/<vehicle>/odom`).
 pub const ODOMETRY: &str = "nav_msgs/msg/Odometry";
+/// The type of `/tf` and `/tf_static`.
 pub const TF_MESSAGE: &str = "tf2_msgs/msg/TFMessage";
 
 const SEP: &str =

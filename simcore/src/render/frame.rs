@@ -11,7 +11,9 @@ use crate::sensor::{Pattern, SensorModel};
 /// A single-channel image, row-major, top row first. Pixels without a return hold 0.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Image {
+    /// Width, pixels (columns).
     pub width: usize,
+    /// Height, pixels (rows).
     pub height: usize,
     /// Metres.
     pub data: Vec<f32>,

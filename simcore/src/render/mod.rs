@@ -163,6 +163,8 @@ pub struct ScanPoint {
     pub intensity: f32,
     /// Firing time since the frame start, seconds.
     pub time_s: f32,
+    /// The beam's ring: laser of a spinning LiDAR (bottom = 0), line of a Livox, row of a depth camera
+    /// ([`Beam::ring`]).
     pub ring: u16,
     /// Index of the beam in the scan pattern.
     pub beam: u32,
@@ -300,6 +302,8 @@ impl MapKey {
 }
 
 impl Renderer {
+    /// A renderer for the scan pattern `beams` (the beams of a frame, in firing order) with the sensor's `physics`
+    /// and `params`; what depends on the map is built on the first frame.
     pub fn new(beams: &[Beam], physics: &Physics, params: &RenderParams) -> Renderer {
         Renderer {
             beams: beams.to_vec(),

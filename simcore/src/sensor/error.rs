@@ -9,18 +9,31 @@ pub enum SensorError {
     /// 1-based, 0 when unknown.
     #[error("{}", parse_message(field, *line, message))]
     Parse {
+        /// Dotted path of the field (`pattern.columns`), or empty.
         field: String,
+        /// Line in the TOML text, 1-based; 0 when unknown.
         line: usize,
+        /// The parser's message.
         message: String,
     },
 
     /// The model parsed but a value is out of range or inconsistent with another field.
     #[error("sensor field `{field}`: {message}")]
-    Invalid { field: String, message: String },
+    Invalid {
+        /// Dotted path of the field (`pattern.columns`).
+        field: String,
+        /// What is wrong with its value.
+        message: String,
+    },
 
     /// [`SensorModel::preset`](super::SensorModel::preset) was given a name it does not ship.
     #[error("unknown sensor preset \"{name}\"; the presets are: {known}")]
-    UnknownPreset { name: String, known: String },
+    UnknownPreset {
+        /// The name asked for.
+        name: String,
+        /// The shipped presets' names, comma-separated.
+        known: String,
+    },
 }
 
 impl SensorError {

@@ -129,9 +129,13 @@ pub enum Pattern {
 /// origin offsets ([`SensorModel::beam_origins_m`]) when culling very close geometry.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fov {
+    /// Smallest azimuth, counter-clockwise from sensor +x toward +y (`atan2(y, x)`), radians.
     pub azimuth_min_rad: f32,
+    /// Largest azimuth, radians.
     pub azimuth_max_rad: f32,
+    /// Lowest elevation above the sensor's xy plane, radians (negative below it).
     pub elevation_min_rad: f32,
+    /// Highest elevation, radians.
     pub elevation_max_rad: f32,
 }
 

@@ -73,6 +73,8 @@ pub struct Imu {
 }
 
 impl Imu {
+    /// An IMU of `params` with zero biases. `seed` and `id` pick its noise streams: IMUs under one seed need
+    /// distinct ids (a flight uses the vehicle's index).
     pub fn new(params: ImuParams, seed: u64, id: u64) -> Imu {
         Imu {
             params,
@@ -84,6 +86,7 @@ impl Imu {
         }
     }
 
+    /// Its rate and noise densities.
     pub fn params(&self) -> &ImuParams {
         &self.params
     }

@@ -25,7 +25,12 @@ const SPIN: [f64; 4] = [1.0, -1.0, 1.0, -1.0];
 pub enum VehicleError {
     /// A value is out of range; names the field.
     #[error("vehicle {field}: {message}")]
-    Invalid { field: String, message: String },
+    Invalid {
+        /// The field, as written in the TOML (`rpm_min`, `imu.rate_hz`).
+        field: String,
+        /// What is wrong with its value.
+        message: String,
+    },
     /// The TOML does not parse.
     #[error("vehicle description: {0}")]
     Toml(String),
@@ -45,9 +50,12 @@ fn invalid(field: &str, message: impl Into<String>) -> VehicleError {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuadParams {
+    /// Name of the vehicle type (`marsim_quad`); a preset's matches its file name.
     pub name: String,
+    /// One line for people: what the vehicle is. By default, empty.
     #[serde(default)]
     pub description: String,
+    /// All-up mass, kg (> 0).
     pub mass_kg: f64,
     /// Centre to rotor axis, metres.
     pub arm_m: f64,
@@ -57,7 +65,9 @@ pub struct QuadParams {
     pub kf_n_per_rpm2: f64,
     /// Drag-torque coefficient: kT w^2 newton-metres.
     pub kt_nm_per_rpm2: f64,
+    /// Lowest rotor speed, rpm (at least 0, below `rpm_max`); commands are clamped to `rpm_min..=rpm_max`.
     pub rpm_min: f64,
+    /// Highest rotor speed, rpm; the four rotors at full speed must lift the vehicle.
     pub rpm_max: f64,
     /// Time constant of the first-order motor lag, seconds (0: instant).
     pub motor_time_constant_s: f64,
@@ -67,6 +77,7 @@ pub struct QuadParams {
     pub radius_m: f64,
     /// How far the landing gear reaches below the body centre, metres.
     pub gear_height_m: f64,
+    /// The IMU (`[imu]`).
     pub imu: ImuParams,
 }
 
@@ -171,6 +182,7 @@ pub struct QuadState {
     pub position: Vector3<f64>,
     /// World frame, m/s.
     pub velocity: Vector3<f64>,
+    /// Attitude: rotates body-frame vectors into the world frame.
     pub world_from_body: UnitQuaternion<f64>,
     /// Body rates (body frame), rad/s.
     pub body_rates: Vector3<f64>,
@@ -236,10 +248,12 @@ impl Quadrotor {
         }
     }
 
+    /// What the vehicle is.
     pub fn params(&self) -> &QuadParams {
         &self.params
     }
 
+    /// Its state after the last step.
     pub fn state(&self) -> &QuadState {
         &self.state
     }

@@ -22,13 +22,15 @@ pub const HARD_LANDING_M_S: f64 = 1.5;
 /// A collision: when, where the vehicle was, and what it hit.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CollisionEvent {
+    /// When, seconds of flight time.
     pub time_s: f64,
+    /// The vehicle's name in the mission.
     pub vehicle: String,
     /// Body centre, map frame.
     pub position: [f64; 3],
     /// The map point or obstacle surface point hit, map frame.
     pub point_hit: [f64; 3],
-    /// `map`, or `obstacle N` (its index), or `vehicle NAME`.
+    /// `map`, or `obstacle N` (its index).
     pub what: String,
 }
 
@@ -104,12 +106,15 @@ impl MapCollider {
 
 /// The map collider and the dynamic obstacles.
 pub struct World {
+    /// The map's points, for collisions and ground contact.
     pub map: MapCollider,
+    /// The dynamic obstacles.
     pub obstacles: Obstacles,
     scratch: NeighborScratch,
 }
 
 impl World {
+    /// Builds the search structure over `map`'s points (once per flight) and takes `obstacles`.
     pub fn new(map: &MapView, obstacles: Obstacles) -> World {
         World {
             map: MapCollider::new(map),

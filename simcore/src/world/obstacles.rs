@@ -26,14 +26,15 @@ pub enum ObstacleKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ObstacleConfig {
+    /// Which kind.
     pub kind: ObstacleKind,
-    /// How many.
+    /// How many. By default, 1.
     #[serde(default = "one")]
     pub count: u32,
-    /// Diameter (spheres) or edge (cubes), metres.
+    /// Diameter (spheres) or edge (cubes), metres (at least 0.01). By default, 0.5.
     #[serde(default = "half_metre")]
     pub size_m: f64,
-    /// Speed, m/s (drones and cubes; falling spheres start at rest).
+    /// Speed, m/s (drones and cubes; falling spheres start at rest). By default, 1.
     #[serde(default = "one_f")]
     pub speed_m_s: f64,
 }
@@ -51,13 +52,18 @@ fn one_f() -> f64 {
 /// An obstacle's current shape.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Shape {
+    /// A sphere: a drone, a falling sphere, or another vehicle in [`Spheres`].
     Sphere {
+        /// Centre, map frame, metres.
         centre: Point3<f64>,
+        /// Radius, metres.
         radius: f64,
     },
     /// Axis-aligned box.
     Cube {
+        /// Centre, map frame, metres.
         centre: Point3<f64>,
+        /// Half the edge, metres.
         half: f64,
     },
 }
