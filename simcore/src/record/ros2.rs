@@ -175,7 +175,7 @@ pub fn point_cloud2(stamp_s: f64, frame: &str, points: &[ScanPoint]) -> Vec<u8> 
     c.finish()
 }
 
-/// A `sensor_msgs/Imu` without orientation (covariance[0] = -1, as REP 145 says), with diagonal covariances
+/// A `sensor_msgs/Imu` without orientation (`covariance[0] = -1`, as REP 145 says), with diagonal covariances
 /// from the noise densities.
 pub fn imu(
     stamp_s: f64,
