@@ -5,5 +5,10 @@ use aerie_pipeline::io::{Format, ReadOptions, read_bytes};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = read_bytes(data, std::path::Path::new("fuzz.xyz"), Format::Xyz, &ReadOptions::default());
+    let _ = read_bytes(
+        data,
+        std::path::Path::new("fuzz.xyz"),
+        Format::Xyz,
+        &ReadOptions::default(),
+    );
 });
