@@ -8,14 +8,16 @@ use std::time::Instant;
 
 use std::path::PathBuf;
 
-use aerie_simcore::render::{Method, RenderParams};
+use aerie_simcore::render::RenderParams;
 use aerie_simcore::sensor::SensorModel;
 use aerie_simcore::synthetic::synthetic_map;
 use aerie_simcore::trajectory::{Isometry3, Static, pose_from_xyz_rpy};
 use aerie_simcore::{Map, Simulator};
 use anyhow::Context;
+use clap::ValueEnum;
 
 use super::{median, process_cpu_s};
+use crate::cli::choices::MethodArg;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -35,7 +37,7 @@ pub struct Args {
     /// Sensor presets (comma separated; see `aerie sensors`).
     #[arg(long, value_delimiter = ',', default_values_t = ["avia".to_string(), "mid360".to_string(), "os1_128".to_string()])]
     sensors: Vec<String>,
-    /// Renderers (comma separated): splat, beam, marsim (MARSIM's method: `RenderParams::marsim`).
+    /// Renderers (comma separated), named as `aerie scan --method` names them: splat, beam, auto, marsim.
     #[arg(long, value_delimiter = ',', default_values_t = ["splat".to_string(), "beam".to_string()])]
     renderers: Vec<String>,
     /// Timed frames per sensor and renderer (after one warm-up frame); the median is reported.
@@ -66,23 +68,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .renderers
         .iter()
         .map(|m| {
-            let params = match m.as_str() {
-                "splat" => RenderParams {
-                    method: Method::Splat,
-                    ..RenderParams::default()
-                },
-                "beam" => RenderParams {
-                    method: Method::Beam,
-                    ..RenderParams::default()
-                },
-                "marsim" => RenderParams::marsim(),
-                other => {
-                    return Err(anyhow::anyhow!(
-                        "unknown renderer {other}: expected splat, beam or marsim"
-                    ));
-                }
-            };
-            Ok((m.as_str(), params))
+            let arg = MethodArg::from_str(m, false).map_err(|_| {
+                anyhow::anyhow!("unknown renderer {m}: expected splat, beam, auto or marsim")
+            })?;
+            Ok((m.as_str(), arg.params(&RenderParams::default())))
         })
         .collect::<anyhow::Result<_>>()?;
     if !args.json {
@@ -209,7 +198,6 @@ fn bench_map(
             let med = median(times);
             // Beams fired per second of wall time (median frame).
             let mrays = sensor.beams_per_frame() as f64 / (med * 1e3);
-
             if args.json {
                 println!(
                     "{}",
