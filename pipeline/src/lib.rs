@@ -57,7 +57,9 @@ pub mod progress;
 pub mod report;
 pub mod summary;
 
-pub use cloud::{Attribute, Cloud, ExtraDim, Metadata, Pose, ScalarKind, ScanInfo};
+pub use cloud::{
+    Attribute, Cloud, ExtraDim, ExtraScalar, ExtraValues, Metadata, Pose, ScalarKind, ScanInfo,
+};
 pub use error::{Error, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;

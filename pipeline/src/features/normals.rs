@@ -21,7 +21,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::cloud::{Cloud, ExtraDim, ScalarKind};
+use crate::cloud::{Cloud, ExtraDim};
 use crate::error::{Error, Result};
 use crate::features::Neighbors;
 use crate::filters::{CHUNK, check_cloud};
@@ -419,9 +419,9 @@ pub fn estimate_normals(
     for f in &fitted {
         rules[f.rule as usize] += 1;
     }
-    let curv: Option<Vec<f64>> = params
+    let curv: Option<Vec<f32>> = params
         .curvature
-        .then(|| fitted.par_iter().map(|f| f.curvature as f64).collect());
+        .then(|| fitted.par_iter().map(|f| f.curvature).collect());
     let gamma: Vec<f32> = fitted.par_iter().map(|f| f.gamma).collect();
     let normals: Vec<[f32; 3]> = fitted.par_iter().map(|f| f.normal).collect();
     drop(fitted);
@@ -450,11 +450,7 @@ pub fn estimate_normals(
     cloud.gamma = Some(gamma);
     if let Some(curv) = curv {
         cloud.extra.retain(|d| d.name != "curvature");
-        cloud.extra.push(ExtraDim {
-            name: "curvature".into(),
-            kind: ScalarKind::F32,
-            values: curv,
-        });
+        cloud.extra.push(ExtraDim::new("curvature", curv));
     }
     report.finish(n, started);
     Ok(report)
@@ -651,7 +647,7 @@ mod tests {
         let r = estimate_normals(&mut c, &p, &NoProgress).unwrap();
         assert!(c.normals.as_ref().unwrap().iter().all(|n| *n == [0.0; 3]));
         assert!(c.gamma.as_ref().unwrap().iter().all(|g| g.is_infinite()));
-        assert_eq!(c.extra("curvature").unwrap().values[0], -1.0);
+        assert_eq!(c.extra("curvature").unwrap().values.get(0).unwrap(), -1.0);
         assert_eq!(
             r.figures.iter().find(|f| f.0 == "no_normal").unwrap().1,
             31.0

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{CHUNK, check_cancel, check_cloud};
-use crate::cloud::Cloud;
+use crate::cloud::{Cloud, ExtraValues};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::report::StageReport;
@@ -374,11 +374,13 @@ fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
         );
     }
     for (d, src) in out.extra.iter_mut().zip(&cloud.extra) {
-        if d.kind.is_float() {
-            d.values = runs
+        if d.kind().is_float() {
+            let get = |i: usize| src.values.get(i).unwrap_or(0.0);
+            let means: Vec<f64> = runs
                 .par_iter()
-                .map(|run| mean_of(run, &|i| [src.values[i], 0.0, 0.0])[0])
+                .map(|run| mean_of(run, &|i| [get(i), 0.0, 0.0])[0])
                 .collect();
+            d.values = ExtraValues::from_f64(d.kind(), &means);
         }
     }
     out
