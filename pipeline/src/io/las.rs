@@ -1324,25 +1324,44 @@ fn read_laz_chunks(
         rest = tail;
         first += e.point_count;
     }
+    // Chunk buffers are allocated here and freed here: buffers freed on rayon's threads would stay resident in
+    // their allocator arenas for the rest of the process (measured: +8 bytes per point at prepare's peak).
+    let largest = entries
+        .iter()
+        .map(|e| e.point_count as usize)
+        .max()
+        .unwrap_or(0);
+    let pool = std::sync::Mutex::new(
+        (0..rayon::current_num_threads().min(entries.len()))
+            .map(|_| Vec::<u8>::with_capacity(largest * rl))
+            .collect::<Vec<_>>(),
+    );
     let results: Vec<Result<()>> = jobs
         .into_par_iter()
-        .map_init(Vec::new, |buf: &mut Vec<u8>, (c, from, first, view)| {
+        .map(|(c, from, first, view)| {
             let e = &entries[c];
             let to = from + e.byte_count as usize;
             let n = e.point_count as usize;
             let place = format!("compressed chunk {c} (bytes {from} to {to})");
+            let taken = pool.lock().ok().and_then(|mut p| p.pop());
+            let mut buf = taken.unwrap_or_default();
             buf.clear();
             buf.resize(n * rl, 0);
-            guarded(path, &place, || {
-                laz::par_decompress(&data[from..to], buf, laz_vlr, &entries[c..=c])
+            let decoded = guarded(path, &place, || {
+                laz::par_decompress(&data[from..to], &mut buf, laz_vlr, &entries[c..=c])
                     .map_err(laz_err(path, place.clone()))
-            })?;
-            match fill_parallel(view, buf, layout, tf, n) {
+            });
+            let result = decoded.and_then(|()| match fill_parallel(view, &buf, layout, tf, n) {
                 Some(bad) => Err(not_finite(path, first + bad as u64)),
                 None => Ok(()),
+            });
+            if let Ok(mut p) = pool.lock() {
+                p.push(buf);
             }
+            result
         })
         .collect();
+    drop(pool);
     results.into_iter().collect::<Result<()>>()?;
     Ok(cols)
 }
