@@ -594,7 +594,7 @@ impl<'a> ExtraMut<'a> {
                 }
             }
         }
-        per_extra!(ExtraMut, self, v, _wrap => run(v, records, f))
+        per_extra!(ExtraMut, self, v, _wrap => run(v, records, f));
     }
 }
 
