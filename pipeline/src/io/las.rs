@@ -3,11 +3,12 @@
 //! Reading parses the header, VLRs and EVLRs here (every offset and count is checked against the bytes present
 //! before anything is allocated from it) and decodes point records with fixed offsets, in parallel, straight
 //! into the cloud's arrays, allocated once at their final size (zeroed pages: decoding is the only pass over
-//! them). LAZ point data is decompressed with the `laz` crate one chunk per parallel job, each chunk decoded
-//! into a buffer of its own and converted straight into its place in the arrays; the chunk table, item list
-//! and (for LAS 1.4 layered chunks) layer sizes are validated first, because `laz` allocates from them without
-//! checking. Extra dimensions are held at their stored width (scan angle i8 or f32, user data u8, point source
-//! id u16).
+//! them). LAZ point data is decompressed with the `laz` crate's record decoders one chunk per parallel job,
+//! each chunk a piece of 64 KiB of records at a time into a small buffer that is converted into its place in
+//! the arrays while still in cache (no chunk-sized buffer: those stayed resident in the worker threads'
+//! allocator arenas); the chunk table, item list and (for LAS 1.4 layered chunks) layer sizes are validated
+//! first, because `laz` allocates from them without checking. Extra dimensions are held at their stored width
+//! (scan angle i8 or f32, user data u8, point source id u16).
 //!
 //! Why our own reader and not the `las` crate's (issue 12): measured 2026-11-23 14:53 UTC (load average 3.8,
 //! `aerie bench read --repeat 7`, median), a prototype decoding with `las::Reader::read_all` (laz-parallel) into
@@ -47,6 +48,9 @@ const FILL_GRAIN: usize = 1 << 16;
 /// A LAZ chunk claiming more decoded bytes than this multiple of its compressed size (plus a slack) is decoded
 /// sequentially in bounded pieces instead of being given a buffer of the claimed size up front.
 const LAZ_TRUSTED_RATIO: u64 = 64;
+/// Decoded LAZ records are converted this many bytes at a time: the buffer stays in L2 between decoding and
+/// conversion, and is below glibc's mmap threshold, so it never grows the resident set.
+const LAZ_PIECE_BYTES: usize = 1 << 16;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Reading
@@ -1305,7 +1309,6 @@ fn read_laz_chunks(
     entries: &[laz::laszip::ChunkTableEntry],
     chunk_starts: &[usize],
 ) -> Result<Columns> {
-    let rl = header.record_len;
     let mut cols = Columns::zeroed(layout, header.count as usize);
     // The first point of a chunk is stored uncompressed: the origin comes from it as from a decoded record.
     let first_record = entries
@@ -1324,47 +1327,81 @@ fn read_laz_chunks(
         rest = tail;
         first += e.point_count;
     }
-    // Chunk buffers are allocated here and freed here: buffers freed on rayon's threads would stay resident in
-    // their allocator arenas for the rest of the process (measured: about 5 bytes per input point more at
-    // prepare's peak on lone_star).
-    let largest = entries
-        .iter()
-        .map(|e| e.point_count as usize)
-        .max()
-        .unwrap_or(0);
-    let pool = std::sync::Mutex::new(
-        (0..rayon::current_num_threads().min(entries.len()))
-            .map(|_| Vec::<u8>::with_capacity(largest * rl))
-            .collect::<Vec<_>>(),
-    );
     let results: Vec<Result<()>> = jobs
         .into_par_iter()
         .map(|(c, from, first, view)| {
             let e = &entries[c];
             let to = from + e.byte_count as usize;
-            let n = e.point_count as usize;
             let place = format!("compressed chunk {c} (bytes {from} to {to})");
-            let taken = pool.lock().ok().and_then(|mut p| p.pop());
-            let mut buf = taken.unwrap_or_default();
-            buf.clear();
-            buf.resize(n * rl, 0);
-            let decoded = guarded(path, &place, || {
-                laz::par_decompress(&data[from..to], &mut buf, laz_vlr, &entries[c..=c])
-                    .map_err(laz_err(path, place.clone()))
-            });
-            let result = decoded.and_then(|()| match fill_parallel(view, &buf, layout, tf, n) {
-                Some(bad) => Err(not_finite(path, first + bad as u64)),
-                None => Ok(()),
-            });
-            if let Ok(mut p) = pool.lock() {
-                p.push(buf);
-            }
-            result
+            guarded(path, &place, || {
+                decode_chunk(
+                    &data[from..to],
+                    laz_vlr,
+                    view,
+                    layout,
+                    tf,
+                    e.point_count as usize,
+                )
+                .map_err(|fault| match fault {
+                    ChunkFault::Laz(e) => Error::format(path, place.clone(), format!("laz: {e}")),
+                    ChunkFault::NotFinite(i) => not_finite(path, first + i as u64),
+                })
+            })
         })
         .collect();
-    drop(pool);
     results.into_iter().collect::<Result<()>>()?;
     Ok(cols)
+}
+
+/// Why a chunk could not be decoded: the `laz` decoder's error, or the index (within the chunk) of a point
+/// whose coordinates are not finite.
+enum ChunkFault {
+    Laz(String),
+    NotFinite(usize),
+}
+
+/// Decode one chunk's `n` records into `view`, a piece of [`LAZ_PIECE_BYTES`] at a time: each piece is decoded
+/// into a small buffer and converted while it is still in cache, so no chunk-sized buffer is ever live (one per
+/// worker thread of about 1.7 MB each on lone_star, which glibc kept resident for the rest of a prepare).
+fn decode_chunk(
+    chunk: &[u8],
+    laz_vlr: &laz::LazVlr,
+    view: ColumnsMut<'_>,
+    layout: &Layout,
+    tf: Transform,
+    n: usize,
+) -> std::result::Result<(), ChunkFault> {
+    use laz::record::{
+        LayeredPointRecordDecompressor, RecordDecompressor, SequentialPointRecordDecompressor,
+    };
+    let src = Cursor::new(chunk);
+    // The item versions were checked to be all sequential (1, 2) or all layered (3, 4).
+    let layered = laz_vlr.items().iter().all(|i| i.version() >= 3);
+    let mut dec: Box<dyn RecordDecompressor<Cursor<&[u8]>> + Send + Sync> = if layered {
+        Box::new(LayeredPointRecordDecompressor::new(src))
+    } else {
+        Box::new(SequentialPointRecordDecompressor::new(src))
+    };
+    dec.set_fields_from(laz_vlr.items())
+        .map_err(|e| ChunkFault::Laz(e.to_string()))?;
+    let rl = layout.record_len;
+    let per_piece = (LAZ_PIECE_BYTES / rl).max(1);
+    let mut buf = vec![0u8; per_piece.min(n) * rl];
+    let mut rest = view;
+    let mut done = 0;
+    while done < n {
+        let m = per_piece.min(n - done);
+        let (piece, tail) = rest.split_at(m);
+        rest = tail;
+        let records = &mut buf[..m * rl];
+        dec.decompress_many(records)
+            .map_err(|e| ChunkFault::Laz(e.to_string()))?;
+        if let Some(bad) = fill(piece, records, layout, tf) {
+            return Err(ChunkFault::NotFinite(done + bad));
+        }
+        done += m;
+    }
+    Ok(())
 }
 
 /// The chunk table (entries with their point counts filled in, and each chunk's byte offset in the file), or
@@ -1536,7 +1573,7 @@ fn read_laz_sequential(
     let mut dec = guarded(path, &place, || {
         laz::LasZipDecompressor::new(cur, vlr).map_err(laz_err(path, place.clone()))
     })?;
-    let batch = (1usize << 16) as u64;
+    let batch = (LAZ_PIECE_BYTES / rl).max(1) as u64;
     let mut buf = Vec::new();
     let mut done = 0u64;
     while done < header.count {
