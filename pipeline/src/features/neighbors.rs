@@ -763,11 +763,10 @@ impl Neighbors {
                 progress.advance(out.len() as u64);
                 Ok::<(), Error>(())
             })?;
-        let mut results = vec![R::default(); self.len];
-        for (j, &i) in self.order.iter().enumerate() {
-            results[i as usize] = in_cell_order[j];
-        }
-        Ok(results)
+        // Into point order in place: a second array of results would add one result per point to the peak
+        // memory of every stage built on this (SOR, normals).
+        scatter_in_place(&mut in_cell_order, &self.order);
+        Ok(in_cell_order)
     }
 
     /// For every point of the cloud (in parallel): its `k` nearest points (itself included) within
@@ -997,10 +996,54 @@ fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64) -> (u32, f64) {
     (a - 1, side)
 }
 
+/// Move `v[j]` to `v[to[j] as usize]` for every `j`, in place; `to` must be a permutation of `0..v.len()`.
+/// Each cycle of the permutation is followed once, carrying one value; a bit per element marks the places
+/// already filled.
+fn scatter_in_place<T: Copy>(v: &mut [T], to: &[u32]) {
+    debug_assert_eq!(v.len(), to.len());
+    let mut filled = vec![0u64; v.len().div_ceil(64)];
+    for start in 0..v.len() {
+        if filled[start / 64] >> (start % 64) & 1 != 0 {
+            continue;
+        }
+        let mut carried = v[start];
+        let mut j = to[start] as usize;
+        while j != start {
+            std::mem::swap(&mut carried, &mut v[j]);
+            filled[j / 64] |= 1 << (j % 64);
+            j = to[j] as usize;
+        }
+        v[start] = carried;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
+
+    #[test]
+    fn scatter_in_place_matches_a_scatter_into_a_new_array() {
+        for n in [0usize, 1, 2, 7, 64, 65, 1000] {
+            // A permutation with fixed points, 2-cycles and long cycles: a multiplicative shuffle.
+            let mut to: Vec<u32> = (0..n as u32).collect();
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for i in (1..n).rev() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                to.swap(i, (x % (i as u64 + 1)) as usize);
+            }
+            let v: Vec<u64> = (0..n as u64).map(|i| i * 10 + 3).collect();
+            let mut want = vec![0; n];
+            for (j, &i) in to.iter().enumerate() {
+                want[i as usize] = v[j];
+            }
+            let mut got = v.clone();
+            scatter_in_place(&mut got, &to);
+            assert_eq!(got, want, "n = {n}");
+        }
+    }
 
     fn brute(points: &[[f32; 3]], q: [f32; 3], k: usize, r2: f32) -> Vec<(u32, f32)> {
         let mut v: Vec<(f32, u32)> = points

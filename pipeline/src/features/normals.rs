@@ -415,6 +415,8 @@ pub fn estimate_normals(
             }
         },
     )?;
+    // The index is not needed past here: free it before the outputs are allocated.
+    drop(nb);
     let mut rules = [0usize; 5];
     for f in &fitted {
         rules[f.rule as usize] += 1;
