@@ -270,14 +270,21 @@ pub fn downsample(
     } else {
         let grid = build_grid(cloud, r, progress)?;
         progress.advance(cloud.len() as u64 / 2);
+        report.figure("cells", grid.cells() as f64);
+        // The grid (16 bytes per input point) is freed before the output cloud is allocated.
         let out = match params.method {
-            DownsampleMethod::VoxelNearest => cloud.select(&grid.nearest(cloud, r)),
+            DownsampleMethod::VoxelNearest => {
+                let keep = grid.nearest(cloud, r);
+                drop(grid);
+                cloud.select(&keep)
+            }
             DownsampleMethod::VoxelCentroid => centroids(cloud, &grid, r),
             DownsampleMethod::MinDistance => {
-                cloud.select(&min_distance(cloud, &grid, r, progress)?)
+                let keep = min_distance(cloud, &grid, r, progress)?;
+                drop(grid);
+                cloud.select(&keep)
             }
         };
-        report.figure("cells", grid.cells() as f64);
         progress.advance(cloud.len() as u64 - cloud.len() as u64 / 2);
         out
     };
