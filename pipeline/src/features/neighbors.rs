@@ -729,8 +729,8 @@ impl Neighbors {
     }
 
     /// Run `f` once per point over the points of whole main cells, in parallel, in cell order, and return the
-    /// results in the original point order. `f(state, sorted cell range, results)` fills one result per point
-    /// of the range.
+    /// results in that order (the order of [`Neighbors::into_order`]). `f(state, sorted cell range, results)`
+    /// fills one result per point of the range.
     fn per_cells<R, S>(
         &self,
         progress: &dyn Progress,
@@ -763,10 +763,19 @@ impl Neighbors {
                 progress.advance(out.len() as u64);
                 Ok::<(), Error>(())
             })?;
-        // Into point order in place: a second array of results would add one result per point to the peak
-        // memory of every stage built on this (SOR, normals).
-        scatter_in_place(&mut in_cell_order, &self.order);
         Ok(in_cell_order)
+    }
+
+    /// Results in cell order (as [`Neighbors::per_cells`] returns them) put into point order.
+    fn to_point_order<R: Copy + Default>(&self, in_cell_order: &[R]) -> Vec<R> {
+        scatter(in_cell_order, &self.order)
+    }
+
+    /// The original index of each point in the index's own (cell) order, the order of
+    /// [`Neighbors::knn_all_in_cell_order`]'s results; the rest of the index is freed. With [`scatter`], a
+    /// caller puts those results into point order without holding the index and two result arrays at once.
+    pub(crate) fn into_order(self) -> Vec<u32> {
+        self.order
     }
 
     /// For every point of the cloud (in parallel): its `k` nearest points (itself included) within
@@ -784,25 +793,33 @@ impl Neighbors {
     where
         R: Copy + Default + Send + Sync,
     {
+        let in_cell_order = self.knn_all_in_cell_order(k, max_radius, progress, init, f)?;
+        Ok(self.to_point_order(&in_cell_order))
+    }
+
+    /// [`Neighbors::knn_all`] with the results left in the index's cell order: result `j` is point
+    /// `into_order()[j]`'s.
+    pub(crate) fn knn_all_in_cell_order<R, S>(
+        &self,
+        k: usize,
+        max_radius: Option<f32>,
+        progress: &dyn Progress,
+        init: impl Fn() -> S + Sync + Send,
+        f: impl Fn(&mut S, usize, [f32; 3], &[Neighbor], &[[f32; 3]]) -> R + Sync + Send,
+    ) -> Result<Vec<R>>
+    where
+        R: Copy + Default + Send + Sync,
+    {
         let k = k.min(self.len);
         let limit2 = max_radius.map_or(f32::INFINITY, |r| r * r);
         if k == 0 || limit2.is_nan() || limit2 < 0.0 {
-            let none: Vec<R> = self
+            let mut state = init();
+            return Ok(self
                 .order
                 .iter()
-                .enumerate()
-                .map(|_| R::default())
-                .collect();
-            let mut out = none;
-            let mut state = init();
-            let mut by_index = vec![[0.0f32; 3]; self.len];
-            for (j, &i) in self.order.iter().enumerate() {
-                by_index[i as usize] = self.sorted[j];
-            }
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = f(&mut state, i, by_index[i], &[], &[]);
-            }
-            return Ok(out);
+                .zip(&self.sorted)
+                .map(|(&i, &p)| f(&mut state, i as usize, p, &[], &[]))
+                .collect());
         }
         let want = Want { k, limit2 };
         struct Bufs<S> {
@@ -901,7 +918,7 @@ impl Neighbors {
             return Ok(vec![0; self.len]);
         }
         let r2 = radius * radius;
-        self.per_cells(progress, NeighborScratch::default, |s, ci, out| {
+        let in_cell_order = self.per_cells(progress, NeighborScratch::default, |s, ci, out| {
             let first = self.cell_start[ci] as usize;
             let c = decode(self.cell_codes[ci]).map(|v| v as i64);
             let (level, ring) = self.reach_block(radius as f64);
@@ -927,7 +944,8 @@ impl Neighbors {
                 let q = self.sorted[j];
                 *o = s.found.iter().filter(|e| dist2(e.pos, q) <= r2).count() as u32;
             }
-        })
+        })?;
+        Ok(self.to_point_order(&in_cell_order))
     }
 }
 
@@ -996,54 +1014,20 @@ fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64) -> (u32, f64) {
     (a - 1, side)
 }
 
-/// Move `v[j]` to `v[to[j] as usize]` for every `j`, in place; `to` must be a permutation of `0..v.len()`.
-/// Each cycle of the permutation is followed once, carrying one value; a bit per element marks the places
-/// already filled.
-fn scatter_in_place<T: Copy>(v: &mut [T], to: &[u32]) {
-    debug_assert_eq!(v.len(), to.len());
-    let mut filled = vec![0u64; v.len().div_ceil(64)];
-    for start in 0..v.len() {
-        if filled[start / 64] >> (start % 64) & 1 != 0 {
-            continue;
-        }
-        let mut carried = v[start];
-        let mut j = to[start] as usize;
-        while j != start {
-            std::mem::swap(&mut carried, &mut v[j]);
-            filled[j / 64] |= 1 << (j % 64);
-            j = to[j] as usize;
-        }
-        v[start] = carried;
+/// `v` put into the order `to` names: element `j` goes to place `to[j]` (`to` is a permutation of
+/// `0..v.len()`).
+pub(crate) fn scatter<T: Copy + Default>(v: &[T], to: &[u32]) -> Vec<T> {
+    let mut out = vec![T::default(); v.len()];
+    for (&x, &i) in v.iter().zip(to) {
+        out[i as usize] = x;
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::progress::NoProgress;
-
-    #[test]
-    fn scatter_in_place_matches_a_scatter_into_a_new_array() {
-        for n in [0usize, 1, 2, 7, 64, 65, 1000] {
-            // A permutation with fixed points, 2-cycles and long cycles: a multiplicative shuffle.
-            let mut to: Vec<u32> = (0..n as u32).collect();
-            let mut x = 0x2545_f491_4f6c_dd1du64;
-            for i in (1..n).rev() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                to.swap(i, (x % (i as u64 + 1)) as usize);
-            }
-            let v: Vec<u64> = (0..n as u64).map(|i| i * 10 + 3).collect();
-            let mut want = vec![0; n];
-            for (j, &i) in to.iter().enumerate() {
-                want[i as usize] = v[j];
-            }
-            let mut got = v.clone();
-            scatter_in_place(&mut got, &to);
-            assert_eq!(got, want, "n = {n}");
-        }
-    }
 
     fn brute(points: &[[f32; 3]], q: [f32; 3], k: usize, r2: f32) -> Vec<(u32, f32)> {
         let mut v: Vec<(f32, u32)> = points

@@ -359,7 +359,7 @@ pub fn estimate_normals(
         [s[0] / nf, s[1] / nf, s[2] / nf]
     };
     let nb = Neighbors::for_knn(&cloud.positions, k)?;
-    let fitted = nb.knn_all(
+    let fitted = nb.knn_all_in_cell_order(
         k,
         radius,
         progress,
@@ -415,17 +415,22 @@ pub fn estimate_normals(
             }
         },
     )?;
-    // The index is not needed past here: free it before the outputs are allocated.
-    drop(nb);
+    // The fits are in the index's cell order: free the index, then put each output into point order straight
+    // from them (no second array of fits in point order, no index, at the peak).
+    let order = nb.into_order();
     let mut rules = [0usize; 5];
-    for f in &fitted {
+    let mut normals = vec![[0.0f32; 3]; n];
+    let mut gamma = vec![0.0f32; n];
+    let mut curv = params.curvature.then(|| vec![0.0f32; n]);
+    for (f, &i) in fitted.iter().zip(&order) {
+        let i = i as usize;
         rules[f.rule as usize] += 1;
+        normals[i] = f.normal;
+        gamma[i] = f.gamma;
+        if let Some(c) = &mut curv {
+            c[i] = f.curvature;
+        }
     }
-    let curv: Option<Vec<f32>> = params
-        .curvature
-        .then(|| fitted.par_iter().map(|f| f.curvature).collect());
-    let gamma: Vec<f32> = fitted.par_iter().map(|f| f.gamma).collect();
-    let normals: Vec<[f32; 3]> = fitted.par_iter().map(|f| f.normal).collect();
     drop(fitted);
     let count = |r: Rule| rules[r as usize] as f64;
     let no_normal = count(Rule::None);
