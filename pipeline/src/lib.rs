@@ -60,7 +60,9 @@ pub mod progress;
 pub mod report;
 pub mod summary;
 
-pub use cloud::{Attribute, Cloud, ExtraDim, Metadata, ScalarKind, ScanInfo};
+pub use cloud::{
+    Attribute, Cloud, ExtraDim, ExtraScalar, ExtraValues, Metadata, ScalarKind, ScanInfo,
+};
 pub use error::{Error, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;

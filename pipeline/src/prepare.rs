@@ -309,7 +309,7 @@ pub fn prepare(
         }
     }
     progress.stage("map.buckets", cloud.len() as u64);
-    let mut map = PackedMap::from_cloud(&cloud, r_map as f32, recipe.bucket_size_m)?;
+    let mut map = PackedMap::from_cloud_owned(cloud, r_map as f32, recipe.bucket_size_m)?;
     let mut meta = map.metadata()?;
     reports.append(&mut meta.report);
     meta.sources = sources;

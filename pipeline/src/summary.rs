@@ -101,8 +101,9 @@ impl CloudSummary {
             push(range_of("ring", v.iter().map(|&x| [x as f64])));
         }
         for d in &cloud.extra {
-            if let Some(mut r) = range_of(&d.name, d.values.iter().map(|&x| [x])) {
-                r.kind = Some(format!("{:?}", d.kind).to_lowercase());
+            let values = (0..d.len()).filter_map(|i| d.values.get(i).map(|x| [x]));
+            if let Some(mut r) = range_of(&d.name, values) {
+                r.kind = Some(format!("{:?}", d.kind()).to_lowercase());
                 attributes.push(r);
             }
         }

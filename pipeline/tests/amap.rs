@@ -75,11 +75,11 @@ fn scene(n_ground: usize, seed: u64) -> Cloud {
     );
     c.classification = Some((0..n).map(|i| (i % 7) as u8).collect());
     c.time = Some((0..n).map(|i| i as f64 * 1e-5).collect());
-    c.extra.push(ExtraDim {
-        name: "row".into(),
-        kind: ScalarKind::U16,
-        values: (0..n).map(|i| (i % 100) as f64).collect(),
-    });
+    c.extra.push(ExtraDim::from_f64(
+        "row",
+        ScalarKind::U16,
+        &(0..n).map(|i| (i % 100) as f64).collect::<Vec<f64>>(),
+    ));
     c.meta.crs_wkt = Some("PROJCS[\"NAD83 / Oregon GIC Lambert (ft)\"]".into());
     c.meta.source = Some(PathBuf::from("scans/site.laz"));
     c.meta.format = Some("LAS 1.2, point format 3".into());

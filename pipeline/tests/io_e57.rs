@@ -137,8 +137,8 @@ fn pump_attributes_have_their_documented_ranges() {
     assert!(col.iter().flatten().any(|&v| v > 0));
     let row = c.extra("row").unwrap();
     let column = c.extra("column").unwrap();
-    assert_eq!(row.kind, ScalarKind::I32);
-    let max = |d: &ExtraDim| d.values.iter().copied().fold(f64::MIN, f64::max);
+    assert_eq!(row.kind(), ScalarKind::I32);
+    let max = |d: &ExtraDim| d.values.to_f64().into_iter().fold(f64::MIN, f64::max);
     assert_eq!(max(row), 1073.0);
     assert_eq!(max(column), 344.0);
 }
@@ -309,16 +309,16 @@ fn synthetic(n: usize, origin: [f64; 3], seed: u64, at: &Attrs) -> Cloud {
         c.time = Some((0..n).map(|i| 1.7e9 + i as f64 * 1e-5).collect());
     }
     if at.grid {
-        c.extra.push(ExtraDim {
-            name: "row".into(),
-            kind: ScalarKind::I32,
-            values: (0..n).map(|i| (i / 7) as f64).collect(),
-        });
-        c.extra.push(ExtraDim {
-            name: "column".into(),
-            kind: ScalarKind::I32,
-            values: (0..n).map(|i| (i % 7) as f64 - 3.0).collect(),
-        });
+        c.extra.push(ExtraDim::from_f64(
+            "row",
+            ScalarKind::I32,
+            &(0..n).map(|i| (i / 7) as f64).collect::<Vec<f64>>(),
+        ));
+        c.extra.push(ExtraDim::from_f64(
+            "column",
+            ScalarKind::I32,
+            &(0..n).map(|i| (i % 7) as f64 - 3.0).collect::<Vec<f64>>(),
+        ));
     }
     if at.returns {
         c.number_of_returns = Some((0..n).map(|i| (i % 3 + 1) as u8).collect());

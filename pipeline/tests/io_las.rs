@@ -164,11 +164,11 @@ fn known_values_of_real_files() {
     };
     let c = read(&p);
     let nir = c.extra("nir").unwrap();
-    assert_eq!(nir.kind, ScalarKind::U16);
-    assert!(nir.values.iter().any(|&v| v > 255.0));
-    assert_eq!(c.extra("Deviation").unwrap().kind, ScalarKind::U16);
-    assert_eq!(c.extra("confidence").unwrap().kind, ScalarKind::U8);
-    assert_eq!(c.extra("scan_angle").unwrap().kind, ScalarKind::F32);
+    assert_eq!(nir.kind(), ScalarKind::U16);
+    assert!(nir.values.to_f64().iter().any(|&v| v > 255.0));
+    assert_eq!(c.extra("Deviation").unwrap().kind(), ScalarKind::U16);
+    assert_eq!(c.extra("confidence").unwrap().kind(), ScalarKind::U8);
+    assert_eq!(c.extra("scan_angle").unwrap().kind(), ScalarKind::F32);
     // LAS 1.4 classes above 31 survive.
     assert!(c.classification.as_ref().unwrap().iter().any(|&k| k > 31));
     assert!(c.meta.crs_wkt.as_ref().unwrap().contains("Lambert-93"));
@@ -247,9 +247,9 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
     };
     if let Some(n) = &orig.normals {
         for (k, name) in ["nx", "ny", "nz"].into_iter().enumerate() {
-            let got = &extra_of(name).values;
+            let got = extra_of(name).values.to_f64();
             assert!(
-                n.iter().zip(got).all(|(a, &b)| f64::from(a[k]) == b),
+                n.iter().zip(&got).all(|(a, &b)| f64::from(a[k]) == b),
                 "{what}: {name}"
             );
         }
@@ -257,7 +257,7 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
     if let Some(g) = &orig.gamma {
         assert!(
             g.iter()
-                .zip(&extra_of("gamma").values)
+                .zip(&extra_of("gamma").values.to_f64())
                 .all(|(&a, &b)| f64::from(a) == b),
             "{what}: gamma"
         );
@@ -265,7 +265,7 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
     if let Some(r) = &orig.ring {
         assert!(
             r.iter()
-                .zip(&extra_of("ring").values)
+                .zip(&extra_of("ring").values.to_f64())
                 .all(|(&a, &b)| f64::from(a) == b),
             "{what}: ring"
         );
@@ -280,13 +280,14 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
         };
         let worst = d
             .values
+            .to_f64()
             .iter()
-            .zip(&got.values)
+            .zip(&got.values.to_f64())
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         assert!(worst <= tol, "{what}: extra {} differs by {worst}", d.name);
         if d.name != "scan_angle" {
-            assert_eq!(got.kind, d.kind, "{what}: kind of {}", d.name);
+            assert_eq!(got.kind(), d.kind(), "{what}: kind of {}", d.name);
         }
     }
     assert_eq!(back.meta.crs_wkt, orig.meta.crs_wkt, "{what}: crs");
@@ -432,28 +433,32 @@ fn synthetic(mask: u32, n: usize, seed: u64) -> Cloud {
         c.ring = Some((0..n).map(|_| r.below(128) as u16).collect());
     }
     if on(10) {
-        c.extra.push(ExtraDim {
-            name: "nir".into(),
-            kind: ScalarKind::U16,
-            values: (0..n).map(|_| r.below(65536) as f64).collect(),
-        });
+        c.extra.push(ExtraDim::from_f64(
+            "nir",
+            ScalarKind::U16,
+            &(0..n).map(|_| r.below(65536) as f64).collect::<Vec<f64>>(),
+        ));
     }
     if on(11) {
-        c.extra.push(ExtraDim {
-            name: "range".into(),
-            kind: ScalarKind::F32,
-            values: (0..n).map(|_| f64::from(r.unit() as f32 * 100.0)).collect(),
-        });
-        c.extra.push(ExtraDim {
-            name: "row".into(),
-            kind: ScalarKind::I32,
-            values: (0..n).map(|_| r.below(1 << 20) as f64 - 1000.0).collect(),
-        });
-        c.extra.push(ExtraDim {
-            name: "user_data".into(),
-            kind: ScalarKind::U8,
-            values: (0..n).map(|_| r.below(256) as f64).collect(),
-        });
+        c.extra.push(ExtraDim::from_f64(
+            "range",
+            ScalarKind::F32,
+            &(0..n)
+                .map(|_| f64::from(r.unit() as f32 * 100.0))
+                .collect::<Vec<f64>>(),
+        ));
+        c.extra.push(ExtraDim::from_f64(
+            "row",
+            ScalarKind::I32,
+            &(0..n)
+                .map(|_| r.below(1 << 20) as f64 - 1000.0)
+                .collect::<Vec<f64>>(),
+        ));
+        c.extra.push(ExtraDim::from_f64(
+            "user_data",
+            ScalarKind::U8,
+            &(0..n).map(|_| r.below(256) as f64).collect::<Vec<f64>>(),
+        ));
     }
     if on(12) {
         c.meta.crs_wkt = Some("PROJCS[\"test\"]".into());

@@ -114,7 +114,7 @@ fn shared_files_open_with_their_source_counts() {
     if let Some(p) = shared_file("pcd/os0_hall_scan_full40.pcd") {
         let c = read(&p);
         let curv = c.extra("curvature").expect("curvature kept as an extra");
-        assert_eq!(curv.kind, ScalarKind::F32);
+        assert_eq!(curv.kind(), ScalarKind::F32);
         assert_eq!(curv.values.len(), 87_922);
     }
     if let Some(p) = shared_file("ply/stanford_bun000_ascii.ply") {
@@ -163,8 +163,8 @@ fn real_files_round_trip_through_every_writer() {
             if ext != "bin" {
                 assert_eq!(back.normals, c.normals, "{what}: normals");
                 assert_eq!(
-                    back.extra("curvature").map(|d| &d.values),
-                    c.extra("curvature").map(|d| &d.values),
+                    back.extra("curvature").map(|d| d.values.to_f64()),
+                    c.extra("curvature").map(|d| d.values.to_f64()),
                     "{what}: curvature"
                 );
             }
@@ -276,16 +276,16 @@ fn build(s: &Spec) -> Cloud {
         c.classification = Some(s.points.iter().map(|p| p.6).collect());
     }
     if w[6] {
-        c.extra.push(ExtraDim {
-            name: "range_weight".into(),
-            kind: ScalarKind::F32,
-            values: s.points.iter().map(|p| p.7 as f64).collect(),
-        });
-        c.extra.push(ExtraDim {
-            name: "label".into(),
-            kind: ScalarKind::U16,
-            values: s.points.iter().map(|p| p.5 as f64).collect(),
-        });
+        c.extra.push(ExtraDim::from_f64(
+            "range_weight",
+            ScalarKind::F32,
+            &s.points.iter().map(|p| p.7 as f64).collect::<Vec<f64>>(),
+        ));
+        c.extra.push(ExtraDim::from_f64(
+            "label",
+            ScalarKind::U16,
+            &s.points.iter().map(|p| p.5 as f64).collect::<Vec<f64>>(),
+        ));
     }
     c
 }
@@ -317,9 +317,9 @@ proptest! {
             prop_assert_eq!(&back.ring, &c.ring, "{}", what);
             prop_assert_eq!(&back.classification, &c.classification, "{}", what);
             for d in &c.extra {
-                let b = back.extra(&d.name).map(|b| b.values.clone()).unwrap_or_default();
+                let b = back.extra(&d.name).map(|b| b.values.to_f64()).unwrap_or_default();
                 prop_assert_eq!(b.len(), d.values.len(), "{} {}", what, d.name);
-                for (x, y) in b.iter().zip(&d.values) {
+                for (x, y) in b.iter().zip(&d.values.to_f64()) {
                     // Text without declared types (XYZ) gives the decimal, not the f32 it came from.
                     let tol = if ext == "xyz" { 1e-6 * y.abs() } else { 0.0 };
                     prop_assert!((x - y).abs() <= tol, "{} {}: {} vs {}", what, d.name, x, y);
@@ -646,11 +646,7 @@ fn ply_scalar_fields_use_cloudcompare_names() {
         intensity: Some(vec![0.5, 0.25]),
         time: Some(vec![0.0, 0.1]),
         ring: Some(vec![3, 7]),
-        extra: vec![ExtraDim {
-            name: "range".into(),
-            kind: ScalarKind::F32,
-            values: vec![1.5, 2.5],
-        }],
+        extra: vec![ExtraDim::from_f64("range", ScalarKind::F32, &[1.5, 2.5])],
         ..Cloud::default()
     };
     let dir = tempfile::tempdir().unwrap();
@@ -674,7 +670,7 @@ fn ply_scalar_fields_use_cloudcompare_names() {
     assert_eq!(back.time, cloud.time);
     assert_eq!(back.ring, cloud.ring);
     assert_eq!(
-        back.extra("range").map(|d| d.values.clone()),
+        back.extra("range").map(|d| d.values.to_f64()),
         Some(vec![1.5, 2.5])
     );
     #[cfg(unix)]

@@ -347,6 +347,7 @@ mod file {
             .extra("point_source_id")
             .expect("point source id")
             .values
+            .to_f64()
             .iter()
             .map(|&v| v as u64)
             .collect();

@@ -733,8 +733,8 @@ impl Neighbors {
     }
 
     /// Run `f` once per point over the points of whole main cells, in parallel, in cell order, and return the
-    /// results in the original point order. `f(state, sorted cell range, results)` fills one result per point
-    /// of the range.
+    /// results in that order (the order of [`Neighbors::into_order`]). `f(state, sorted cell range, results)`
+    /// fills one result per point of the range.
     fn per_cells<R, S>(
         &self,
         progress: &dyn Progress,
@@ -767,11 +767,19 @@ impl Neighbors {
                 progress.advance(out.len() as u64);
                 Ok::<(), Error>(())
             })?;
-        let mut results = vec![R::default(); self.len];
-        for (j, &i) in self.order.iter().enumerate() {
-            results[i as usize] = in_cell_order[j];
-        }
-        Ok(results)
+        Ok(in_cell_order)
+    }
+
+    /// Results in cell order (as [`Neighbors::per_cells`] returns them) put into point order.
+    fn to_point_order<R: Copy + Default>(&self, in_cell_order: &[R]) -> Vec<R> {
+        scatter(in_cell_order, &self.order)
+    }
+
+    /// The original index of each point in the index's own (cell) order, the order of
+    /// [`Neighbors::knn_all_in_cell_order`]'s results; the rest of the index is freed. With [`scatter`], a
+    /// caller puts those results into point order without holding the index and two result arrays at once.
+    pub(crate) fn into_order(self) -> Vec<u32> {
+        self.order
     }
 
     /// For every point of the cloud (in parallel): its `k` nearest points (itself included) within
@@ -789,25 +797,33 @@ impl Neighbors {
     where
         R: Copy + Default + Send + Sync,
     {
+        let in_cell_order = self.knn_all_in_cell_order(k, max_radius, progress, init, f)?;
+        Ok(self.to_point_order(&in_cell_order))
+    }
+
+    /// [`Neighbors::knn_all`] with the results left in the index's cell order: result `j` is point
+    /// `into_order()[j]`'s.
+    pub(crate) fn knn_all_in_cell_order<R, S>(
+        &self,
+        k: usize,
+        max_radius: Option<f32>,
+        progress: &dyn Progress,
+        init: impl Fn() -> S + Sync + Send,
+        f: impl Fn(&mut S, usize, [f32; 3], &[Neighbor], &[[f32; 3]]) -> R + Sync + Send,
+    ) -> Result<Vec<R>>
+    where
+        R: Copy + Default + Send + Sync,
+    {
         let k = k.min(self.len);
         let limit2 = max_radius.map_or(f32::INFINITY, |r| r * r);
         if k == 0 || limit2.is_nan() || limit2 < 0.0 {
-            let none: Vec<R> = self
+            let mut state = init();
+            return Ok(self
                 .order
                 .iter()
-                .enumerate()
-                .map(|_| R::default())
-                .collect();
-            let mut out = none;
-            let mut state = init();
-            let mut by_index = vec![[0.0f32; 3]; self.len];
-            for (j, &i) in self.order.iter().enumerate() {
-                by_index[i as usize] = self.sorted[j];
-            }
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = f(&mut state, i, by_index[i], &[], &[]);
-            }
-            return Ok(out);
+                .zip(&self.sorted)
+                .map(|(&i, &p)| f(&mut state, i as usize, p, &[], &[]))
+                .collect());
         }
         let want = Want { k, limit2 };
         struct Bufs<S> {
@@ -906,7 +922,7 @@ impl Neighbors {
             return Ok(vec![0; self.len]);
         }
         let r2 = radius * radius;
-        self.per_cells(progress, NeighborScratch::default, |s, ci, out| {
+        let in_cell_order = self.per_cells(progress, NeighborScratch::default, |s, ci, out| {
             let first = self.cell_start[ci] as usize;
             let c = decode(self.cell_codes[ci]).map(|v| v as i64);
             let (level, ring) = self.reach_block(radius as f64);
@@ -932,7 +948,8 @@ impl Neighbors {
                 let q = self.sorted[j];
                 *o = s.found.iter().filter(|e| dist2(e.pos, q) <= r2).count() as u32;
             }
-        })
+        })?;
+        Ok(self.to_point_order(&in_cell_order))
     }
 }
 
@@ -999,6 +1016,16 @@ fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64) -> (u32, f64) {
         s0
     };
     (a - 1, side)
+}
+
+/// `v` put into the order `to` names: element `j` goes to place `to[j]` (`to` is a permutation of
+/// `0..v.len()`).
+pub(crate) fn scatter<T: Copy + Default>(v: &[T], to: &[u32]) -> Vec<T> {
+    let mut out = vec![T::default(); v.len()];
+    for (&x, &i) in v.iter().zip(to) {
+        out[i as usize] = x;
+    }
+    out
 }
 
 #[cfg(test)]

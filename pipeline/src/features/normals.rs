@@ -21,7 +21,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::cloud::{Cloud, ExtraDim, ScalarKind};
+use crate::cloud::{Cloud, ExtraDim};
 use crate::error::{Error, Result};
 use crate::features::Neighbors;
 use crate::filters::{CHUNK, check_cloud};
@@ -360,7 +360,7 @@ pub fn estimate_normals(
         [s[0] / nf, s[1] / nf, s[2] / nf]
     };
     let nb = Neighbors::for_knn(&cloud.positions, k)?;
-    let fitted = nb.knn_all(
+    let fitted = nb.knn_all_in_cell_order(
         k,
         radius,
         progress,
@@ -416,15 +416,22 @@ pub fn estimate_normals(
             }
         },
     )?;
+    // The fits are in the index's cell order: free the index, then put each output into point order straight
+    // from them (no second array of fits in point order, no index, at the peak).
+    let order = nb.into_order();
     let mut rules = [0usize; 5];
-    for f in &fitted {
+    let mut normals = vec![[0.0f32; 3]; n];
+    let mut gamma = vec![0.0f32; n];
+    let mut curv = params.curvature.then(|| vec![0.0f32; n]);
+    for (f, &i) in fitted.iter().zip(&order) {
+        let i = i as usize;
         rules[f.rule as usize] += 1;
+        normals[i] = f.normal;
+        gamma[i] = f.gamma;
+        if let Some(c) = &mut curv {
+            c[i] = f.curvature;
+        }
     }
-    let curv: Option<Vec<f64>> = params
-        .curvature
-        .then(|| fitted.par_iter().map(|f| f.curvature as f64).collect());
-    let gamma: Vec<f32> = fitted.par_iter().map(|f| f.gamma).collect();
-    let normals: Vec<[f32; 3]> = fitted.par_iter().map(|f| f.normal).collect();
     drop(fitted);
     let count = |r: Rule| rules[r as usize] as f64;
     let no_normal = count(Rule::None);
@@ -451,11 +458,7 @@ pub fn estimate_normals(
     cloud.gamma = Some(gamma);
     if let Some(curv) = curv {
         cloud.extra.retain(|d| d.name != "curvature");
-        cloud.extra.push(ExtraDim {
-            name: "curvature".into(),
-            kind: ScalarKind::F32,
-            values: curv,
-        });
+        cloud.extra.push(ExtraDim::new("curvature", curv));
     }
     report.finish(n, started);
     Ok(report)
@@ -654,7 +657,7 @@ mod tests {
         let r = estimate_normals(&mut c, &p, &NoProgress).unwrap();
         assert!(c.normals.as_ref().unwrap().iter().all(|n| *n == [0.0; 3]));
         assert!(c.gamma.as_ref().unwrap().iter().all(|g| g.is_infinite()));
-        assert_eq!(c.extra("curvature").unwrap().values[0], -1.0);
+        assert_eq!(c.extra("curvature").unwrap().values.get(0).unwrap(), -1.0);
         assert_eq!(
             r.figures.iter().find(|f| f.0 == "no_normal").unwrap().1,
             31.0

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{CHUNK, check_cancel, check_cloud};
-use crate::cloud::Cloud;
+use crate::cloud::{Cloud, ExtraValues};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::report::StageReport;
@@ -270,14 +270,21 @@ pub fn downsample(
     } else {
         let grid = build_grid(cloud, r, progress)?;
         progress.advance(cloud.len() as u64 / 2);
+        report.figure("cells", grid.cells() as f64);
+        // The grid (16 bytes per input point) is freed before the output cloud is allocated.
         let out = match params.method {
-            DownsampleMethod::VoxelNearest => cloud.select(&grid.nearest(cloud, r)),
+            DownsampleMethod::VoxelNearest => {
+                let keep = grid.nearest(cloud, r);
+                drop(grid);
+                cloud.select(&keep)
+            }
             DownsampleMethod::VoxelCentroid => centroids(cloud, &grid, r),
             DownsampleMethod::MinDistance => {
-                cloud.select(&min_distance(cloud, &grid, r, progress)?)
+                let keep = min_distance(cloud, &grid, r, progress)?;
+                drop(grid);
+                cloud.select(&keep)
             }
         };
-        report.figure("cells", grid.cells() as f64);
         progress.advance(cloud.len() as u64 - cloud.len() as u64 / 2);
         out
     };
@@ -374,11 +381,13 @@ fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
         );
     }
     for (d, src) in out.extra.iter_mut().zip(&cloud.extra) {
-        if d.kind.is_float() {
-            d.values = runs
+        if d.kind().is_float() {
+            let get = |i: usize| src.values.get(i).unwrap_or(0.0);
+            let means: Vec<f64> = runs
                 .par_iter()
-                .map(|run| mean_of(run, &|i| [src.values[i], 0.0, 0.0])[0])
+                .map(|run| mean_of(run, &|i| [get(i), 0.0, 0.0])[0])
                 .collect();
+            d.values = ExtraValues::from_f64(d.kind(), &means);
         }
     }
     out

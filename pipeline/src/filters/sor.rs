@@ -25,6 +25,7 @@ use super::{CHUNK, check_cancel, check_cloud, mask_indices, select_subset};
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
 use crate::features::Neighbors;
+use crate::features::neighbors::scatter;
 use crate::progress::Progress;
 use crate::report::StageReport;
 
@@ -144,7 +145,7 @@ pub fn sor_mean_distances(
     } else {
         1
     };
-    let d = nb.knn_all(
+    let in_cell_order = nb.knn_all_in_cell_order(
         query,
         None,
         progress,
@@ -160,7 +161,9 @@ pub fn sor_mean_distances(
             sum / divisor as f64
         },
     )?;
-    Ok((d, divisor, warnings))
+    // The index is freed before the distances are put into point order.
+    let order = nb.into_order();
+    Ok((scatter(&in_cell_order, &order), divisor, warnings))
 }
 
 /// Sum of `f(x)` over `v` in fixed chunk order (independent of the thread count).

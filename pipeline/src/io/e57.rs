@@ -38,7 +38,7 @@ use crate::cloud::origin_for;
 use crate::io::atomic::write_atomic;
 use crate::io::{ReadOptions, WriteOptions};
 use crate::pose::Isometry3;
-use crate::{Cloud, Error, ExtraDim, Result, ScalarKind, ScanInfo};
+use crate::{Cloud, Error, ExtraDim, Result, ScanInfo};
 
 /// Size of the fixed binary header at the start of every E57 file.
 const HEADER_SIZE: usize = 48;
@@ -79,8 +79,8 @@ struct ScanData {
     time: Option<Vec<f64>>,
     return_number: Option<Vec<u8>>,
     number_of_returns: Option<Vec<u8>>,
-    row: Option<Vec<f64>>,
-    column: Option<Vec<f64>>,
+    row: Option<Vec<i32>>,
+    column: Option<Vec<i32>>,
 }
 
 fn decode(data: &[u8], path: &Path) -> Result<(Vec<ScanData>, FileInfo)> {
@@ -468,10 +468,10 @@ impl<'a> Sink<'a> {
             nr.push(v(rc).clamp(0.0, 255.0) as u8);
         }
         if let (Some(o), Some(i)) = (out.row.as_mut(), lay.row) {
-            o.push(v(i));
+            o.push(index_of(v(i)));
         }
         if let (Some(o), Some(i)) = (out.column.as_mut(), lay.column) {
-            o.push(v(i));
+            o.push(index_of(v(i)));
         }
         Ok(())
     }
@@ -845,11 +845,7 @@ fn assemble(scans: &[ScanData], info: &FileInfo) -> Cloud {
         ("column", join(scans, |s| &s.column)),
     ] {
         if let Some(values) = values {
-            extra.push(ExtraDim {
-                name: name.to_owned(),
-                kind: ScalarKind::I32,
-                values,
-            });
+            extra.push(ExtraDim::new(name, values));
         }
     }
     let mut cloud = Cloud::with_origin(origin);
@@ -1060,8 +1056,9 @@ fn int_record(name: RecordName, values: impl Iterator<Item = i64>) -> (Record, i
 }
 
 /// An f64 extra value as an integer index (NaN -> 0, out of i32 range clamped).
-fn index_of(v: f64) -> i64 {
-    v.round().clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i64
+/// A row or column index: rounded, saturated to i32.
+fn index_of(v: f64) -> i32 {
+    v.round().clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32
 }
 
 fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
@@ -1207,10 +1204,14 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
         let Some(d) = cloud.extra(extra_name).filter(|_| opts.wants(extra_name)) else {
             continue;
         };
-        let Some(vals) = d.values.get(range.clone()) else {
+        let Some(vals) = range
+            .clone()
+            .map(|i| d.values.get(i).map(index_of))
+            .collect::<Option<Vec<i32>>>()
+        else {
             continue;
         };
-        let (rec, _, _) = int_record(record_name, vals.iter().map(|&v| index_of(v)));
+        let (rec, _, _) = int_record(record_name, vals.iter().map(|&v| i64::from(v)));
         proto.push(rec);
         index_fields.push(vals);
     }
@@ -1274,7 +1275,7 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
         }
         for vals in &index_fields {
             values.push(RecordValue::Integer(
-                vals.get(i).map_or(0, |&v| index_of(v)),
+                vals.get(i).map_or(0, |&v| i64::from(v)),
             ));
         }
         pw.add_point(values)

@@ -528,14 +528,14 @@ pub(crate) fn assemble(
     }
     cloud.extra = cols
         .into_iter()
-        .map(|c| ExtraDim {
+        .map(|c| {
             // `scalar_` is CloudCompare's prefix for scalar fields in PLY files, not part of the name.
-            name: match c.name.strip_prefix("scalar_") {
+            let name = match c.name.strip_prefix("scalar_") {
                 Some(rest) if !rest.is_empty() => rest.to_string(),
                 _ => c.name,
-            },
-            kind: c.kind,
-            values: c.values,
+            };
+            // Held at the declared width: a text value the type cannot hold converts as `as` does.
+            ExtraDim::from_f64(name, c.kind, &c.values)
         })
         .collect();
     Ok(cloud)
@@ -743,7 +743,7 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
         };
         out.push(OutField {
             name,
-            kind: d.kind,
+            kind: d.kind(),
             src: Src::Extra(i),
         });
     }
@@ -796,7 +796,6 @@ pub(crate) fn value(cloud: &Cloud, src: Src, i: usize) -> f64 {
             .extra
             .get(e)
             .and_then(|d| d.values.get(i))
-            .copied()
             .unwrap_or(0.0),
     }
 }

@@ -2,9 +2,22 @@
 //!
 //! Reading parses the header, VLRs and EVLRs here (every offset and count is checked against the bytes present
 //! before anything is allocated from it) and decodes point records with fixed offsets, in parallel, straight
-//! into the cloud's arrays. LAZ point data is decompressed with the `laz` crate chunk by chunk, several chunks
-//! at a time in parallel; its chunk table, item list and (for LAS 1.4 layered chunks) layer sizes are validated
-//! first, because `laz` allocates from them without checking.
+//! into the cloud's arrays, allocated once at their final size (zeroed pages: decoding is the only pass over
+//! them). LAZ point data is decompressed with the `laz` crate's record decoders one chunk per parallel job,
+//! each chunk a piece of 64 KiB of records at a time into a small buffer that is converted into its place in
+//! the arrays while still in cache (no chunk-sized buffer: those stayed resident in the worker threads'
+//! allocator arenas); the chunk table, item list and (for LAS 1.4 layered chunks) layer sizes are validated
+//! first, because `laz` allocates from them without checking. Extra dimensions are held at their stored width
+//! (scan angle i8 or f32, user data u8, point source id u16).
+//!
+//! Why our own reader and not the `las` crate's (issue 12): measured 2026-11-23 14:53 UTC (load average 3.8,
+//! `aerie bench read --repeat 7`, median), a prototype decoding with `las::Reader::read_all` (laz-parallel) into
+//! the same columns against this reader: lone_star_tls.laz 220 ms vs 167 ms, the same points as LAS 38.9 ms vs
+//! 17.0 ms, autzen_trim.laz 49.8 vs 50.9 ms, las14_fmt8_extra_bytes.laz 365 vs 379 ms (both within noise),
+//! autzen_trim.las 3.5 vs 2.2 ms. The crate decodes the whole file into one record buffer before we can
+//! convert it (17.6 MB more memory for lone_star) and does not check chunk tables or layer sizes before `laz`
+//! allocates from them, which this reader does for the fuzz targets' sake. Kept: this reader; the `las` crate
+//! writes.
 //!
 //! Writing builds the point records here and hands them to the `las` crate's writer in batches (it compresses
 //! LAZ in parallel).
@@ -23,18 +36,21 @@ use std::io::{BufWriter, Cursor, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use crate::cloud::{ExtraDim, ScalarKind, origin_for};
+use rayon::prelude::*;
+
+use crate::cloud::{ExtraDim, ExtraScalar, ExtraValues, ScalarKind, origin_for};
 use crate::io::atomic::write_atomic;
 use crate::io::{LasVersion, ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
 
 /// Points decoded per parallel work item: big enough to amortise scheduling, small enough to stay in cache.
 const FILL_GRAIN: usize = 1 << 16;
-/// Points decompressed per LAZ batch (whole chunks are added until the batch holds at least this many).
-const LAZ_BATCH_POINTS: u64 = 1 << 18;
 /// A LAZ chunk claiming more decoded bytes than this multiple of its compressed size (plus a slack) is decoded
 /// sequentially in bounded pieces instead of being given a buffer of the claimed size up front.
 const LAZ_TRUSTED_RATIO: u64 = 64;
+/// Decoded LAZ records are converted this many bytes at a time, from a buffer on the stack that stays in L2
+/// between decoding and conversion (at least one record: a record is at most 65,535 bytes).
+const LAZ_PIECE_BYTES: usize = 1 << 16;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Reading
@@ -48,15 +64,13 @@ const LAZ_TRUSTED_RATIO: u64 = 64;
 pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
     let header = parse_header(data, path)?;
     let layout = Layout::new(&header, path)?;
-    let mut cols = Columns::new(&layout);
-
-    if header.count > 0 {
-        if header.compressed {
-            read_laz_points(data, path, &header, &layout, &mut cols)?;
-        } else {
-            read_las_points(data, path, &header, &layout, &mut cols)?;
-        }
-    }
+    let cols = if header.count == 0 {
+        Columns::zeroed(&layout, 0)
+    } else if header.compressed {
+        read_laz_points(data, path, &header, &layout)?
+    } else {
+        read_las_points(data, path, &header, &layout)?
+    };
     Ok(cols.into_cloud(&header, &layout))
 }
 
@@ -450,7 +464,7 @@ impl Layout {
     }
 }
 
-/// The decoded arrays, grown batch by batch.
+/// The decoded arrays. Optional fields the point format lacks stay empty.
 struct Columns {
     origin: Option<[f64; 3]>,
     positions: Vec<[f32; 3]>,
@@ -458,13 +472,16 @@ struct Columns {
     return_number: Vec<u8>,
     number_of_returns: Vec<u8>,
     classification: Vec<u8>,
-    scan_angle: Vec<f64>,
-    user_data: Vec<f64>,
-    point_source_id: Vec<f64>,
+    /// Formats 0-5: whole degrees.
+    scan_angle_i8: Vec<i8>,
+    /// Formats 6-10: degrees (the file stores steps of 0.006).
+    scan_angle_f32: Vec<f32>,
+    user_data: Vec<u8>,
+    point_source_id: Vec<u16>,
     time: Vec<f64>,
     color: Vec<[u16; 3]>,
-    nir: Vec<f64>,
-    extras: Vec<Vec<f64>>,
+    nir: Vec<u16>,
+    extras: Vec<ExtraValues>,
 }
 
 /// Mutable views of the same `n` points in every present array.
@@ -474,13 +491,115 @@ struct ColumnsMut<'a> {
     return_number: &'a mut [u8],
     number_of_returns: &'a mut [u8],
     classification: &'a mut [u8],
-    scan_angle: &'a mut [f64],
-    user_data: &'a mut [f64],
-    point_source_id: &'a mut [f64],
+    scan_angle_i8: &'a mut [i8],
+    scan_angle_f32: &'a mut [f32],
+    user_data: &'a mut [u8],
+    point_source_id: &'a mut [u16],
     time: &'a mut [f64],
     color: &'a mut [[u16; 3]],
-    nir: &'a mut [f64],
-    extras: Vec<&'a mut [f64]>,
+    nir: &'a mut [u16],
+    extras: Vec<ExtraMut<'a>>,
+}
+
+/// A mutable view of one extra dimension's values.
+enum ExtraMut<'a> {
+    U8(&'a mut [u8]),
+    I8(&'a mut [i8]),
+    U16(&'a mut [u16]),
+    I16(&'a mut [i16]),
+    U32(&'a mut [u32]),
+    I32(&'a mut [i32]),
+    U64(&'a mut [u64]),
+    I64(&'a mut [i64]),
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+}
+
+/// Run `$body` once per variant of an [`ExtraValues`] or [`ExtraMut`] (`$e`), with `$v` bound to its values and
+/// `$wrap` to the same variant of `ExtraMut`.
+macro_rules! per_extra {
+    ($ty:ident, $e:expr, $v:ident, $wrap:ident => $body:expr) => {
+        match $e {
+            $ty::U8($v) => {
+                let $wrap = ExtraMut::U8;
+                $body
+            }
+            $ty::I8($v) => {
+                let $wrap = ExtraMut::I8;
+                $body
+            }
+            $ty::U16($v) => {
+                let $wrap = ExtraMut::U16;
+                $body
+            }
+            $ty::I16($v) => {
+                let $wrap = ExtraMut::I16;
+                $body
+            }
+            $ty::U32($v) => {
+                let $wrap = ExtraMut::U32;
+                $body
+            }
+            $ty::I32($v) => {
+                let $wrap = ExtraMut::I32;
+                $body
+            }
+            $ty::U64($v) => {
+                let $wrap = ExtraMut::U64;
+                $body
+            }
+            $ty::I64($v) => {
+                let $wrap = ExtraMut::I64;
+                $body
+            }
+            $ty::F32($v) => {
+                let $wrap = ExtraMut::F32;
+                $body
+            }
+            $ty::F64($v) => {
+                let $wrap = ExtraMut::F64;
+                $body
+            }
+        }
+    };
+}
+
+impl<'a> ExtraMut<'a> {
+    /// The values from `start` on.
+    fn from(values: &'a mut ExtraValues, start: usize) -> ExtraMut<'a> {
+        per_extra!(ExtraValues, values, v, wrap => wrap(v.get_mut(start..).unwrap_or_default()))
+    }
+
+    fn split_at(self, k: usize) -> (ExtraMut<'a>, ExtraMut<'a>) {
+        per_extra!(ExtraMut, self, v, wrap => {
+            let (a, b) = split(v, k);
+            (wrap(a), wrap(b))
+        })
+    }
+
+    /// Decode `f` from each record into the values.
+    fn fill(self, records: std::slice::ChunksExact<'_, u8>, f: &ExtraField) {
+        fn run<T: ExtraScalar>(
+            out: &mut [T],
+            recs: std::slice::ChunksExact<'_, u8>,
+            f: &ExtraField,
+        ) {
+            let (at, kind) = (f.at, f.stored);
+            match f.transform {
+                Some((s, off)) => {
+                    for (o, r) in out.iter_mut().zip(recs) {
+                        *o = T::from_f64(rec_scalar(r, at, kind) * s + off);
+                    }
+                }
+                None => {
+                    for (o, r) in out.iter_mut().zip(recs) {
+                        *o = T::from_f64(rec_scalar(r, at, kind));
+                    }
+                }
+            }
+        }
+        per_extra!(ExtraMut, self, v, _wrap => run(v, records, f));
+    }
 }
 
 /// Split a view at `k`; an absent (empty) array stays empty on both sides.
@@ -499,13 +618,14 @@ impl<'a> ColumnsMut<'a> {
         let (r0, r1) = split(self.return_number, k);
         let (n0, n1) = split(self.number_of_returns, k);
         let (c0, c1) = split(self.classification, k);
-        let (s0, s1) = split(self.scan_angle, k);
+        let (s0, s1) = split(self.scan_angle_i8, k);
+        let (f0, f1) = split(self.scan_angle_f32, k);
         let (u0, u1) = split(self.user_data, k);
         let (q0, q1) = split(self.point_source_id, k);
         let (t0, t1) = split(self.time, k);
         let (k0, k1) = split(self.color, k);
         let (x0, x1) = split(self.nir, k);
-        let (e0, e1): (Vec<_>, Vec<_>) = self.extras.into_iter().map(|e| split(e, k)).unzip();
+        let (e0, e1): (Vec<_>, Vec<_>) = self.extras.into_iter().map(|e| e.split_at(k)).unzip();
         (
             ColumnsMut {
                 positions: p0,
@@ -513,7 +633,8 @@ impl<'a> ColumnsMut<'a> {
                 return_number: r0,
                 number_of_returns: n0,
                 classification: c0,
-                scan_angle: s0,
+                scan_angle_i8: s0,
+                scan_angle_f32: f0,
                 user_data: u0,
                 point_source_id: q0,
                 time: t0,
@@ -527,7 +648,8 @@ impl<'a> ColumnsMut<'a> {
                 return_number: r1,
                 number_of_returns: n1,
                 classification: c1,
-                scan_angle: s1,
+                scan_angle_i8: s1,
+                scan_angle_f32: f1,
                 user_data: u1,
                 point_source_id: q1,
                 time: t1,
@@ -586,32 +708,72 @@ struct Transform {
     shift: [f64; 3],
 }
 
+impl Transform {
+    fn new(header: &Header, origin: [f64; 3]) -> Transform {
+        Transform {
+            scale: header.scale,
+            shift: [
+                header.offset[0] - origin[0],
+                header.offset[1] - origin[1],
+                header.offset[2] - origin[2],
+            ],
+        }
+    }
+}
+
+/// How a stored extra-bytes field is held: scaled ones as f64, the others at their stored width.
+fn held_kind(f: &ExtraField) -> ScalarKind {
+    if f.transform.is_some() {
+        ScalarKind::F64
+    } else {
+        f.stored
+    }
+}
+
 impl Columns {
-    fn new(layout: &Layout) -> Columns {
+    /// `n` points of zeros in every array the layout has. `vec![0; n]` asks the allocator for zeroed memory,
+    /// which for large arrays is fresh pages the kernel zeroes on first touch: decoding is the only pass over
+    /// them.
+    fn zeroed(layout: &Layout, n: usize) -> Columns {
+        let n_if = |present: bool| if present { n } else { 0 };
         Columns {
             origin: None,
-            positions: Vec::new(),
-            intensity: Vec::new(),
-            return_number: Vec::new(),
-            number_of_returns: Vec::new(),
-            classification: Vec::new(),
-            scan_angle: Vec::new(),
-            user_data: Vec::new(),
-            point_source_id: Vec::new(),
-            time: Vec::new(),
-            color: Vec::new(),
-            nir: Vec::new(),
-            extras: layout.extras.iter().map(|_| Vec::new()).collect(),
+            positions: vec![[0.0; 3]; n],
+            intensity: vec![0.0; n],
+            return_number: vec![0; n],
+            number_of_returns: vec![0; n],
+            classification: vec![0; n],
+            scan_angle_i8: vec![0; n_if(!layout.extended)],
+            scan_angle_f32: vec![0.0; n_if(layout.extended)],
+            user_data: vec![0; n],
+            point_source_id: vec![0; n],
+            time: vec![0.0; n_if(layout.time_at.is_some())],
+            color: vec![[0; 3]; n_if(layout.color_at.is_some())],
+            nir: vec![0; n_if(layout.nir_at.is_some())],
+            extras: layout
+                .extras
+                .iter()
+                .map(|f| ExtraValues::zeros(held_kind(f), n))
+                .collect(),
         }
     }
 
+    fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Room for `n` points in every array the layout has.
     fn reserve(&mut self, n: usize, layout: &Layout) {
         self.positions.reserve(n);
         self.intensity.reserve(n);
         self.return_number.reserve(n);
         self.number_of_returns.reserve(n);
         self.classification.reserve(n);
-        self.scan_angle.reserve(n);
+        if layout.extended {
+            self.scan_angle_f32.reserve(n);
+        } else {
+            self.scan_angle_i8.reserve(n);
+        }
         self.user_data.reserve(n);
         self.point_source_id.reserve(n);
         if layout.time_at.is_some() {
@@ -623,9 +785,68 @@ impl Columns {
         if layout.nir_at.is_some() {
             self.nir.reserve(n);
         }
-        for e in &mut self.extras {
-            e.reserve(n);
+    }
+
+    /// Grow every present array to `n` points (zeros at the end).
+    fn grow(&mut self, n: usize, layout: &Layout) {
+        self.positions.resize(n, [0.0; 3]);
+        self.intensity.resize(n, 0.0);
+        self.return_number.resize(n, 0);
+        self.number_of_returns.resize(n, 0);
+        self.classification.resize(n, 0);
+        if layout.extended {
+            self.scan_angle_f32.resize(n, 0.0);
+        } else {
+            self.scan_angle_i8.resize(n, 0);
         }
+        self.user_data.resize(n, 0);
+        self.point_source_id.resize(n, 0);
+        if layout.time_at.is_some() {
+            self.time.resize(n, 0.0);
+        }
+        if layout.color_at.is_some() {
+            self.color.resize(n, [0; 3]);
+        }
+        if layout.nir_at.is_some() {
+            self.nir.resize(n, 0);
+        }
+        for e in &mut self.extras {
+            let more = ExtraValues::zeros(e.kind(), n.saturating_sub(e.len()));
+            e.extend(&more);
+        }
+    }
+
+    /// Views of every array from point `start` to the end.
+    fn view_from(&mut self, start: usize) -> ColumnsMut<'_> {
+        fn tail<T>(v: &mut [T], start: usize) -> &mut [T] {
+            v.get_mut(start..).unwrap_or_default()
+        }
+        ColumnsMut {
+            positions: tail(&mut self.positions, start),
+            intensity: tail(&mut self.intensity, start),
+            return_number: tail(&mut self.return_number, start),
+            number_of_returns: tail(&mut self.number_of_returns, start),
+            classification: tail(&mut self.classification, start),
+            scan_angle_i8: tail(&mut self.scan_angle_i8, start),
+            scan_angle_f32: tail(&mut self.scan_angle_f32, start),
+            user_data: tail(&mut self.user_data, start),
+            point_source_id: tail(&mut self.point_source_id, start),
+            time: tail(&mut self.time, start),
+            color: tail(&mut self.color, start),
+            nir: tail(&mut self.nir, start),
+            extras: self
+                .extras
+                .iter_mut()
+                .map(|e| ExtraMut::from(e, start))
+                .collect(),
+        }
+    }
+
+    /// The origin, chosen from `header` and the first record when not chosen yet.
+    fn origin(&mut self, header: &Header, first_record: &[u8]) -> [f64; 3] {
+        *self
+            .origin
+            .get_or_insert_with(|| choose_origin(header, first_record))
     }
 
     /// Decode `records` (whole records, back to back) and append them. `first` is the index of the first one
@@ -643,67 +864,14 @@ impl Columns {
         if n == 0 {
             return Ok(());
         }
-        let origin = match self.origin {
-            Some(o) => o,
-            None => {
-                let o = choose_origin(header, records);
-                self.origin = Some(o);
-                o
-            }
-        };
-        let tf = Transform {
-            scale: header.scale,
-            shift: [
-                header.offset[0] - origin[0],
-                header.offset[1] - origin[1],
-                header.offset[2] - origin[2],
-            ],
-        };
-        let start = self.positions.len();
-        let end = start + n;
-        self.positions.resize(end, [0.0; 3]);
-        self.intensity.resize(end, 0.0);
-        self.return_number.resize(end, 0);
-        self.number_of_returns.resize(end, 0);
-        self.classification.resize(end, 0);
-        self.scan_angle.resize(end, 0.0);
-        self.user_data.resize(end, 0.0);
-        self.point_source_id.resize(end, 0.0);
-        if layout.time_at.is_some() {
-            self.time.resize(end, 0.0);
+        let tf = Transform::new(header, self.origin(header, records));
+        let start = self.len();
+        self.grow(start + n, layout);
+        let view = self.view_from(start);
+        match fill_parallel(view, &records[..n * rl], layout, tf, n) {
+            Some(bad) => Err(not_finite(path, first + bad as u64)),
+            None => Ok(()),
         }
-        if layout.color_at.is_some() {
-            self.color.resize(end, [0; 3]);
-        }
-        if layout.nir_at.is_some() {
-            self.nir.resize(end, 0.0);
-        }
-        for e in &mut self.extras {
-            e.resize(end, 0.0);
-        }
-        let view = ColumnsMut {
-            positions: &mut self.positions[start..],
-            intensity: &mut self.intensity[start..],
-            return_number: &mut self.return_number[start..],
-            number_of_returns: &mut self.number_of_returns[start..],
-            classification: &mut self.classification[start..],
-            scan_angle: &mut self.scan_angle[start..],
-            user_data: &mut self.user_data[start..],
-            point_source_id: &mut self.point_source_id[start..],
-            time: self.time.get_mut(start..).unwrap_or_default(),
-            color: self.color.get_mut(start..).unwrap_or_default(),
-            nir: self.nir.get_mut(start..).unwrap_or_default(),
-            extras: self.extras.iter_mut().map(|e| &mut e[start..]).collect(),
-        };
-        if let Some(bad) = fill_parallel(view, &records[..n * rl], layout, tf, n) {
-            let index = first + bad as u64;
-            return Err(Error::format(
-                path,
-                format!("point {index}"),
-                "coordinates are not finite (or too far from the others to hold as f32)",
-            ));
-        }
-        Ok(())
     }
 
     fn into_cloud(self, header: &Header, layout: &Layout) -> Cloud {
@@ -740,33 +908,22 @@ impl Columns {
             cloud.color = Some(color);
         }
         if layout.nir_at.is_some() {
-            push_extra(&mut cloud.extra, "nir", ScalarKind::U16, self.nir);
+            push_extra(&mut cloud.extra, "nir", self.nir.into());
         }
-        let angle_kind = if layout.extended {
-            ScalarKind::F32
+        let scan_angle = if layout.extended {
+            self.scan_angle_f32.into()
         } else {
-            ScalarKind::I8
+            self.scan_angle_i8.into()
         };
-        push_extra(&mut cloud.extra, "scan_angle", angle_kind, self.scan_angle);
-        push_extra(
-            &mut cloud.extra,
-            "user_data",
-            ScalarKind::U8,
-            self.user_data,
-        );
+        push_extra(&mut cloud.extra, "scan_angle", scan_angle);
+        push_extra(&mut cloud.extra, "user_data", self.user_data.into());
         push_extra(
             &mut cloud.extra,
             "point_source_id",
-            ScalarKind::U16,
-            self.point_source_id,
+            self.point_source_id.into(),
         );
         for (f, values) in layout.extras.iter().zip(self.extras) {
-            let kind = if f.transform.is_some() {
-                ScalarKind::F64
-            } else {
-                f.stored
-            };
-            push_extra(&mut cloud.extra, &f.name, kind, values);
+            push_extra(&mut cloud.extra, &f.name, values);
         }
         cloud.meta.format = Some(format!(
             "{} {}.{}, point format {}",
@@ -785,19 +942,23 @@ impl Columns {
     }
 }
 
+fn not_finite(path: &Path, index: u64) -> Error {
+    Error::format(
+        path,
+        format!("point {index}"),
+        "coordinates are not finite (or too far from the others to hold as f32)",
+    )
+}
+
 /// Add an extra dim, renaming it when the name is taken (a file's extra bytes may reuse our names).
-fn push_extra(extra: &mut Vec<ExtraDim>, name: &str, kind: ScalarKind, values: Vec<f64>) {
+fn push_extra(extra: &mut Vec<ExtraDim>, name: &str, values: ExtraValues) {
     let mut unique = name.to_string();
     let mut k = 2;
     while extra.iter().any(|d| d.name == unique) {
         unique = format!("{name}_{k}");
         k += 1;
     }
-    extra.push(ExtraDim {
-        name: unique,
-        kind,
-        values,
-    });
+    extra.push(ExtraDim::new(unique, values));
 }
 
 /// The cloud origin: the header's minimum corner (whole metres) when the header bounds are sane and contain
@@ -876,11 +1037,11 @@ fn fill(v: ColumnsMut<'_>, records: &[u8], layout: &Layout, tf: Transform) -> Op
         for (o, r) in v.classification.iter_mut().zip(recs()) {
             *o = r[16];
         }
-        for (o, r) in v.scan_angle.iter_mut().zip(recs()) {
-            *o = f64::from(rec_u16(r, 18) as i16) * 0.006;
+        for (o, r) in v.scan_angle_f32.iter_mut().zip(recs()) {
+            *o = (f64::from(rec_u16(r, 18) as i16) * 0.006) as f32;
         }
         for (o, r) in v.point_source_id.iter_mut().zip(recs()) {
-            *o = f64::from(rec_u16(r, 20));
+            *o = rec_u16(r, 20);
         }
     } else {
         for ((rn, nr), r) in v
@@ -895,15 +1056,15 @@ fn fill(v: ColumnsMut<'_>, records: &[u8], layout: &Layout, tf: Transform) -> Op
         for (o, r) in v.classification.iter_mut().zip(recs()) {
             *o = r[15] & 0x1f;
         }
-        for (o, r) in v.scan_angle.iter_mut().zip(recs()) {
-            *o = f64::from(r[16] as i8);
+        for (o, r) in v.scan_angle_i8.iter_mut().zip(recs()) {
+            *o = r[16] as i8;
         }
         for (o, r) in v.point_source_id.iter_mut().zip(recs()) {
-            *o = f64::from(rec_u16(r, 18));
+            *o = rec_u16(r, 18);
         }
     }
     for (o, r) in v.user_data.iter_mut().zip(recs()) {
-        *o = f64::from(r[17]);
+        *o = r[17];
     }
     if let Some(at) = layout.time_at {
         for (o, r) in v.time.iter_mut().zip(recs()) {
@@ -917,34 +1078,16 @@ fn fill(v: ColumnsMut<'_>, records: &[u8], layout: &Layout, tf: Transform) -> Op
     }
     if let Some(at) = layout.nir_at {
         for (o, r) in v.nir.iter_mut().zip(recs()) {
-            *o = f64::from(rec_u16(r, at));
+            *o = rec_u16(r, at);
         }
     }
     for (f, out) in layout.extras.iter().zip(v.extras) {
-        let (at, kind) = (f.at, f.stored);
-        match f.transform {
-            Some((s, off)) => {
-                for (o, r) in out.iter_mut().zip(recs()) {
-                    *o = rec_scalar(r, at, kind) * s + off;
-                }
-            }
-            None => {
-                for (o, r) in out.iter_mut().zip(recs()) {
-                    *o = rec_scalar(r, at, kind);
-                }
-            }
-        }
+        out.fill(recs(), f);
     }
     bad
 }
 
-fn read_las_points(
-    data: &[u8],
-    path: &Path,
-    header: &Header,
-    layout: &Layout,
-    cols: &mut Columns,
-) -> Result<()> {
+fn read_las_points(data: &[u8], path: &Path, header: &Header, layout: &Layout) -> Result<Columns> {
     let avail = data.len() - header.offset_to_points;
     let needed = header
         .count
@@ -961,8 +1104,14 @@ fn read_las_points(
             )
         })? as usize;
     let records = &data[header.offset_to_points..header.offset_to_points + needed];
-    cols.reserve(header.count as usize, layout);
-    cols.append(records, header, layout, path, 0)
+    // The count is checked against the bytes present: allocate every array once, decode once.
+    let n = header.count as usize;
+    let mut cols = Columns::zeroed(layout, n);
+    let tf = Transform::new(header, cols.origin(header, records));
+    match fill_parallel(cols.view_from(0), records, layout, tf, n) {
+        Some(bad) => Err(not_finite(path, bad as u64)),
+        None => Ok(cols),
+    }
 }
 
 // --- LAZ ---------------------------------------------------------------------------------------------------------
@@ -1028,13 +1177,7 @@ fn layer_count(code: u16, size: usize) -> usize {
     }
 }
 
-fn read_laz_points(
-    data: &[u8],
-    path: &Path,
-    header: &Header,
-    layout: &Layout,
-    cols: &mut Columns,
-) -> Result<()> {
+fn read_laz_points(data: &[u8], path: &Path, header: &Header, layout: &Layout) -> Result<Columns> {
     let rl = header.record_len;
     let vlr = header
         .vlrs
@@ -1105,11 +1248,12 @@ fn read_laz_points(
 
     let start = header.offset_to_points;
     let count = header.count;
-    let reserve = count.min((data.len() - start) as u64 * LAZ_TRUSTED_RATIO / rl as u64);
-    cols.reserve(reserve as usize, layout);
+    // Points the compressed bytes could plausibly hold: arrays are sized from the header's count only up to
+    // this, and grow as points are actually decoded beyond it.
+    let trusted = (data.len() - start) as u64 * LAZ_TRUSTED_RATIO / rl as u64;
 
     if compressor == 1 {
-        return read_laz_sequential(data, path, header, layout, cols, laz_vlr);
+        return read_laz_sequential(data, path, header, layout, laz_vlr, trusted);
     }
     let table = read_chunk_table(data, path, header, &laz_vlr)?;
     let Some(table) = table else {
@@ -1126,7 +1270,7 @@ fn read_laz_points(
                 "variable-size chunks need a chunk table but none was found",
             ));
         }
-        return read_laz_sequential(data, path, header, layout, cols, laz_vlr);
+        return read_laz_sequential(data, path, header, layout, laz_vlr, trusted);
     };
     let (entries, chunk_starts) = table;
     if layered {
@@ -1139,35 +1283,125 @@ fn read_laz_points(
         e.point_count.saturating_mul(rl as u64)
             > e.byte_count.saturating_mul(LAZ_TRUSTED_RATIO) + (1 << 24)
     });
-    if implausible {
-        return read_laz_sequential(data, path, header, layout, cols, laz_vlr);
+    if implausible || count > trusted {
+        return read_laz_sequential(data, path, header, layout, laz_vlr, trusted);
     }
+    read_laz_chunks(
+        data,
+        path,
+        header,
+        layout,
+        &laz_vlr,
+        &entries,
+        &chunk_starts,
+    )
+}
 
-    let mut buf: Vec<u8> = Vec::new();
-    let mut c = 0;
+/// Decode every chunk straight into its place in the arrays, chunks in parallel. The chunk table is checked
+/// ([`read_chunk_table`]): its counts add up to the header's, each chunk lies inside the file, and the total
+/// is plausible for the compressed bytes.
+fn read_laz_chunks(
+    data: &[u8],
+    path: &Path,
+    header: &Header,
+    layout: &Layout,
+    laz_vlr: &laz::LazVlr,
+    entries: &[laz::laszip::ChunkTableEntry],
+    chunk_starts: &[usize],
+) -> Result<Columns> {
+    let mut cols = Columns::zeroed(layout, header.count as usize);
+    // The first point of a chunk is stored uncompressed: the origin comes from it as from a decoded record.
+    let first_record = entries
+        .iter()
+        .zip(chunk_starts)
+        .find(|(e, _)| e.point_count > 0)
+        .and_then(|(_, &at)| data.get(at..))
+        .unwrap_or_default();
+    let tf = Transform::new(header, cols.origin(header, first_record));
+    let mut jobs = Vec::with_capacity(entries.len());
+    let mut rest = cols.view_from(0);
     let mut first = 0u64;
-    while c < entries.len() {
-        let mut points = 0u64;
-        let mut end = c;
-        while end < entries.len() && (points < LAZ_BATCH_POINTS || end == c) {
-            points += entries[end].point_count;
-            end += 1;
+    for (c, (e, &from)) in entries.iter().zip(chunk_starts).enumerate() {
+        let (view, tail) = rest.split_at(e.point_count as usize);
+        jobs.push((c, from, first, view));
+        rest = tail;
+        first += e.point_count;
+    }
+    let results: Vec<Result<()>> = jobs
+        .into_par_iter()
+        .map(|(c, from, first, view)| {
+            let e = &entries[c];
+            let to = from + e.byte_count as usize;
+            let place = format!("compressed chunk {c} (bytes {from} to {to})");
+            guarded(path, &place, || {
+                decode_chunk(
+                    &data[from..to],
+                    laz_vlr,
+                    view,
+                    layout,
+                    tf,
+                    e.point_count as usize,
+                )
+                .map_err(|fault| match fault {
+                    ChunkFault::Laz(e) => Error::format(path, place.clone(), format!("laz: {e}")),
+                    ChunkFault::NotFinite(i) => not_finite(path, first + i as u64),
+                })
+            })
+        })
+        .collect();
+    results.into_iter().collect::<Result<()>>()?;
+    Ok(cols)
+}
+
+/// Why a chunk could not be decoded: the `laz` decoder's error, or the index (within the chunk) of a point
+/// whose coordinates are not finite.
+enum ChunkFault {
+    Laz(String),
+    NotFinite(usize),
+}
+
+/// Decode one chunk's `n` records into `view`, a piece of [`LAZ_PIECE_BYTES`] at a time: each piece is decoded
+/// into a small buffer and converted while it is still in cache, so no chunk-sized buffer is ever live (one per
+/// worker thread of about 1.7 MB each on lone_star, which glibc kept resident for the rest of a prepare).
+fn decode_chunk(
+    chunk: &[u8],
+    laz_vlr: &laz::LazVlr,
+    view: ColumnsMut<'_>,
+    layout: &Layout,
+    tf: Transform,
+    n: usize,
+) -> std::result::Result<(), ChunkFault> {
+    use laz::record::{
+        LayeredPointRecordDecompressor, RecordDecompressor, SequentialPointRecordDecompressor,
+    };
+    let src = Cursor::new(chunk);
+    // The item versions were checked to be all sequential (1, 2) or all layered (3, 4).
+    let layered = laz_vlr.items().iter().all(|i| i.version() >= 3);
+    let mut dec: Box<dyn RecordDecompressor<Cursor<&[u8]>> + Send + Sync> = if layered {
+        Box::new(LayeredPointRecordDecompressor::new(src))
+    } else {
+        Box::new(SequentialPointRecordDecompressor::new(src))
+    };
+    dec.set_fields_from(laz_vlr.items())
+        .map_err(|e| ChunkFault::Laz(e.to_string()))?;
+    let rl = layout.record_len;
+    let per_piece = (LAZ_PIECE_BYTES / rl).max(1);
+    // On the stack: a heap buffer freed in a worker thread is handed back to the kernel by its arena and
+    // faulted in again by the next read (measured: 9 page faults more per read of a one-chunk file).
+    let mut buf = [0u8; LAZ_PIECE_BYTES];
+    let mut rest = view;
+    let mut done = 0;
+    while done < n {
+        let m = per_piece.min(n - done);
+        let (piece, tail) = rest.split_at(m);
+        rest = tail;
+        let records = &mut buf[..m * rl];
+        dec.decompress_many(records)
+            .map_err(|e| ChunkFault::Laz(e.to_string()))?;
+        if let Some(bad) = fill(piece, records, layout, tf) {
+            return Err(ChunkFault::NotFinite(done + bad));
         }
-        let from = chunk_starts[c];
-        let to = chunk_starts[end - 1] + entries[end - 1].byte_count as usize;
-        let place = format!(
-            "compressed chunks {c} to {} (bytes {from} to {to})",
-            end - 1
-        );
-        buf.clear();
-        buf.resize(points as usize * rl, 0);
-        guarded(path, &place, || {
-            laz::par_decompress(&data[from..to], &mut buf, &laz_vlr, &entries[c..end])
-                .map_err(laz_err(path, place.clone()))
-        })?;
-        cols.append(&buf, header, layout, path, first)?;
-        first += points;
-        c = end;
+        done += m;
     }
     Ok(())
 }
@@ -1329,9 +1563,11 @@ fn read_laz_sequential(
     path: &Path,
     header: &Header,
     layout: &Layout,
-    cols: &mut Columns,
     vlr: laz::LazVlr,
-) -> Result<()> {
+    trusted: u64,
+) -> Result<Columns> {
+    let mut cols = Columns::zeroed(layout, 0);
+    cols.reserve(header.count.min(trusted) as usize, layout);
     let rl = header.record_len;
     let place = format!("compressed points (byte {})", header.offset_to_points);
     let mut cur = Cursor::new(data);
@@ -1339,22 +1575,21 @@ fn read_laz_sequential(
     let mut dec = guarded(path, &place, || {
         laz::LasZipDecompressor::new(cur, vlr).map_err(laz_err(path, place.clone()))
     })?;
-    let batch = (1usize << 16) as u64;
-    let mut buf = Vec::new();
+    let batch = (LAZ_PIECE_BYTES / rl).max(1) as u64;
+    let mut buf = [0u8; LAZ_PIECE_BYTES];
     let mut done = 0u64;
     while done < header.count {
         let n = (header.count - done).min(batch) as usize;
-        buf.clear();
-        buf.resize(n * rl, 0);
+        let records = &mut buf[..n * rl];
         let place = format!("compressed points {done} to {}", done + n as u64 - 1);
         guarded(path, &place, || {
-            dec.decompress_many(&mut buf)
+            dec.decompress_many(records)
                 .map_err(|e| Error::format(path, place.clone(), format!("laz: {e}")))
         })?;
-        cols.append(&buf, header, layout, path, done)?;
+        cols.append(records, header, layout, path, done)?;
         done += n as u64;
     }
-    Ok(())
+    Ok(cols)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1412,7 +1647,7 @@ struct OutExtra<'a> {
 }
 
 enum ExtraSource<'a> {
-    Values(&'a [f64]),
+    Values(&'a ExtraValues),
     Normal(usize),
     Gamma,
     Ring,
@@ -1433,10 +1668,10 @@ struct Plan<'a> {
     return_number: Option<&'a [u8]>,
     number_of_returns: Option<&'a [u8]>,
     classification: Option<&'a [u8]>,
-    nir: Option<&'a [f64]>,
-    scan_angle: Option<&'a [f64]>,
-    user_data: Option<&'a [f64]>,
-    point_source_id: Option<&'a [f64]>,
+    nir: Option<&'a ExtraValues>,
+    scan_angle: Option<&'a ExtraValues>,
+    user_data: Option<&'a ExtraValues>,
+    point_source_id: Option<&'a ExtraValues>,
     extras: Vec<OutExtra<'a>>,
 }
 
@@ -1475,7 +1710,7 @@ impl<'a> Plan<'a> {
             cloud
                 .extra(name)
                 .filter(|_| opts.wants(name))
-                .map(|d| d.values.as_slice())
+                .map(|d| &d.values)
         };
         let nir_values = standard_extra("nir");
         let scan_angle = standard_extra("scan_angle");
@@ -1589,7 +1824,7 @@ impl<'a> Plan<'a> {
             }
             extras.push(OutExtra {
                 name: d.name.clone(),
-                kind: d.kind,
+                kind: d.kind(),
                 source: ExtraSource::Values(&d.values),
             });
         }
@@ -1745,13 +1980,14 @@ impl<'a> Plan<'a> {
             let rn = self.return_number.map_or(1, |v| v[i]);
             let nr = self.number_of_returns.map_or(1, |v| v[i]);
             let class = self.classification.map_or(0, |v| v[i]);
+            let value = |v: &ExtraValues| v.get(i).unwrap_or(0.0);
             let user = self
                 .user_data
-                .map_or(0, |v| v[i].round().clamp(0.0, 255.0) as u8);
+                .map_or(0, |v| value(v).round().clamp(0.0, 255.0) as u8);
             let psid = self
                 .point_source_id
-                .map_or(0, |v| v[i].round().clamp(0.0, 65535.0) as u16);
-            let angle = self.scan_angle.map_or(0.0, |v| v[i]);
+                .map_or(0, |v| value(v).round().clamp(0.0, 65535.0) as u16);
+            let angle = self.scan_angle.map_or(0.0, value);
             if extended {
                 r[14] = rn.min(15) | (nr.min(15) << 4);
                 r[16] = class;
@@ -1775,13 +2011,13 @@ impl<'a> Plan<'a> {
                 }
             }
             if let (Some(at), Some(v)) = (nir_at, self.nir) {
-                let x = v[i].round().clamp(0.0, 65535.0) as u16;
+                let x = value(v).round().clamp(0.0, 65535.0) as u16;
                 r[at..at + 2].copy_from_slice(&x.to_le_bytes());
             }
             let mut at = self.std_len;
             for e in &self.extras {
                 let value = match e.source {
-                    ExtraSource::Values(v) => v[i],
+                    ExtraSource::Values(v) => value(v),
                     ExtraSource::Normal(k) => {
                         cloud.normals.as_ref().map_or(0.0, |n| f64::from(n[i][k]))
                     }

@@ -723,7 +723,7 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!(c.color.as_ref().unwrap()[0], [65535, 0, 0]);
         assert_eq!(c.color.as_ref().unwrap()[1], [0, 0, 65535]);
-        assert_eq!(c.extra("fpfh_1").unwrap().values, vec![0.25, 2.0]);
+        assert_eq!(c.extra("fpfh_1").unwrap().values.to_f64(), vec![0.25, 2.0]);
         assert_eq!(c.meta.format.as_deref(), Some("PCD 0.7 ascii"));
     }
 

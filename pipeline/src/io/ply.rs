@@ -620,7 +620,7 @@ mod tests {
             vec![[0.0, 1.0, 2.0], [1.0, 1.0, 2.0], [2.0, 1.0, 2.0]]
         );
         assert_eq!(c.extra.len(), 1);
-        assert_eq!(c.extra[0].values, vec![10.0, 11.0, 12.0]);
+        assert_eq!(c.extra[0].values.to_f64(), vec![10.0, 11.0, 12.0]);
         // Point 1's y is NaN: the error names the point and the field.
         let at = header.len() + 16 + 4;
         d[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());

@@ -263,7 +263,7 @@ mod tests {
         assert_eq!(c.intensity, Some(vec![9.0, 8.0]));
         assert_eq!(c.color.unwrap()[1], [0, 65535, 0]);
         let c = read("1,2,3,4,5\n", None).unwrap();
-        assert_eq!(c.extra("col_5").unwrap().values, vec![5.0]);
+        assert_eq!(c.extra("col_5").unwrap().values.to_f64(), vec![5.0]);
         let c = read("1\t2\t3\n", None).unwrap();
         assert_eq!(c.meta.format.as_deref(), Some("XYZ text (tab-separated)"));
     }
@@ -272,7 +272,7 @@ mod tests {
     fn headers_and_explicit_columns() {
         let c = read("//X,Y,Z,R,G,B,Scalar field\n1,2,3,10,20,30,0.5\n", None).unwrap();
         assert_eq!(c.color.as_ref().unwrap()[0], [2570, 5140, 7710]);
-        assert_eq!(c.extra("Scalar field").unwrap().values, vec![0.5]);
+        assert_eq!(c.extra("Scalar field").unwrap().values.to_f64(), vec![0.5]);
         let c = read("x;y;z;ring\n1;2;3;7\n", None).unwrap();
         assert_eq!(c.ring, Some(vec![7]));
         let c = read("2\n9 1 2 3\n9 4 5 6\n", Some(&["_", "x", "y", "z"])).unwrap();

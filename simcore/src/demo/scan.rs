@@ -21,7 +21,7 @@
 
 use std::f64::consts::TAU;
 
-use aerie_pipeline::{Cloud, ExtraDim, ScalarKind, ScanInfo};
+use aerie_pipeline::{Cloud, ExtraDim, ScanInfo};
 use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
 
@@ -320,7 +320,7 @@ pub(crate) fn assemble(site: &DemoSite, scans: Vec<StationScan>) -> (Cloud, Vec<
             cloud.positions.push(p.world.map(|v| v as f32));
             intensity.push(p.intensity);
             time.push(p.time_s);
-            source.push((k + 1) as f64);
+            source.push(u16::try_from(k + 1).unwrap_or(u16::MAX));
             labels.push(p.label);
         }
         cloud.meta.scans.push(ScanInfo {
@@ -334,10 +334,6 @@ pub(crate) fn assemble(site: &DemoSite, scans: Vec<StationScan>) -> (Cloud, Vec<
     }
     cloud.intensity = Some(intensity);
     cloud.time = Some(time);
-    cloud.extra.push(ExtraDim {
-        name: "point_source_id".into(),
-        kind: ScalarKind::U16,
-        values: source,
-    });
+    cloud.extra.push(ExtraDim::new("point_source_id", source));
     (cloud, labels)
 }
