@@ -674,7 +674,31 @@ fn place_of(kind: Option<SectionKind>, id: u32, offset: u64, length: u64) -> Str
 }
 
 /// Check every byte of an .amap file; return the header, the section ranges and the metadata.
+///
+/// The order is the order of trust: the header's own checksum before any field of it is used, the table's
+/// checksum before its entries, the layout (bounds, alignment, overlap, padding) before the section checksums,
+/// and those before any section is viewed in place.
 fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMetadata)> {
+    let (h, n) = check_header(path, bytes)?;
+    let (entries, table_end) = check_table(path, bytes, &h)?;
+    let sections = locate_sections(path, bytes, &h, &entries, table_end)?;
+    check_section_crcs(path, bytes, &entries)?;
+    check_presence(path, &h, &sections)?;
+    check_contents(path, bytes, &sections, n)?;
+    let (text, metadata) = parse_metadata(path, bytes, &sections)?;
+    Ok((h, sections, text, metadata))
+}
+
+/// The place named in errors about section `k`: with its offset and length when the file has one.
+fn place_for(sections: &Sections, k: SectionKind) -> String {
+    match &sections[slot(k)] {
+        Some(r) => place_of(Some(k), k.id(), r.start as u64, r.len() as u64),
+        None => format!("section '{}'", k.name()),
+    }
+}
+
+/// The magic bytes, and a major version this build reads.
+fn check_version(path: &Path, bytes: &[u8]) -> Result<()> {
     let len = bytes.len();
     if bytes.get(..8) != Some(&MAGIC[..]) {
         return Err(Error::format(
@@ -709,6 +733,13 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             ),
         ));
     }
+    Ok(())
+}
+
+/// Magic, version, header checksum, then the header's values; returns the header and the point count.
+fn check_header(path: &Path, bytes: &[u8]) -> Result<(Header, usize)> {
+    let len = bytes.len();
+    check_version(path, bytes)?;
     let Some(head) = bytes.get(..HEADER_SIZE) else {
         return Err(Error::format(
             path,
@@ -779,7 +810,12 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             )
         })?;
 
-    // Section table.
+    Ok((h, n))
+}
+
+/// The section table: inside the file after the header, checksum verified; returns its entries and where it ends.
+fn check_table(path: &Path, bytes: &[u8], h: &Header) -> Result<(Vec<SectionEntry>, usize)> {
+    let len = bytes.len();
     let count = h.section_count as usize;
     let table_start = usize::try_from(h.section_table_offset).unwrap_or(usize::MAX);
     let table_end = (count <= MAX_SECTIONS)
@@ -815,61 +851,23 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             SectionEntry::decode(&e)
         })
         .collect();
+    Ok((entries, table_end))
+}
+
+/// Each entry's range inside the file, aligned, of the size its kind and the header imply, one per kind; then
+/// every byte after the table is in a section or is zero padding, so any flipped byte is caught.
+fn locate_sections(
+    path: &Path,
+    bytes: &[u8],
+    h: &Header,
+    entries: &[SectionEntry],
+    table_end: usize,
+) -> Result<Sections> {
     let mut sections: Sections = Default::default();
     let mut spans: Vec<(usize, usize, String)> = Vec::with_capacity(entries.len());
-    for e in &entries {
-        let kind = SectionKind::from_id(e.kind);
-        let place = place_of(kind, e.kind, e.offset, e.length);
-        let range = usize::try_from(e.offset)
-            .ok()
-            .zip(usize::try_from(e.length).ok())
-            .and_then(|(o, l)| Some(o..o.checked_add(l)?))
-            .filter(|r| r.start >= table_end && r.end <= len);
-        let Some(range) = range else {
-            return Err(Error::format(
-                path,
-                place,
-                format!(
-                    "the section lies outside the file's {table_end}..{len} bytes: the file is truncated or corrupted"
-                ),
-            ));
-        };
-        if range.start % SECTION_ALIGN != 0 {
-            return Err(Error::format(
-                path,
-                place,
-                format!("the section is not aligned to {SECTION_ALIGN} bytes"),
-            ));
-        }
-        if let Some(k) = kind {
-            if e.element_size as usize != k.element_size() {
-                return Err(Error::format(
-                    path,
-                    place,
-                    format!(
-                        "element size {}, expected {}",
-                        e.element_size,
-                        k.element_size()
-                    ),
-                ));
-            }
-            let expected = match k {
-                SectionKind::Buckets => Some(h.bucket_count),
-                SectionKind::Metadata => None,
-                _ => Some(h.point_count),
-            };
-            if let Some(expected) = expected
-                && Some(e.length) != expected.checked_mul(u64::from(e.element_size))
-            {
-                return Err(Error::format(
-                    path,
-                    place,
-                    format!(
-                        "{} bytes where {expected} elements of {} bytes were expected",
-                        e.length, e.element_size
-                    ),
-                ));
-            }
+    for e in entries {
+        let (range, place) = locate_entry(path, bytes.len(), h, e, table_end)?;
+        if let Some(k) = SectionKind::from_id(e.kind) {
             let s = &mut sections[slot(k)];
             if s.is_some() {
                 return Err(Error::format(path, place, "a second section of this kind"));
@@ -878,7 +876,82 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
         }
         spans.push((range.start, range.end, place));
     }
-    // Every byte after the table is in a section or is zero padding, so any flipped byte is caught.
+    check_padding(path, bytes, table_end, spans)?;
+    Ok(sections)
+}
+
+/// One table entry's byte range and the place that names it in errors.
+fn locate_entry(
+    path: &Path,
+    len: usize,
+    h: &Header,
+    e: &SectionEntry,
+    table_end: usize,
+) -> Result<(Range<usize>, String)> {
+    let kind = SectionKind::from_id(e.kind);
+    let place = place_of(kind, e.kind, e.offset, e.length);
+    let range = usize::try_from(e.offset)
+        .ok()
+        .zip(usize::try_from(e.length).ok())
+        .and_then(|(o, l)| Some(o..o.checked_add(l)?))
+        .filter(|r| r.start >= table_end && r.end <= len);
+    let Some(range) = range else {
+        return Err(Error::format(
+            path,
+            place,
+            format!(
+                "the section lies outside the file's {table_end}..{len} bytes: the file is truncated or corrupted"
+            ),
+        ));
+    };
+    if range.start % SECTION_ALIGN != 0 {
+        return Err(Error::format(
+            path,
+            place,
+            format!("the section is not aligned to {SECTION_ALIGN} bytes"),
+        ));
+    }
+    let Some(k) = kind else {
+        return Ok((range, place));
+    };
+    if e.element_size as usize != k.element_size() {
+        return Err(Error::format(
+            path,
+            place,
+            format!(
+                "element size {}, expected {}",
+                e.element_size,
+                k.element_size()
+            ),
+        ));
+    }
+    let expected = match k {
+        SectionKind::Buckets => Some(h.bucket_count),
+        SectionKind::Metadata => None,
+        _ => Some(h.point_count),
+    };
+    if let Some(expected) = expected
+        && Some(e.length) != expected.checked_mul(u64::from(e.element_size))
+    {
+        return Err(Error::format(
+            path,
+            place,
+            format!(
+                "{} bytes where {expected} elements of {} bytes were expected",
+                e.length, e.element_size
+            ),
+        ));
+    }
+    Ok((range, place))
+}
+
+/// Sections do not overlap and the bytes between and after them are zero.
+fn check_padding(
+    path: &Path,
+    bytes: &[u8],
+    table_end: usize,
+    mut spans: Vec<(usize, usize, String)>,
+) -> Result<()> {
     spans.sort_by_key(|s| (s.0, s.1));
     let mut at = table_end;
     for (start, end, place) in &spans {
@@ -905,7 +978,11 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             "non-zero bytes: the file is corrupted",
         ));
     }
-    // Checksums, in parallel; the first failure in table order is reported.
+    Ok(())
+}
+
+/// Section checksums, in parallel; the first failure in table order is reported.
+fn check_section_crcs(path: &Path, bytes: &[u8], entries: &[SectionEntry]) -> Result<()> {
     let bad = entries
         .par_iter()
         .map(|e| {
@@ -920,17 +997,22 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             "checksum mismatch: the file is corrupted",
         ));
     }
-    let place_for = |k: SectionKind| match &sections[slot(k)] {
-        Some(r) => place_of(Some(k), k.id(), r.start as u64, r.len() as u64),
-        None => format!("section '{}'", k.name()),
-    };
+    Ok(())
+}
+
+/// The required sections exist, and the header's attribute flags list exactly the sections present.
+fn check_presence(path: &Path, h: &Header, sections: &Sections) -> Result<()> {
     for k in [
         SectionKind::Buckets,
         SectionKind::Positions,
         SectionKind::Metadata,
     ] {
         if sections[slot(k)].is_none() {
-            return Err(Error::format(path, place_for(k), "the section is missing"));
+            return Err(Error::format(
+                path,
+                place_for(sections, k),
+                "the section is missing",
+            ));
         }
     }
     for k in SectionKind::ALL {
@@ -940,7 +1022,7 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             if flagged != present {
                 return Err(Error::format(
                     path,
-                    place_for(k),
+                    place_for(sections, k),
                     if flagged {
                         "the header flags say the section is present but it is missing"
                     } else {
@@ -950,6 +1032,12 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             }
         }
     }
+    Ok(())
+}
+
+/// Every section can be viewed in place at its element type, the buckets are consistent, and every point is
+/// finite and inside its bucket's bounds.
+fn check_contents(path: &Path, bytes: &[u8], sections: &Sections, n: usize) -> Result<()> {
     fn cast<'a, T: AnyBitPattern>(
         path: &Path,
         place: String,
@@ -967,13 +1055,13 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
     }
     let buckets: &[Bucket] = cast(
         path,
-        place_for(SectionKind::Buckets),
+        place_for(sections, SectionKind::Buckets),
         bytes,
         sections[slot(SectionKind::Buckets)].as_ref(),
     )?;
     let positions: &[[f32; 3]] = cast(
         path,
-        place_for(SectionKind::Positions),
+        place_for(sections, SectionKind::Positions),
         bytes,
         sections[slot(SectionKind::Positions)].as_ref(),
     )?;
@@ -984,16 +1072,21 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
         SectionKind::Intensity,
         SectionKind::Reflectance,
     ] {
-        cast::<f32>(path, place_for(k), bytes, sections[slot(k)].as_ref())?;
+        cast::<f32>(
+            path,
+            place_for(sections, k),
+            bytes,
+            sections[slot(k)].as_ref(),
+        )?;
     }
     cast::<[u16; 3]>(
         path,
-        place_for(SectionKind::Color),
+        place_for(sections, SectionKind::Color),
         bytes,
         sections[slot(SectionKind::Color)].as_ref(),
     )?;
     check_buckets(buckets, n)
-        .map_err(|m| Error::format(path, place_for(SectionKind::Buckets), m))?;
+        .map_err(|m| Error::format(path, place_for(sections, SectionKind::Buckets), m))?;
     for (i, b) in buckets.iter().enumerate() {
         let r = b.first as usize..b.first as usize + b.count as usize;
         for (j, p) in positions[r.clone()].iter().enumerate() {
@@ -1001,7 +1094,7 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             if !inside {
                 return Err(Error::format(
                     path,
-                    place_for(SectionKind::Positions),
+                    place_for(sections, SectionKind::Positions),
                     format!(
                         "point {} ({p:?}) lies outside the bounds of bucket {i} ({:?}..{:?})",
                         r.start + j,
@@ -1012,24 +1105,29 @@ fn check(path: &Path, bytes: &[u8]) -> Result<(Header, Sections, String, MapMeta
             }
         }
     }
+    Ok(())
+}
+
+/// The metadata section: UTF-8 TOML in the map metadata schema.
+fn parse_metadata(path: &Path, bytes: &[u8], sections: &Sections) -> Result<(String, MapMetadata)> {
     let meta_bytes = &bytes[sections[slot(SectionKind::Metadata)]
         .clone()
         .unwrap_or(0..0)];
     let text = std::str::from_utf8(meta_bytes).map_err(|e| {
         Error::format(
             path,
-            place_for(SectionKind::Metadata),
+            place_for(sections, SectionKind::Metadata),
             format!("not UTF-8 (at byte {})", e.valid_up_to()),
         )
     })?;
     let metadata: MapMetadata = toml::from_str(text).map_err(|e| {
         Error::format(
             path,
-            place_for(SectionKind::Metadata),
+            place_for(sections, SectionKind::Metadata),
             format!("not valid map metadata TOML: {}", e.message()),
         )
     })?;
-    Ok((h, sections, text.to_string(), metadata))
+    Ok((text.to_string(), metadata))
 }
 
 #[cfg(test)]
