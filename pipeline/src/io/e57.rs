@@ -1077,151 +1077,70 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
             format!("scan {} covers points {range:?} of {}", g.name, cloud.len()),
         )
     })?;
-
-    // Scan-frame coordinates: p = R^T (world - t), the difference first so georeferenced values keep their digits.
-    let r = g.world_from_scan.rotation.to_rotation_matrix();
-    let t = g.world_from_scan.translation.vector;
-    let o = Vector3::from(cloud.origin);
-    let local: Vec<[f64; 3]> = positions
-        .iter()
-        .map(|p| {
-            r.inverse_transform_vector(&(o + Vector3::from(*p).cast::<f64>() - t))
-                .into()
-        })
-        .collect();
-    let mut lo = [f64::INFINITY; 3];
-    let mut hi = [f64::NEG_INFINITY; 3];
-    for p in &local {
-        for a in 0..3 {
-            lo[a] = lo[a].min(p[a]);
-            hi[a] = hi[a].max(p[a]);
-        }
-    }
-    let axes = [0, 1, 2].map(|a| Axis::for_range(lo[a], hi[a]));
-
+    let local = scan_frame(cloud.origin, positions, &g.world_from_scan);
+    let axes = axes_for(&local);
+    let (columns, records) = ScanColumns::new(cloud, range, opts);
     let mut proto = vec![
         axes[0].record(RecordName::CartesianX),
         axes[1].record(RecordName::CartesianY),
         axes[2].record(RecordName::CartesianZ),
     ];
-
-    let intensity = cloud
-        .intensity
-        .as_ref()
-        .filter(|_| opts.wants("intensity"))
-        .and_then(|v| v.get(range.clone()));
-    let mut intensity_limits = None;
-    if let Some(vals) = intensity {
-        proto.push(Record {
-            name: RecordName::Intensity,
-            data_type: RecordDataType::Single {
-                min: None,
-                max: None,
-            },
-        });
-        let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
-        for v in vals.iter().filter(|v| v.is_finite()) {
-            a = a.min(f64::from(*v));
-            b = b.max(f64::from(*v));
-        }
-        // 0..1 when the values fit, so readers that normalise by the limits see the same values.
-        let (a, b) = if a >= 0.0 && b <= 1.0 || a > b {
-            (0.0, 1.0)
-        } else if a == b {
-            (a, a + 1.0)
-        } else {
-            (a, b)
-        };
-        intensity_limits = Some(IntensityLimits {
-            intensity_min: Some(RecordValue::Double(a)),
-            intensity_max: Some(RecordValue::Double(b)),
-        });
-    }
-
-    let color = cloud
-        .color
-        .as_ref()
-        .filter(|_| opts.wants("color"))
-        .and_then(|v| v.get(range.clone()));
-    let eight_bit = color.is_some_and(|c| c.iter().flatten().all(|v| v % 257 == 0));
-    let color_div: u16 = if eight_bit { 257 } else { 1 };
-    let color_max: i64 = if eight_bit { 255 } else { 65535 };
-    if color.is_some() {
-        for name in [
-            RecordName::ColorRed,
-            RecordName::ColorGreen,
-            RecordName::ColorBlue,
-        ] {
-            proto.push(Record {
-                name,
-                data_type: RecordDataType::Integer {
-                    min: 0,
-                    max: color_max,
-                },
-            });
-        }
-    }
-
-    let time = cloud
-        .time
-        .as_ref()
-        .filter(|_| opts.wants("time"))
-        .and_then(|v| v.get(range.clone()));
-    if time.is_some() {
-        proto.push(Record {
-            name: RecordName::TimeStamp,
-            data_type: RecordDataType::Double {
-                min: None,
-                max: None,
-            },
-        });
-    }
-
-    let returns = match (&cloud.return_number, &cloud.number_of_returns) {
-        (Some(rn), Some(nr)) if opts.wants("return_number") => {
-            rn.get(range.clone()).zip(nr.get(range.clone()))
-        }
-        _ => None,
-    };
-    let mut return_ranges = None;
-    if let Some((rn, nr)) = returns {
-        let (ri, ri_lo, ri_hi) = int_record(
-            RecordName::ReturnIndex,
-            rn.iter().map(|&v| i64::from(v.saturating_sub(1))),
-        );
-        let (rc, rc_lo, rc_hi) =
-            int_record(RecordName::ReturnCount, nr.iter().map(|&v| i64::from(v)));
-        proto.push(ri);
-        proto.push(rc);
-        return_ranges = Some([(ri_lo, ri_hi), (rc_lo, rc_hi)]);
-    }
-
-    let mut index_fields = Vec::new();
-    for (extra_name, record_name) in [
-        ("row", RecordName::RowIndex),
-        ("column", RecordName::ColumnIndex),
-    ] {
-        let Some(d) = cloud.extra(extra_name).filter(|_| opts.wants(extra_name)) else {
-            continue;
-        };
-        let Some(vals) = range
-            .clone()
-            .map(|i| d.values.get(i).map(index_of))
-            .collect::<Option<Vec<i32>>>()
-        else {
-            continue;
-        };
-        let (rec, _, _) = int_record(record_name, vals.iter().map(|&v| i64::from(v)));
-        proto.push(rec);
-        index_fields.push(vals);
-    }
+    proto.extend(records);
 
     let mut pw = w
         .add_pointcloud(&guid(cloud, k as u64), proto)
         .map_err(|e| write_err(path, &place, &e))?;
     pw.set_name(Some(g.name.clone()));
-    let q = crate::pose::rotation_wxyz(&g.world_from_scan);
-    pw.set_transform(Some(Transform {
+    pw.set_transform(Some(e57_transform(&g.world_from_scan)));
+    if let Some(limits) = columns.intensity_limits() {
+        pw.set_intensity_limits(Some(limits));
+    }
+    if let Some(limits) = columns.color_limits() {
+        pw.set_color_limits(Some(limits));
+    }
+    for (i, p) in local.iter().enumerate() {
+        pw.add_point(columns.values(i, p, &axes))
+            .map_err(|e| write_err(path, &format!("{place} point {i}"), &e))?;
+    }
+    pw.finalize().map_err(|e| write_err(path, &place, &e))
+}
+
+/// Scan-frame coordinates: p = R^T (world - t), the difference first so georeferenced values keep their digits.
+fn scan_frame(
+    origin: [f64; 3],
+    positions: &[[f32; 3]],
+    world_from_scan: &Isometry3<f64>,
+) -> Vec<[f64; 3]> {
+    let r = world_from_scan.rotation.to_rotation_matrix();
+    let t = world_from_scan.translation.vector;
+    let o = Vector3::from(origin);
+    positions
+        .iter()
+        .map(|p| {
+            r.inverse_transform_vector(&(o + Vector3::from(*p).cast::<f64>() - t))
+                .into()
+        })
+        .collect()
+}
+
+/// The coordinate encoding of each axis, from the scan's extent on it.
+fn axes_for(local: &[[f64; 3]]) -> [Axis; 3] {
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for p in local {
+        for a in 0..3 {
+            lo[a] = lo[a].min(p[a]);
+            hi[a] = hi[a].max(p[a]);
+        }
+    }
+    [0, 1, 2].map(|a| Axis::for_range(lo[a], hi[a]))
+}
+
+/// The scan's pose in E57's form (a w-first quaternion and a translation).
+fn e57_transform(world_from_scan: &Isometry3<f64>) -> Transform {
+    let q = crate::pose::rotation_wxyz(world_from_scan);
+    let t = world_from_scan.translation.vector;
+    Transform {
         rotation: Quaternion {
             w: q[0],
             x: q[1],
@@ -1233,55 +1152,194 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
             y: t[1],
             z: t[2],
         },
-    }));
-    if intensity_limits.is_some() {
-        pw.set_intensity_limits(intensity_limits);
     }
-    if color.is_some() {
+}
+
+/// The attribute columns of one scan that the writer stores, cut to the scan's points, with the value ranges
+/// their records declare. Record order: intensity, colour, time stamp, return index and count, row and column.
+struct ScanColumns<'a> {
+    intensity: Option<&'a [f32]>,
+    /// Intensity limits: 0..1 when the values fit, so readers that normalise by the limits see the same values.
+    intensity_range: (f64, f64),
+    color: Option<&'a [[u16; 3]]>,
+    /// 257 when every colour is 8-bit widened (stored as 0..255), else 1.
+    color_div: u16,
+    color_max: i64,
+    time: Option<&'a [f64]>,
+    returns: Option<(&'a [u8], &'a [u8])>,
+    return_ranges: [(i64, i64); 2],
+    index_fields: Vec<Vec<i32>>,
+}
+
+impl<'a> ScanColumns<'a> {
+    /// The columns `opts` asks for that the cloud has, and the records that describe them.
+    fn new(cloud: &'a Cloud, range: Range<usize>, opts: &WriteOptions) -> (Self, Vec<Record>) {
+        fn cut<'a, T>(v: Option<&'a [T]>, wanted: bool, r: &Range<usize>) -> Option<&'a [T]> {
+            v.filter(|_| wanted).and_then(|v| v.get(r.clone()))
+        }
+        let intensity = cut(cloud.intensity.as_deref(), opts.wants("intensity"), &range);
+        let color = cut(cloud.color.as_deref(), opts.wants("color"), &range);
+        let time = cut(cloud.time.as_deref(), opts.wants("time"), &range);
+        let wants_returns = opts.wants("return_number");
+        let returns = cut(cloud.return_number.as_deref(), wants_returns, &range).zip(cut(
+            cloud.number_of_returns.as_deref(),
+            wants_returns,
+            &range,
+        ));
+        let eight_bit = color.is_some_and(|c| c.iter().flatten().all(|v| v % 257 == 0));
+        let mut c = ScanColumns {
+            intensity,
+            intensity_range: intensity.map_or((0.0, 1.0), intensity_range),
+            color,
+            color_div: if eight_bit { 257 } else { 1 },
+            color_max: if eight_bit { 255 } else { 65535 },
+            time,
+            returns,
+            return_ranges: [(0, 1); 2],
+            index_fields: Vec::new(),
+        };
+        let records = c.records(cloud, range, opts);
+        (c, records)
+    }
+
+    /// The records after x, y and z; fills the integer ranges the values are clamped to.
+    fn records(&mut self, cloud: &Cloud, range: Range<usize>, opts: &WriteOptions) -> Vec<Record> {
+        let mut proto = Vec::new();
+        if self.intensity.is_some() {
+            proto.push(Record {
+                name: RecordName::Intensity,
+                data_type: RecordDataType::Single {
+                    min: None,
+                    max: None,
+                },
+            });
+        }
+        if self.color.is_some() {
+            for name in [
+                RecordName::ColorRed,
+                RecordName::ColorGreen,
+                RecordName::ColorBlue,
+            ] {
+                proto.push(Record {
+                    name,
+                    data_type: RecordDataType::Integer {
+                        min: 0,
+                        max: self.color_max,
+                    },
+                });
+            }
+        }
+        if self.time.is_some() {
+            proto.push(Record {
+                name: RecordName::TimeStamp,
+                data_type: RecordDataType::Double {
+                    min: None,
+                    max: None,
+                },
+            });
+        }
+        if let Some((rn, nr)) = self.returns {
+            let (ri, ri_lo, ri_hi) = int_record(
+                RecordName::ReturnIndex,
+                rn.iter().map(|&v| i64::from(v.saturating_sub(1))),
+            );
+            let (rc, rc_lo, rc_hi) =
+                int_record(RecordName::ReturnCount, nr.iter().map(|&v| i64::from(v)));
+            proto.push(ri);
+            proto.push(rc);
+            self.return_ranges = [(ri_lo, ri_hi), (rc_lo, rc_hi)];
+        }
+        for (extra_name, record_name) in [
+            ("row", RecordName::RowIndex),
+            ("column", RecordName::ColumnIndex),
+        ] {
+            let Some(d) = cloud.extra(extra_name).filter(|_| opts.wants(extra_name)) else {
+                continue;
+            };
+            let Some(vals) = range
+                .clone()
+                .map(|i| d.values.get(i).map(index_of))
+                .collect::<Option<Vec<i32>>>()
+            else {
+                continue;
+            };
+            let (rec, _, _) = int_record(record_name, vals.iter().map(|&v| i64::from(v)));
+            proto.push(rec);
+            self.index_fields.push(vals);
+        }
+        proto
+    }
+
+    fn intensity_limits(&self) -> Option<IntensityLimits> {
+        let (a, b) = self.intensity_range;
+        self.intensity.map(|_| IntensityLimits {
+            intensity_min: Some(RecordValue::Double(a)),
+            intensity_max: Some(RecordValue::Double(b)),
+        })
+    }
+
+    fn color_limits(&self) -> Option<ColorLimits> {
+        self.color?;
         let (lo, hi) = (
             Some(RecordValue::Integer(0)),
-            Some(RecordValue::Integer(color_max)),
+            Some(RecordValue::Integer(self.color_max)),
         );
-        pw.set_color_limits(Some(ColorLimits {
+        Some(ColorLimits {
             red_min: lo.clone(),
             red_max: hi.clone(),
             green_min: lo.clone(),
             green_max: hi.clone(),
             blue_min: lo,
             blue_max: hi,
-        }));
+        })
     }
 
-    for (i, p) in local.iter().enumerate() {
+    /// Point `i`'s values in record order.
+    fn values(&self, i: usize, p: &[f64; 3], axes: &[Axis; 3]) -> Vec<RecordValue> {
         // The crate takes one Vec per point; there is no way around that allocation in its API.
         let mut values = Vec::with_capacity(16);
         values.extend((0..3).map(|a| axes[a].value(p[a])));
-        if let Some(v) = intensity.and_then(|v| v.get(i)) {
+        if let Some(v) = self.intensity.and_then(|v| v.get(i)) {
             values.push(RecordValue::Single(*v));
         }
-        if let Some(c) = color.and_then(|v| v.get(i)) {
+        if let Some(c) = self.color.and_then(|v| v.get(i)) {
             for ch in c {
-                values.push(RecordValue::Integer(i64::from(ch / color_div)));
+                values.push(RecordValue::Integer(i64::from(ch / self.color_div)));
             }
         }
-        if let Some(v) = time.and_then(|v| v.get(i)) {
+        if let Some(v) = self.time.and_then(|v| v.get(i)) {
             values.push(RecordValue::Double(*v));
         }
-        if let (Some((rn, nr)), Some([(a_lo, a_hi), (b_lo, b_hi)])) = (returns, return_ranges) {
+        if let Some((rn, nr)) = self.returns {
+            let [(a_lo, a_hi), (b_lo, b_hi)] = self.return_ranges;
             let ri = rn.get(i).map_or(0, |&v| i64::from(v.saturating_sub(1)));
             let rc = nr.get(i).map_or(0, |&v| i64::from(v));
             values.push(RecordValue::Integer(ri.clamp(a_lo, a_hi)));
             values.push(RecordValue::Integer(rc.clamp(b_lo, b_hi)));
         }
-        for vals in &index_fields {
+        for vals in &self.index_fields {
             values.push(RecordValue::Integer(
                 vals.get(i).map_or(0, |&v| i64::from(v)),
             ));
         }
-        pw.add_point(values)
-            .map_err(|e| write_err(path, &format!("{place} point {i}"), &e))?;
+        values
     }
-    pw.finalize().map_err(|e| write_err(path, &place, &e))
+}
+
+/// Intensity limits for the values: 0..1 when they fit (or none is finite), widened when they are all equal.
+fn intensity_range(vals: &[f32]) -> (f64, f64) {
+    let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in vals.iter().filter(|v| v.is_finite()) {
+        a = a.min(f64::from(*v));
+        b = b.max(f64::from(*v));
+    }
+    if a >= 0.0 && b <= 1.0 || a > b {
+        (0.0, 1.0)
+    } else if a == b {
+        (a, a + 1.0)
+    } else {
+        (a, b)
+    }
 }
 
 /// Errors while writing are the disk's (the crate wraps io errors) or a bug in the values we hand over.
