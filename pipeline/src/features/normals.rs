@@ -273,36 +273,7 @@ pub fn estimate_normals(
 ) -> Result<StageReport> {
     let started = Instant::now();
     let mut report = StageReport::new("features.normals", cloud.len());
-    if params.k < 3 {
-        return Err(Error::parameter(
-            "features.normals.k",
-            format!("a plane needs at least 3 neighbours, got k = {}", params.k),
-        ));
-    }
-    if let Some(r) = params.radius_m
-        && !(r.is_finite() && r > 0.0)
-    {
-        return Err(Error::parameter(
-            "features.normals.radius_m",
-            format!("must be a positive number of metres, got {r}"),
-        ));
-    }
-    if let Some(r) = params.resolution_m
-        && !(r.is_finite() && r > 0.0)
-    {
-        return Err(Error::parameter(
-            "features.normals.resolution_m",
-            format!("must be a positive number of metres, got {r}"),
-        ));
-    }
-    if let Some(v) = params.viewpoint
-        && !v.iter().all(|x| x.is_finite())
-    {
-        return Err(Error::parameter(
-            "features.normals.viewpoint",
-            "must be finite",
-        ));
-    }
+    check_params(params)?;
     check_cloud(cloud)?;
     let n = cloud.len();
     let radius = params
@@ -316,105 +287,14 @@ pub fn estimate_normals(
         ));
     }
     progress.stage("normals", n as u64);
-    let o = cloud.origin;
-    // Scanner positions relative to the origin, by point range, sorted by range start.
-    let mut scanners: Vec<(usize, usize, [f64; 3])> = cloud
-        .meta
-        .scans
-        .iter()
-        .filter_map(|s| {
-            let t = s.world_from_scan?.translation.vector;
-            (s.points.start < s.points.end && t.iter().all(|x| x.is_finite())).then_some((
-                s.points.start,
-                s.points.end.min(n),
-                [t[0] - o[0], t[1] - o[1], t[2] - o[2]],
-            ))
-        })
-        .collect();
-    scanners.sort_by_key(|s| s.0);
-    let viewpoint = params
-        .viewpoint
-        .map(|v| [v[0] - o[0], v[1] - o[1], v[2] - o[2]]);
-    // Centroid for the outward rule, summed in chunk order.
-    let centroid = {
-        let parts: Vec<[f64; 3]> = cloud
-            .positions
-            .par_chunks(CHUNK)
-            .map(|c| {
-                let mut s = [0.0f64; 3];
-                for p in c {
-                    for k in 0..3 {
-                        s[k] += p[k] as f64;
-                    }
-                }
-                s
-            })
-            .collect();
-        let mut s = [0.0f64; 3];
-        for p in parts {
-            for k in 0..3 {
-                s[k] += p[k];
-            }
-        }
-        let nf = n.max(1) as f64;
-        [s[0] / nf, s[1] / nf, s[2] / nf]
-    };
+    let orientation = Orientation::new(cloud, params);
     let nb = Neighbors::for_knn(&cloud.positions, k)?;
     let fitted = nb.knn_all_in_cell_order(
         k,
         radius,
         progress,
         || Vec::<[f64; 3]>::with_capacity(k),
-        |rel, i, p, _, near| {
-            rel.clear();
-            rel.extend(near.iter().map(|r| {
-                [
-                    r[0] as f64 - p[0] as f64,
-                    r[1] as f64 - p[1] as f64,
-                    r[2] as f64 - p[2] as f64,
-                ]
-            }));
-            let Some((mut nv, g, c)) = fit_plane(rel) else {
-                return Fitted::default();
-            };
-            let pf = [p[0] as f64, p[1] as f64, p[2] as f64];
-            let scanner = {
-                let at = scanners.partition_point(|s| s.0 <= i);
-                at.checked_sub(1)
-                    .and_then(|a| scanners.get(a))
-                    .filter(|s| i < s.1)
-                    .map(|s| s.2)
-            };
-            let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-            let (rule, want) = if let Some(s) = scanner {
-                (
-                    Rule::Scanner,
-                    dot(nv, [s[0] - pf[0], s[1] - pf[1], s[2] - pf[2]]),
-                )
-            } else if let Some(v) = viewpoint {
-                (
-                    Rule::Viewpoint,
-                    dot(nv, [v[0] - pf[0], v[1] - pf[1], v[2] - pf[2]]),
-                )
-            } else if nv[2].abs() > HORIZONTAL_MIN_NZ {
-                (Rule::Up, nv[2])
-            } else {
-                let c = centroid;
-                (
-                    Rule::Outward,
-                    dot(nv, [pf[0] - c[0], pf[1] - c[1], pf[2] - c[2]]),
-                )
-            };
-            if want < 0.0 {
-                nv = [-nv[0], -nv[1], -nv[2]];
-            }
-            Fitted {
-                normal: [nv[0] as f32, nv[1] as f32, nv[2] as f32],
-                gamma: g as f32,
-                curvature: c as f32,
-                rule,
-            }
-        },
+        |rel, i, p, _, near| fit_point(rel, i, p, near, &orientation),
     )?;
     // The fits are in the index's cell order: free the index, then put each output into point order straight
     // from them (no second array of fits in point order, no index, at the peak).
@@ -433,10 +313,172 @@ pub fn estimate_normals(
         }
     }
     drop(fitted);
-    let count = |r: Rule| rules[r as usize] as f64;
-    let no_normal = count(Rule::None);
     report.figure("k", k as f64);
     report.figure("radius_m", radius.map_or(f64::INFINITY, |r| r as f64));
+    report_rules(&mut report, &rules);
+    cloud.normals = Some(normals);
+    cloud.gamma = Some(gamma);
+    if let Some(curv) = curv {
+        cloud.extra.retain(|d| d.name != "curvature");
+        cloud.extra.push(ExtraDim::new("curvature", curv));
+    }
+    report.finish(n, started);
+    Ok(report)
+}
+
+fn check_params(params: &NormalsParams) -> Result<()> {
+    if params.k < 3 {
+        return Err(Error::parameter(
+            "features.normals.k",
+            format!("a plane needs at least 3 neighbours, got k = {}", params.k),
+        ));
+    }
+    positive_metres("features.normals.radius_m", params.radius_m)?;
+    positive_metres("features.normals.resolution_m", params.resolution_m)?;
+    if let Some(v) = params.viewpoint
+        && !v.iter().all(|x| x.is_finite())
+    {
+        return Err(Error::parameter(
+            "features.normals.viewpoint",
+            "must be finite",
+        ));
+    }
+    Ok(())
+}
+
+fn positive_metres<T: Into<f64> + std::fmt::Display + Copy>(
+    name: &str,
+    r: Option<T>,
+) -> Result<()> {
+    match r {
+        Some(r) if !(r.into().is_finite() && r.into() > 0.0) => Err(Error::parameter(
+            name,
+            format!("must be a positive number of metres, got {r}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Which way each normal faces, in order of preference: towards the scanner that took the point, towards the
+/// given viewpoint, up (near-horizontal surfaces), away from the centroid. Positions relative to the origin.
+struct Orientation {
+    /// (first point, end, scanner position) by point range, sorted by range start.
+    scanners: Vec<(usize, usize, [f64; 3])>,
+    viewpoint: Option<[f64; 3]>,
+    centroid: [f64; 3],
+}
+
+impl Orientation {
+    fn new(cloud: &Cloud, params: &NormalsParams) -> Orientation {
+        let (o, n) = (cloud.origin, cloud.len());
+        let mut scanners: Vec<(usize, usize, [f64; 3])> = cloud
+            .meta
+            .scans
+            .iter()
+            .filter_map(|s| {
+                let t = s.world_from_scan?.translation.vector;
+                (s.points.start < s.points.end && t.iter().all(|x| x.is_finite())).then_some((
+                    s.points.start,
+                    s.points.end.min(n),
+                    [t[0] - o[0], t[1] - o[1], t[2] - o[2]],
+                ))
+            })
+            .collect();
+        scanners.sort_by_key(|s| s.0);
+        Orientation {
+            scanners,
+            viewpoint: params
+                .viewpoint
+                .map(|v| [v[0] - o[0], v[1] - o[1], v[2] - o[2]]),
+            centroid: centroid(&cloud.positions),
+        }
+    }
+
+    fn scanner(&self, i: usize) -> Option<[f64; 3]> {
+        let at = self.scanners.partition_point(|s| s.0 <= i);
+        at.checked_sub(1)
+            .and_then(|a| self.scanners.get(a))
+            .filter(|s| i < s.1)
+            .map(|s| s.2)
+    }
+
+    /// The rule that applies to point `i` at `p`, and the normal `nv` flipped to follow it.
+    fn orient(&self, i: usize, p: [f64; 3], nv: [f64; 3]) -> ([f64; 3], Rule) {
+        let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+        let towards = |v: [f64; 3]| dot(nv, [v[0] - p[0], v[1] - p[1], v[2] - p[2]]);
+        let (rule, want) = if let Some(s) = self.scanner(i) {
+            (Rule::Scanner, towards(s))
+        } else if let Some(v) = self.viewpoint {
+            (Rule::Viewpoint, towards(v))
+        } else if nv[2].abs() > HORIZONTAL_MIN_NZ {
+            (Rule::Up, nv[2])
+        } else {
+            (Rule::Outward, -towards(self.centroid))
+        };
+        if want < 0.0 {
+            ([-nv[0], -nv[1], -nv[2]], rule)
+        } else {
+            (nv, rule)
+        }
+    }
+}
+
+/// The mean position, summed in chunk order (the same for any number of threads).
+fn centroid(positions: &[[f32; 3]]) -> [f64; 3] {
+    let parts: Vec<[f64; 3]> = positions
+        .par_chunks(CHUNK)
+        .map(|c| {
+            let mut s = [0.0f64; 3];
+            for p in c {
+                for k in 0..3 {
+                    s[k] += p[k] as f64;
+                }
+            }
+            s
+        })
+        .collect();
+    let mut s = [0.0f64; 3];
+    for p in parts {
+        for k in 0..3 {
+            s[k] += p[k];
+        }
+    }
+    let nf = positions.len().max(1) as f64;
+    [s[0] / nf, s[1] / nf, s[2] / nf]
+}
+
+/// The plane through point `i`'s neighbours `near` (relative to `p` in f64, in the reused `rel`), oriented.
+fn fit_point(
+    rel: &mut Vec<[f64; 3]>,
+    i: usize,
+    p: [f32; 3],
+    near: &[[f32; 3]],
+    orientation: &Orientation,
+) -> Fitted {
+    rel.clear();
+    rel.extend(near.iter().map(|r| {
+        [
+            r[0] as f64 - p[0] as f64,
+            r[1] as f64 - p[1] as f64,
+            r[2] as f64 - p[2] as f64,
+        ]
+    }));
+    let Some((nv, g, c)) = fit_plane(rel) else {
+        return Fitted::default();
+    };
+    let (nv, rule) = orientation.orient(i, p.map(f64::from), nv);
+    Fitted {
+        normal: [nv[0] as f32, nv[1] as f32, nv[2] as f32],
+        gamma: g as f32,
+        curvature: c as f32,
+        rule,
+    }
+}
+
+/// How many normals each orientation rule decided, and warnings for the fallbacks.
+fn report_rules(report: &mut StageReport, rules: &[usize; 5]) {
+    let count = |r: Rule| rules[r as usize] as f64;
+    let no_normal = count(Rule::None);
     report.figure("oriented_to_scanner", count(Rule::Scanner));
     report.figure("oriented_to_viewpoint", count(Rule::Viewpoint));
     report.figure("oriented_up", count(Rule::Up));
@@ -454,14 +496,6 @@ pub fn estimate_normals(
             "{no_normal} point(s) have fewer than 3 usable neighbours or no plane: zero normal, gamma = inf"
         ));
     }
-    cloud.normals = Some(normals);
-    cloud.gamma = Some(gamma);
-    if let Some(curv) = curv {
-        cloud.extra.retain(|d| d.name != "curvature");
-        cloud.extra.push(ExtraDim::new("curvature", curv));
-    }
-    report.finish(n, started);
-    Ok(report)
 }
 
 #[cfg(test)]
