@@ -1675,13 +1675,181 @@ struct Plan<'a> {
     extras: Vec<OutExtra<'a>>,
 }
 
+/// What the written points need of the LAS version and point format.
+struct Needs {
+    points: usize,
+    /// The largest return number or number of returns.
+    max_return: u8,
+    max_return_number: u8,
+    max_class: u8,
+}
+
+impl Needs {
+    fn of(
+        points: usize,
+        return_number: Option<&[u8]>,
+        number_of_returns: Option<&[u8]>,
+        classification: Option<&[u8]>,
+    ) -> Needs {
+        let max = |v: Option<&[u8]>| v.and_then(|v| v.iter().copied().max()).unwrap_or(0);
+        let max_return_number = max(return_number);
+        Needs {
+            points,
+            max_return: max_return_number.max(max(number_of_returns)),
+            max_return_number,
+            max_class: max(classification),
+        }
+    }
+
+    /// The LAS minor version: the one asked for if it can hold the points, else the smallest that can.
+    fn minor(&self, asked: Option<LasVersion>, nir: bool) -> Result<u8> {
+        let too_many = self.points as u64 > u64::from(u32::MAX);
+        match asked {
+            Some(LasVersion::V1_2) => {
+                let why = if too_many {
+                    Some(format!("{} points", self.points))
+                } else if self.max_class > 31 {
+                    Some(format!("classification {}", self.max_class))
+                } else if self.max_return_number > 5 {
+                    Some(format!("return number {}", self.max_return_number))
+                } else if self.max_return > 7 {
+                    Some(format!("number of returns {}", self.max_return))
+                } else {
+                    None
+                };
+                match why {
+                    Some(why) => Err(Error::parameter(
+                        "las version",
+                        format!("LAS 1.2 cannot hold {why}; write LAS 1.4"),
+                    )),
+                    None => Ok(2),
+                }
+            }
+            Some(LasVersion::V1_4) => Ok(4),
+            None if nir || self.max_return > 5 || self.max_class > 31 || too_many => Ok(4),
+            None => Ok(2),
+        }
+    }
+
+    /// The point data format: the smallest that holds the fields written.
+    fn format(&self, minor: u8, time: bool, color: bool, nir: bool) -> u8 {
+        let extended = minor == 4 && (time || nir || self.max_class > 31 || self.max_return > 7);
+        match (extended, time, color, nir) {
+            (false, false, false, _) => 0,
+            (false, true, false, _) => 1,
+            (false, false, true, _) => 2,
+            (false, true, true, _) => 3,
+            (true, _, false, _) => 6,
+            (true, _, true, false) => 7,
+            (true, _, true, true) => 8,
+        }
+    }
+}
+
+/// The extra-bytes dimensions: normals, gamma, ring, then the cloud's other extra dimensions that have no
+/// standard field (`nir_standard`: NIR is written in its standard field).
+fn extra_dims<'a>(
+    cloud: &'a Cloud,
+    opts: &WriteOptions,
+    nir_standard: bool,
+) -> Result<Vec<OutExtra<'a>>> {
+    let mut extras = Vec::new();
+    if let Some(normals) = &cloud.normals
+        && wants_any(opts, &["normal", "normals", "nx", "ny", "nz"])
+        && normals.len() == cloud.len()
+    {
+        for (i, name) in ["nx", "ny", "nz"].into_iter().enumerate() {
+            extras.push(OutExtra {
+                name: name.into(),
+                kind: ScalarKind::F32,
+                source: ExtraSource::Normal(i),
+            });
+        }
+    }
+    if cloud.gamma.is_some() && opts.wants("gamma") {
+        extras.push(OutExtra {
+            name: "gamma".into(),
+            kind: ScalarKind::F32,
+            source: ExtraSource::Gamma,
+        });
+    }
+    if cloud.ring.is_some() && opts.wants("ring") {
+        extras.push(OutExtra {
+            name: "ring".into(),
+            kind: ScalarKind::U16,
+            source: ExtraSource::Ring,
+        });
+    }
+    for d in &cloud.extra {
+        let standard = match d.name.as_str() {
+            "nir" => nir_standard,
+            "scan_angle" | "user_data" | "point_source_id" => true,
+            _ => false,
+        };
+        if standard || !opts.wants(&d.name) || extras.iter().any(|e| e.name == d.name) {
+            continue;
+        }
+        if d.name.len() > 32 {
+            return Err(Error::parameter(
+                "extra dimension",
+                format!("name {:?} is longer than the 32 bytes LAS allows", d.name),
+            ));
+        }
+        extras.push(OutExtra {
+            name: d.name.clone(),
+            kind: d.kind(),
+            source: ExtraSource::Values(&d.values),
+        });
+    }
+    Ok(extras)
+}
+
+/// Coordinates: the offset at the (rounded) origin, the scale as fine as the extent allows (0.1 mm, else 1 mm).
+fn coordinate_grid(cloud: &Cloud) -> Result<(f64, [f64; 3])> {
+    let offset = cloud.origin.map(f64::round);
+    let mut reach = 0.0f64;
+    if let Some((lo, hi)) = cloud.bounds() {
+        for k in 0..3 {
+            reach = reach
+                .max((lo[k] - offset[k]).abs())
+                .max((hi[k] - offset[k]).abs());
+        }
+    }
+    if !reach.is_finite() || cloud.origin.iter().any(|v| !v.is_finite()) {
+        return Err(Error::parameter("cloud", "coordinates are not finite"));
+    }
+    let limit = f64::from(i32::MAX) - 16.0;
+    if reach / 0.0001 < limit {
+        Ok((0.0001, offset))
+    } else if reach / 0.001 < limit {
+        Ok((0.001, offset))
+    } else {
+        Err(Error::parameter(
+            "cloud extent",
+            format!(
+                "points lie up to {reach:.0} m from the origin; LAS 32-bit coordinates at 1 mm reach only \
+                 {:.0} m",
+                limit * 0.001
+            ),
+        ))
+    }
+}
+
+/// Intensities all within 0..1 (and not all zero) are a normalised return strength: written scaled to 0..65535.
+fn intensity_scale(v: &[f32]) -> f32 {
+    if v.iter().all(|&x| (0.0..=1.0).contains(&x)) && v.iter().any(|&x| x > 0.0) {
+        65535.0
+    } else {
+        1.0
+    }
+}
+
 fn wants_any(opts: &WriteOptions, names: &[&str]) -> bool {
     opts.fields.is_none() || names.iter().any(|n| opts.wants(n))
 }
 
 impl<'a> Plan<'a> {
     fn new(cloud: &'a Cloud, opts: &WriteOptions) -> Result<Plan<'a>> {
-        let n = cloud.len();
         let intensity = cloud
             .intensity
             .as_deref()
@@ -1713,121 +1881,18 @@ impl<'a> Plan<'a> {
                 .map(|d| &d.values)
         };
         let nir_values = standard_extra("nir");
-        let scan_angle = standard_extra("scan_angle");
-        let user_data = standard_extra("user_data");
-        let point_source_id = standard_extra("point_source_id");
-
-        let max_return = return_number
-            .iter()
-            .chain(number_of_returns.iter())
-            .flat_map(|v| v.iter())
-            .copied()
-            .max()
-            .unwrap_or(0);
-        let max_return_number = return_number
-            .and_then(|v| v.iter().copied().max())
-            .unwrap_or(0);
-        let max_class = classification
-            .and_then(|c| c.iter().copied().max())
-            .unwrap_or(0);
-        let minor = match opts.las_version {
-            Some(LasVersion::V1_2) => {
-                let why = if n as u64 > u64::from(u32::MAX) {
-                    Some(format!("{n} points"))
-                } else if max_class > 31 {
-                    Some(format!("classification {max_class}"))
-                } else if max_return_number > 5 {
-                    Some(format!("return number {max_return_number}"))
-                } else if max_return > 7 {
-                    Some(format!("number of returns {max_return}"))
-                } else {
-                    None
-                };
-                if let Some(why) = why {
-                    return Err(Error::parameter(
-                        "las version",
-                        format!("LAS 1.2 cannot hold {why}; write LAS 1.4"),
-                    ));
-                }
-                2
-            }
-            Some(LasVersion::V1_4) => 4,
-            None => {
-                if nir_values.is_some()
-                    || max_return > 5
-                    || max_class > 31
-                    || n as u64 > u64::from(u32::MAX)
-                {
-                    4
-                } else {
-                    2
-                }
-            }
-        };
+        let needs = Needs::of(
+            cloud.len(),
+            return_number,
+            number_of_returns,
+            classification,
+        );
+        let minor = needs.minor(opts.las_version, nir_values.is_some())?;
         // NIR has a standard field only next to RGB in formats 8 and 10; without colour it is an extra dim.
         let nir = nir_values.filter(|_| minor == 4 && color.is_some());
-        let extended =
-            minor == 4 && (time.is_some() || nir.is_some() || max_class > 31 || max_return > 7);
-        let format: u8 = match (extended, time.is_some(), color.is_some(), nir.is_some()) {
-            (false, false, false, _) => 0,
-            (false, true, false, _) => 1,
-            (false, false, true, _) => 2,
-            (false, true, true, _) => 3,
-            (true, _, false, _) => 6,
-            (true, _, true, false) => 7,
-            (true, _, true, true) => 8,
-        };
+        let format = needs.format(minor, time.is_some(), color.is_some(), nir.is_some());
         let (std_len, ..) = format_layout(format).unwrap_or((20, None, None, None));
-
-        // Extra-bytes dimensions.
-        let mut extras = Vec::new();
-        if let Some(normals) = &cloud.normals
-            && wants_any(opts, &["normal", "normals", "nx", "ny", "nz"])
-            && normals.len() == n
-        {
-            for (i, name) in ["nx", "ny", "nz"].into_iter().enumerate() {
-                extras.push(OutExtra {
-                    name: name.into(),
-                    kind: ScalarKind::F32,
-                    source: ExtraSource::Normal(i),
-                });
-            }
-        }
-        if cloud.gamma.is_some() && opts.wants("gamma") {
-            extras.push(OutExtra {
-                name: "gamma".into(),
-                kind: ScalarKind::F32,
-                source: ExtraSource::Gamma,
-            });
-        }
-        if cloud.ring.is_some() && opts.wants("ring") {
-            extras.push(OutExtra {
-                name: "ring".into(),
-                kind: ScalarKind::U16,
-                source: ExtraSource::Ring,
-            });
-        }
-        for d in &cloud.extra {
-            let standard = match d.name.as_str() {
-                "nir" => nir.is_some(),
-                "scan_angle" | "user_data" | "point_source_id" => true,
-                _ => false,
-            };
-            if standard || !opts.wants(&d.name) || extras.iter().any(|e| e.name == d.name) {
-                continue;
-            }
-            if d.name.len() > 32 {
-                return Err(Error::parameter(
-                    "extra dimension",
-                    format!("name {:?} is longer than the 32 bytes LAS allows", d.name),
-                ));
-            }
-            extras.push(OutExtra {
-                name: d.name.clone(),
-                kind: d.kind(),
-                source: ExtraSource::Values(&d.values),
-            });
-        }
+        let extras = extra_dims(cloud, opts, nir.is_some())?;
         let extra_len: usize = extras.iter().map(|e| e.kind.size()).sum();
         let record_len = std_len + extra_len;
         if record_len > usize::from(u16::MAX) || extras.len() > 65535 / 192 {
@@ -1839,46 +1904,7 @@ impl<'a> Plan<'a> {
                 ),
             ));
         }
-
-        // Coordinates: offset at the origin, scale as fine as the extent allows.
-        let offset = [
-            cloud.origin[0].round(),
-            cloud.origin[1].round(),
-            cloud.origin[2].round(),
-        ];
-        let mut reach = 0.0f64;
-        if let Some((lo, hi)) = cloud.bounds() {
-            for k in 0..3 {
-                reach = reach
-                    .max((lo[k] - offset[k]).abs())
-                    .max((hi[k] - offset[k]).abs());
-            }
-        }
-        if !reach.is_finite() || cloud.origin.iter().any(|v| !v.is_finite()) {
-            return Err(Error::parameter("cloud", "coordinates are not finite"));
-        }
-        let limit = f64::from(i32::MAX) - 16.0;
-        let scale = if reach / 0.0001 < limit {
-            0.0001
-        } else if reach / 0.001 < limit {
-            0.001
-        } else {
-            return Err(Error::parameter(
-                "cloud extent",
-                format!(
-                    "points lie up to {reach:.0} m from the origin; LAS 32-bit coordinates at 1 mm reach only \
-                     {:.0} m",
-                    limit * 0.001
-                ),
-            ));
-        };
-        let intensity_scale = intensity.map(|v| {
-            if v.iter().all(|&x| (0.0..=1.0).contains(&x)) && v.iter().any(|&x| x > 0.0) {
-                65535.0
-            } else {
-                1.0
-            }
-        });
+        let (scale, offset) = coordinate_grid(cloud)?;
         Ok(Plan {
             minor,
             format,
@@ -1886,7 +1912,7 @@ impl<'a> Plan<'a> {
             record_len,
             scale,
             offset,
-            intensity_scale,
+            intensity_scale: intensity.map(intensity_scale),
             intensity,
             color,
             time,
@@ -1894,9 +1920,9 @@ impl<'a> Plan<'a> {
             number_of_returns,
             classification,
             nir,
-            scan_angle,
-            user_data,
-            point_source_id,
+            scan_angle: standard_extra("scan_angle"),
+            user_data: standard_extra("user_data"),
+            point_source_id: standard_extra("point_source_id"),
             extras,
         })
     }
