@@ -145,54 +145,9 @@ fn format_layout(format: u8) -> Option<FormatLayout> {
 }
 
 fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
+    let (major, minor, header_size) = check_version(data, path)?;
     let fmt_err = |place: &str, message: String| Error::format(path, place, message);
-    if !data.starts_with(b"LASF") {
-        return Err(fmt_err(
-            "byte 0 (file signature)",
-            "expected \"LASF\"; this is not a LAS or LAZ file".into(),
-        ));
-    }
-    if data.len() < 227 {
-        return Err(fmt_err(
-            "header",
-            format!(
-                "file is {} bytes, shorter than the 227-byte LAS header",
-                data.len()
-            ),
-        ));
-    }
-    let short = || fmt_err("header", "file ends inside the header".into());
-    let major = data[24];
-    let minor = data[25];
-    if major != 1 || minor > 4 {
-        return Err(Error::unsupported(
-            path,
-            format!("LAS version {major}.{minor} (expected 1.0 to 1.4)"),
-        ));
-    }
-    let min_header = match minor {
-        0..=2 => 227,
-        3 => 235,
-        _ => 375,
-    };
-    let header_size = usize::from(le_u16(data, 94).ok_or_else(short)?);
-    if header_size < min_header {
-        return Err(fmt_err(
-            "byte 94 (header size)",
-            format!(
-                "header size {header_size} is smaller than the {min_header} bytes of LAS 1.{minor}"
-            ),
-        ));
-    }
-    if header_size > data.len() {
-        return Err(fmt_err(
-            "byte 94 (header size)",
-            format!(
-                "header size {header_size} exceeds the file size {}",
-                data.len()
-            ),
-        ));
-    }
+    let short = || header_ends(path);
     let offset_to_points = le_u32(data, 96).ok_or_else(short)? as usize;
     if offset_to_points < header_size || offset_to_points > data.len() {
         return Err(fmt_err(
@@ -203,9 +158,7 @@ fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
             ),
         ));
     }
-    let n_vlrs = le_u32(data, 100).ok_or_else(short)?;
     let raw_format = data[104];
-    let compressed = raw_format & 0x80 != 0;
     let format = raw_format & 0x3f;
     let Some((std_len, ..)) = format_layout(format) else {
         return Err(Error::unsupported(
@@ -228,18 +181,97 @@ fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
     } else {
         legacy_count
     };
+    let [scale, offset, min, max] = read_grid(data, path)?;
+    let n_vlrs = le_u32(data, 100).ok_or_else(short)?;
+    let mut vlrs = read_vlrs(data, path, header_size, n_vlrs, offset_to_points)?;
+    if minor >= 4 {
+        read_evlrs(data, path, &mut vlrs)?;
+    }
+    Ok(Header {
+        version: (major, minor),
+        offset_to_points,
+        format,
+        compressed: raw_format & 0x80 != 0,
+        record_len,
+        count,
+        scale,
+        offset,
+        min,
+        max,
+        vlrs,
+    })
+}
+
+fn header_ends(path: &Path) -> Error {
+    Error::format(path, "header", "file ends inside the header")
+}
+
+/// The signature, a version this reader knows and a header size that fits it; returns major, minor and the
+/// header size.
+fn check_version(data: &[u8], path: &Path) -> Result<(u8, u8, usize)> {
+    let fmt_err = |place: &str, message: String| Error::format(path, place, message);
+    if !data.starts_with(b"LASF") {
+        return Err(fmt_err(
+            "byte 0 (file signature)",
+            "expected \"LASF\"; this is not a LAS or LAZ file".into(),
+        ));
+    }
+    if data.len() < 227 {
+        return Err(fmt_err(
+            "header",
+            format!(
+                "file is {} bytes, shorter than the 227-byte LAS header",
+                data.len()
+            ),
+        ));
+    }
+    let major = data[24];
+    let minor = data[25];
+    if major != 1 || minor > 4 {
+        return Err(Error::unsupported(
+            path,
+            format!("LAS version {major}.{minor} (expected 1.0 to 1.4)"),
+        ));
+    }
+    let min_header = match minor {
+        0..=2 => 227,
+        3 => 235,
+        _ => 375,
+    };
+    let header_size = usize::from(le_u16(data, 94).ok_or_else(|| header_ends(path))?);
+    if header_size < min_header {
+        return Err(fmt_err(
+            "byte 94 (header size)",
+            format!(
+                "header size {header_size} is smaller than the {min_header} bytes of LAS 1.{minor}"
+            ),
+        ));
+    }
+    if header_size > data.len() {
+        return Err(fmt_err(
+            "byte 94 (header size)",
+            format!(
+                "header size {header_size} exceeds the file size {}",
+                data.len()
+            ),
+        ));
+    }
+    Ok((major, minor, header_size))
+}
+
+/// Scale, offset, min and max per axis; the scale must be finite and non-zero, the offset finite.
+fn read_grid(data: &[u8], path: &Path) -> Result<[[f64; 3]; 4]> {
     let mut f = [0.0f64; 12];
     for (i, v) in f.iter_mut().enumerate() {
-        *v = le_f64(data, 131 + 8 * i).ok_or_else(short)?;
+        *v = le_f64(data, 131 + 8 * i).ok_or_else(|| header_ends(path))?;
     }
     let scale = [f[0], f[1], f[2]];
     let offset = [f[3], f[4], f[5]];
-    let max = [f[6], f[8], f[10]];
-    let min = [f[7], f[9], f[11]];
     for k in 0..3 {
         if !scale[k].is_finite() || scale[k] == 0.0 || !offset[k].is_finite() {
-            return Err(fmt_err(
-                &format!("byte {} (scale and offset)", 131 + 8 * k),
+            return Err(Error::format(
+                path,
+                format!("byte {} (scale and offset)", 131 + 8 * k),
                 format!(
                     "{} scale {} and offset {} must be finite and the scale non-zero",
                     ["x", "y", "z"][k],
@@ -249,7 +281,18 @@ fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
             ));
         }
     }
+    Ok([scale, offset, [f[7], f[9], f[11]], [f[6], f[8], f[10]]])
+}
 
+/// The variable-length records between the header and the point data.
+fn read_vlrs<'a>(
+    data: &'a [u8],
+    path: &Path,
+    header_size: usize,
+    n_vlrs: u32,
+    offset_to_points: usize,
+) -> Result<Vec<Vlr<'a>>> {
+    let fmt_err = |place: &str, message: String| Error::format(path, place, message);
     let mut vlrs = Vec::new();
     let mut pos = header_size;
     for i in 0..n_vlrs {
@@ -260,7 +303,7 @@ fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
                 "file ends inside the vlr header (54 bytes expected)".into(),
             )
         })?;
-        let len = usize::from(le_u16(head, 20).ok_or_else(short)?);
+        let len = usize::from(le_u16(head, 20).ok_or_else(|| header_ends(path))?);
         let start = pos + 54;
         let payload = data.get(start..start + len).ok_or_else(|| {
             fmt_err(
@@ -270,7 +313,7 @@ fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
         })?;
         vlrs.push(Vlr {
             user_id: c_str(&head[2..18]),
-            record_id: le_u16(head, 18).ok_or_else(short)?,
+            record_id: le_u16(head, 18).ok_or_else(|| header_ends(path))?,
             data: payload,
             at: start,
         });
@@ -282,52 +325,45 @@ fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
             format!("the vlrs end at byte {pos}, after the point data offset {offset_to_points}"),
         ));
     }
-    if minor >= 4 {
-        let start = le_u64(data, 235).ok_or_else(short)?;
-        let n = le_u32(data, 243).ok_or_else(short)?;
-        if start != 0 && n > 0 {
-            let mut pos = usize::try_from(start).unwrap_or(usize::MAX);
-            for i in 0..n {
-                let place = format!("evlr {i} at byte {pos}");
-                let head = data.get(pos..pos.saturating_add(60)).ok_or_else(|| {
-                    fmt_err(&place, "evlr header lies beyond the end of the file".into())
-                })?;
-                let len = le_u64(head, 20).ok_or_else(short)?;
-                let start = pos + 60;
-                let end = usize::try_from(len)
-                    .ok()
-                    .and_then(|l| start.checked_add(l))
-                    .filter(|&e| e <= data.len())
-                    .ok_or_else(|| {
-                        fmt_err(
-                            &place,
-                            format!("evlr claims {len} bytes but the file ends first"),
-                        )
-                    })?;
-                vlrs.push(Vlr {
-                    user_id: c_str(&head[2..18]),
-                    record_id: le_u16(head, 18).ok_or_else(short)?,
-                    data: &data[start..end],
-                    at: start,
-                });
-                pos = end;
-            }
-        }
-    }
+    Ok(vlrs)
+}
 
-    Ok(Header {
-        version: (major, minor),
-        offset_to_points,
-        format,
-        compressed,
-        record_len,
-        count,
-        scale,
-        offset,
-        min,
-        max,
-        vlrs,
-    })
+/// LAS 1.4's extended variable-length records (after the point data), appended to `vlrs`.
+fn read_evlrs<'a>(data: &'a [u8], path: &Path, vlrs: &mut Vec<Vlr<'a>>) -> Result<()> {
+    let short = || header_ends(path);
+    let start = le_u64(data, 235).ok_or_else(short)?;
+    let n = le_u32(data, 243).ok_or_else(short)?;
+    if start == 0 || n == 0 {
+        return Ok(());
+    }
+    let mut pos = usize::try_from(start).unwrap_or(usize::MAX);
+    for i in 0..n {
+        let place = format!("evlr {i} at byte {pos}");
+        let head = data.get(pos..pos.saturating_add(60)).ok_or_else(|| {
+            Error::format(path, &place, "evlr header lies beyond the end of the file")
+        })?;
+        let len = le_u64(head, 20).ok_or_else(short)?;
+        let start = pos + 60;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| start.checked_add(l))
+            .filter(|&e| e <= data.len())
+            .ok_or_else(|| {
+                Error::format(
+                    path,
+                    &place,
+                    format!("evlr claims {len} bytes but the file ends first"),
+                )
+            })?;
+        vlrs.push(Vlr {
+            user_id: c_str(&head[2..18]),
+            record_id: le_u16(head, 18).ok_or_else(short)?,
+            data: &data[start..end],
+            at: start,
+        });
+        pos = end;
+    }
+    Ok(())
 }
 
 /// Where each field lives in a point record.
