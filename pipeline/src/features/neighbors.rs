@@ -75,7 +75,7 @@ pub struct Neighbors {
     /// Side of a fine cell, metres.
     fine: f64,
     /// Fine cells per metre: a point's fine coordinate is `(p - lo) * per_fine`, floored and clamped
-    /// ([`Neighbors::fine_coord`]).
+    /// ([`fine_coord`]).
     per_fine: f64,
     /// Main level: main cells have side `fine * 2^main`.
     main: u32,
@@ -89,11 +89,12 @@ pub struct Neighbors {
     cell_codes: Vec<u64>,
     /// Start of each occupied main cell in `sorted`, then `len`.
     cell_start: Vec<u32>,
-    /// Fine x coordinate of each sorted position: within a main cell the points are sorted by it, so the
-    /// points of a cell within an x range are one run, found by binary search.
-    fx: Vec<u32>,
-    /// Fine y coordinate of each sorted position.
-    fy: Vec<u32>,
+    /// x of each sorted position within its main cell, in 1/256 of the cell ([`Neighbors::coarse`] & 255):
+    /// within a main cell the points are sorted by it, so the points of a cell within an x range are one
+    /// run, found by binary search.
+    sx: Vec<u8>,
+    /// y of each sorted position within its main cell, in 1/256 of the cell.
+    sy: Vec<u8>,
     /// Open-addressing table: main-cell code -> index in `cell_codes` (`u32::MAX` = empty).
     table: Vec<u32>,
 }
@@ -122,6 +123,20 @@ fn hash(code: u64, mask: usize) -> usize {
 #[inline]
 fn fine_coord(v: f64, lo: f64, per_fine: f64) -> u32 {
     (((v - lo) * per_fine).max(0.0) as u32).min((1 << FINE_BITS) - 1)
+}
+
+/// Bits of a coordinate within a main cell in [`coarse`] coordinates.
+const SUB_BITS: u32 = 8;
+
+/// The coordinate of fine coordinate `f` in units of `1 / 2^SUB_BITS` of a main cell at level `main`
+/// (non-decreasing in `f`; `>> SUB_BITS` gives the main-cell coordinate).
+#[inline]
+fn coarse(f: u32, main: u32) -> u32 {
+    if main >= SUB_BITS {
+        f >> (main - SUB_BITS)
+    } else {
+        f << (SUB_BITS - main)
+    }
 }
 
 /// Squared distance in f32, summed in one fixed order so every path gives the same value.
@@ -179,10 +194,10 @@ struct Candidates {
     bucket: Vec<u32>,
     /// `start[b]..start[b + 1]`: the candidates of bucket `b`.
     start: Vec<u32>,
-    /// Sorted-index ranges of the block's cells (used while filling).
-    ranges: Vec<std::ops::Range<usize>>,
-    /// Fine coordinates where the block starts in x and y, the shifts from fine coordinates to buckets, and
-    /// the buckets per row (along x) and rows (along y).
+    /// Sorted-index ranges of the block's cells and their x and y cell coordinates (used while filling).
+    ranges: Vec<(std::ops::Range<usize>, [u32; 2])>,
+    /// Coarse coordinates where the block starts in x and y, the shifts from coarse coordinates to buckets,
+    /// and the buckets per row (along x) and rows (along y).
     x0: i64,
     y0: i64,
     shift: [u32; 2],
@@ -201,16 +216,16 @@ const PENDING_CELLS: u64 = 343;
 const SEEN: usize = 512;
 
 impl Candidates {
-    /// The column (along x) of fine x coordinate `fx`: non-decreasing in `fx`.
+    /// The column (along x) of coarse x coordinate `cx`: non-decreasing in `cx`.
     #[inline]
-    fn col(&self, fx: u32) -> usize {
-        (((fx as i64 - self.x0).max(0) >> self.shift[0]) as usize).min(self.nx - 1)
+    fn col(&self, cx: u32) -> usize {
+        (((cx as i64 - self.x0).max(0) >> self.shift[0]) as usize).min(self.nx - 1)
     }
 
-    /// The row (along y) of fine y coordinate `fy`: non-decreasing in `fy`.
+    /// The row (along y) of coarse y coordinate `cy`: non-decreasing in `cy`.
     #[inline]
-    fn row(&self, fy: u32) -> usize {
-        (((fy as i64 - self.y0).max(0) >> self.shift[1]) as usize).min(self.ny - 1)
+    fn row(&self, cy: u32) -> usize {
+        (((cy as i64 - self.y0).max(0) >> self.shift[1]) as usize).min(self.ny - 1)
     }
 
     /// The points of the main cells `lo..=hi` (per axis, clipped to the grid), bucketed by (row, column):
@@ -232,13 +247,15 @@ impl Candidates {
                     }
                     let ci = ci as usize;
                     if nb.cell_start[ci] < nb.cell_start[ci + 1] {
-                        self.ranges
-                            .push(nb.cell_start[ci] as usize..nb.cell_start[ci + 1] as usize);
+                        self.ranges.push((
+                            nb.cell_start[ci] as usize..nb.cell_start[ci + 1] as usize,
+                            [x, y],
+                        ));
                     }
                 }
             }
         }
-        let m: usize = self.ranges.iter().map(ExactSizeIterator::len).sum();
+        let m: usize = self.ranges.iter().map(|(r, _)| r.len()).sum();
         // Rows of about 1/2^l of a cell, l growing with the block's points (a few per bucket on a surface);
         // columns at least 8 per cell.
         let mut l = 0u32;
@@ -246,19 +263,20 @@ impl Candidates {
         while l < 6 && (cells2 << (2 * l)) * BUCKET_FILL < m {
             l += 1;
         }
-        let lx = l.max(X_BUCKET_BITS).min(nb.main);
-        let ly = l.min(nb.main);
-        self.shift = [nb.main - lx, nb.main - ly];
-        self.x0 = lo[0] << nb.main;
-        self.y0 = lo[1] << nb.main;
+        let lx = l.clamp(X_BUCKET_BITS, SUB_BITS);
+        let ly = l.min(SUB_BITS);
+        self.shift = [SUB_BITS - lx, SUB_BITS - ly];
+        self.x0 = lo[0] << SUB_BITS;
+        self.y0 = lo[1] << SUB_BITS;
         self.nx = ((hi[0] - lo[0] + 1) as usize) << lx;
         self.ny = ((hi[1] - lo[1] + 1) as usize) << ly;
         self.start.clear();
         self.start.resize(self.nx * self.ny + 1, 0);
         self.bucket.clear();
-        for r in &self.ranges {
-            for (&fx, &fy) in nb.fx[r.clone()].iter().zip(&nb.fy[r.clone()]) {
-                let b = self.row(fy) * self.nx + self.col(fx);
+        for (r, c) in &self.ranges {
+            let (cx, cy) = (c[0] << SUB_BITS, c[1] << SUB_BITS);
+            for (&sx, &sy) in nb.sx[r.clone()].iter().zip(&nb.sy[r.clone()]) {
+                let b = self.row(cy | sy as u32) * self.nx + self.col(cx | sx as u32);
                 self.bucket.push(b as u32);
                 self.start[b + 1] += 1;
             }
@@ -281,7 +299,7 @@ impl Candidates {
             self.keys.resize(m + 1, 0);
         }
         let mut t = 0;
-        for r in &self.ranges {
+        for (r, _) in &self.ranges {
             for j in r.clone() {
                 let b = self.bucket[t] as usize;
                 t += 1;
@@ -310,10 +328,10 @@ impl Candidates {
         top: &mut Vec<Entry>,
     ) -> usize {
         let r = (tau.sqrt() * (1.0 + 1e-5) + 1e-22) as f64;
-        let c0 = self.col(fine_coord(q[0] as f64 - r, nb.lo[0], nb.per_fine));
-        let c1 = self.col(fine_coord(q[0] as f64 + r, nb.lo[0], nb.per_fine));
-        let r0 = self.row(fine_coord(q[1] as f64 - r, nb.lo[1], nb.per_fine));
-        let r1 = self.row(fine_coord(q[1] as f64 + r, nb.lo[1], nb.per_fine));
+        let c0 = self.col(nb.coarse_of(q[0] as f64 - r, 0));
+        let c1 = self.col(nb.coarse_of(q[0] as f64 + r, 0));
+        let r0 = self.row(nb.coarse_of(q[1] as f64 - r, 1));
+        let r1 = self.row(nb.coarse_of(q[1] as f64 + r, 1));
         let mut n = 0usize;
         for row in r0..=r1 {
             let (a, e) = (
@@ -381,13 +399,10 @@ impl Candidates {
             return false;
         }
         let r = (tau.sqrt() * (1.0 + 1e-5) + 1e-22) as f64;
-        let lo: [u32; 3] =
-            std::array::from_fn(|a| fine_coord(q[a] as f64 - r, nb.lo[a], nb.per_fine));
-        let hi: [u32; 3] =
-            std::array::from_fn(|a| fine_coord(q[a] as f64 + r, nb.lo[a], nb.per_fine));
-        let main = nb.main;
-        let m0 = lo.map(|v| v >> main);
-        let m1: [u32; 3] = std::array::from_fn(|a| (hi[a] >> main).min(nb.max_cell[a]));
+        let lo: [u32; 3] = std::array::from_fn(|a| nb.coarse_of(q[a] as f64 - r, a));
+        let hi: [u32; 3] = std::array::from_fn(|a| nb.coarse_of(q[a] as f64 + r, a));
+        let m0 = lo.map(|v| v >> SUB_BITS);
+        let m1: [u32; 3] = std::array::from_fn(|a| (hi[a] >> SUB_BITS).min(nb.max_cell[a]));
         if (0..3).any(|a| m1[a] < m0[a]) {
             top.clear();
             return true;
@@ -399,8 +414,11 @@ impl Candidates {
         let mut keys = std::mem::take(&mut self.box_keys);
         keys.clear();
         for mx in m0[0]..=m1[0] {
-            let cut_lo = lo[0] > mx << main;
-            let cut_hi = (hi[0] as u64) < (((mx as u64) + 1) << main) - 1;
+            // The box's x range within this column of cells, in 1/256 of a cell.
+            let (x0, x1) = (
+                lo[0].saturating_sub(mx << SUB_BITS).min(255) as u8,
+                hi[0].saturating_sub(mx << SUB_BITS).min(255) as u8,
+            );
             for my in m0[1]..=m1[1] {
                 for mz in m0[2]..=m1[2] {
                     let ci = self.cell_index(nb, morton([mx, my, mz]));
@@ -411,17 +429,9 @@ impl Candidates {
                         nb.cell_start[ci as usize] as usize,
                         nb.cell_start[ci as usize + 1] as usize,
                     );
-                    let fx = &nb.fx[a..b];
-                    let a0 = if cut_lo {
-                        a + fx.partition_point(|&v| v < lo[0])
-                    } else {
-                        a
-                    };
-                    let b0 = if cut_hi {
-                        a + fx.partition_point(|&v| v <= hi[0])
-                    } else {
-                        b
-                    };
+                    let sx = &nb.sx[a..b];
+                    let a0 = a + sx.partition_point(|&v| v < x0);
+                    let b0 = a + sx.partition_point(|&v| v <= x1);
                     for j in a0..b0 {
                         let d = dist2(nb.sorted[j], q);
                         if d <= tau {
@@ -643,14 +653,13 @@ impl Neighbors {
         let order: Vec<u32> = keyed.par_iter().map(|&(_, i)| i).collect();
         drop(keyed);
         let sorted: Vec<[f32; 3]> = order.par_iter().map(|&i| positions[i as usize]).collect();
-        let fx: Vec<u32> = sorted
-            .par_iter()
-            .map(|p| fine_coord(p[0] as f64, lo[0], 1.0 / fine))
-            .collect();
-        let fy: Vec<u32> = sorted
-            .par_iter()
-            .map(|p| fine_coord(p[1] as f64, lo[1], 1.0 / fine))
-            .collect();
+        let sub = |a: usize| -> Vec<u8> {
+            sorted
+                .par_iter()
+                .map(|p| coarse(fine_coord(p[a] as f64, lo[a], 1.0 / fine), main) as u8)
+                .collect()
+        };
+        let (sx, sy) = (sub(0), sub(1));
         let max_cell = std::array::from_fn(|a| {
             if n == 0 {
                 0
@@ -678,8 +687,8 @@ impl Neighbors {
             order,
             cell_codes,
             cell_start,
-            fx,
-            fy,
+            sx,
+            sy,
             table,
         })
     }
@@ -814,6 +823,12 @@ impl Neighbors {
             bound = (bound - s * MARGIN).max(0.0) * (1.0 - MARGIN);
         }
         bound
+    }
+
+    /// The [`coarse`] coordinate of `v` (metres, relative to the cloud's origin) along axis `a`.
+    #[inline]
+    fn coarse_of(&self, v: f64, a: usize) -> u32 {
+        coarse(fine_coord(v, self.lo[a], self.per_fine), self.main)
     }
 
     /// Relative level at which one cell covers the whole grid.
@@ -1069,9 +1084,23 @@ impl Neighbors {
                 progress.advance(out.len() as u64);
                 Ok::<(), Error>(())
             })?;
-        let mut results = vec![R::default(); self.len];
-        for (j, &i) in self.order.iter().enumerate() {
-            results[i as usize] = in_cell_order[j];
+        // Into point order in place, one cycle of the permutation at a time (a second vector of results
+        // would add 8 bytes a point to the peak memory of a preparation): the value at j belongs at order[j].
+        let mut results = in_cell_order;
+        let mut placed = vec![0u64; self.len.div_ceil(64)];
+        for s in 0..self.len {
+            if placed[s / 64] >> (s % 64) & 1 == 1 {
+                continue;
+            }
+            let mut carried = results[s];
+            let mut at = self.order[s] as usize;
+            while at != s {
+                carried = std::mem::replace(&mut results[at], carried);
+                placed[at / 64] |= 1 << (at % 64);
+                at = self.order[at] as usize;
+            }
+            results[s] = carried;
+            placed[s / 64] |= 1 << (s % 64);
         }
         Ok(results)
     }
