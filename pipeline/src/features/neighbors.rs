@@ -60,6 +60,8 @@ const FINE_BITS: u32 = 21;
 const UNIT: usize = 4096;
 /// Relative safety margin on block bounds: f32 distance rounding stays far below it.
 const MARGIN: f64 = 1e-5;
+/// Points sampled (about) to choose the main level from their occupancy.
+const LEVEL_SAMPLE: usize = 1 << 16;
 /// Point-weighted mean cell occupancy aimed at for k-nearest queries, as a multiple of k: large enough that
 /// the 3x3x3 block usually holds the k nearest, small enough that few candidates are scanned.
 const OCCUPANCY_PER_K: f64 = 1.5;
@@ -521,15 +523,15 @@ impl Neighbors {
     /// Build the search structure, tuned for k-nearest queries with this `k` (any query still works).
     pub fn for_knn(positions: &[[f32; 3]], k: usize) -> Result<Neighbors> {
         let target = (k.max(1) as f64 * OCCUPANCY_PER_K).max(2.0);
-        Neighbors::build(positions, |fine, codes| {
-            occupancy_level(codes, target, fine)
+        Neighbors::build(positions, |fine, codes, rate| {
+            occupancy_level(codes, target, fine, rate)
         })
     }
 
     /// Build the search structure, tuned for radius queries of `radius` metres: main cells of at least half the
     /// radius, so a 5x5x5 block covers it.
     pub fn for_radius(positions: &[[f32; 3]], radius: f32) -> Result<Neighbors> {
-        Neighbors::build(positions, |fine, _| {
+        Neighbors::build(positions, |fine, _, _| {
             let want = radius as f64 * 0.5;
             let mut l = 0;
             while l < FINE_BITS && fine * ((1u64 << (l + 1)) as f64) <= want {
@@ -541,7 +543,7 @@ impl Neighbors {
 
     fn build(
         positions: &[[f32; 3]],
-        choose_level: impl Fn(f64, &[(u64, u32)]) -> (u32, f64),
+        choose_level: impl Fn(f64, &[(u64, u32)], f64) -> (u32, f64),
     ) -> Result<Neighbors> {
         let n = positions.len();
         if n > u32::MAX as usize {
@@ -600,10 +602,9 @@ impl Neighbors {
         } else {
             1.0
         };
-        // Keys: the Morton code of the fine cell, or with `main`, the Morton code of the main cell followed by
-        // the fine x coordinate within it (main cells stay contiguous and in Morton order; within one, the
-        // points are sorted along x).
-        let keys = |fine: f64, main: Option<u32>| -> Vec<(u64, u32)> {
+        // Keys: the Morton code of the main cell followed by the fine x coordinate within it (main cells are
+        // contiguous and in Morton order; within one, the points are sorted along x).
+        let keys = |fine: f64, main: u32| -> Vec<(u64, u32)> {
             let per_fine = 1.0 / fine;
             let mut keyed: Vec<(u64, u32)> = positions
                 .par_iter()
@@ -611,12 +612,8 @@ impl Neighbors {
                 .map(|(i, p)| {
                     let c: [u32; 3] =
                         std::array::from_fn(|a| fine_coord(p[a] as f64, lo[a], per_fine));
-                    let code = match main {
-                        None => morton(c),
-                        Some(m) => {
-                            (morton(c.map(|v| v >> m)) << m) | (c[0] & ((1u32 << m) - 1)) as u64
-                        }
-                    };
+                    let code = (morton(c.map(|v| v >> main)) << main)
+                        | (c[0] & ((1u32 << main) - 1)) as u64;
                     (code, i as u32)
                 })
                 .collect();
@@ -624,9 +621,27 @@ impl Neighbors {
             keyed.par_sort_unstable();
             keyed
         };
-        let keyed = keys(fine, None);
-        let (main, side) = choose_level(fine, &keyed);
-        drop(keyed);
+        // The level is chosen from the Morton codes of a sample of the points (every `stride`-th, so the same
+        // for any number of threads): occupancy statistics need no more, and the full sort comes once, after.
+        let stride = (n / LEVEL_SAMPLE).max(1);
+        let mut sample: Vec<(u64, u32)> = positions
+            .par_iter()
+            .enumerate()
+            .step_by(stride)
+            .map(|(i, p)| {
+                let c: [u32; 3] =
+                    std::array::from_fn(|a| fine_coord(p[a] as f64, lo[a], 1.0 / fine));
+                (morton(c), i as u32)
+            })
+            .collect();
+        sample.par_sort_unstable();
+        let rate = if n == 0 {
+            1.0
+        } else {
+            sample.len() as f64 / n as f64
+        };
+        let (main, side) = choose_level(fine, &sample, rate);
+        drop(sample);
         let main = main.min(FINE_BITS);
         // Main cells of exactly `side`: a finer grid than powers of two of the first one allow. The fine cell
         // may only grow (the grid must still span the cloud in 2^21 fine cells).
@@ -636,7 +651,7 @@ impl Neighbors {
         } else {
             fine
         };
-        let keyed = keys(fine, Some(main));
+        let keyed = keys(fine, main);
         let shift = main;
         let mut cell_codes = Vec::new();
         let mut cell_start = Vec::new();
@@ -1297,12 +1312,14 @@ fn decode(code: u64) -> [u32; 3] {
 
 /// The finest level whose point-weighted mean occupancy (the number of points sharing a typical point's cell,
 /// each cell's count capped at 8 * target so a pile of duplicates does not decide) reaches `target`.
-fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64) -> (u32, f64) {
+fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64, rate: f64) -> (u32, f64) {
     let n = keyed.len();
     if n == 0 {
         return (0, fine);
     }
-    let cap = (8.0 * target) as u64;
+    // `keyed` is a sample of the cloud at `rate`: a point sharing its cell with c points shares it with about
+    // 1 + rate (c - 1) sampled ones, so the cloud's occupancy is estimated back from the sample's.
+    let cap = ((8.0 * target * rate) as u64).max(1);
     let occupancy = |level: u32| -> f64 {
         let shift = 3 * level;
         let mut sum = 0u64;
@@ -1318,7 +1335,7 @@ fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64) -> (u32, f64) {
             run += 1;
         }
         sum += run * run.min(cap);
-        sum as f64 / n as f64
+        ((sum as f64 / n as f64 - (1.0 - rate)) / rate).max(1.0)
     };
     // Occupancy grows with the level: binary search the first level that reaches the target.
     let (mut a, mut b) = (0u32, FINE_BITS);
