@@ -3,17 +3,22 @@
 //!
 //! Why hand-written instead of a k-d tree crate (kiddo was used before): the preparation stages ask for the k
 //! nearest neighbours of EVERY point of a scan. A uniform grid whose occupied cells are sorted in Morton order
-//! answers that with no per-query allocation, no tree descent, and one gathered 3x3x3 block of candidates shared
-//! by all the points of a cell, visited in cell order so the data stays in cache; it measured several times
+//! answers that with no per-query allocation, no tree descent, and one gathered block of candidates shared by
+//! the points of a few cells, visited in cell order so the data stays in cache; it measured several times
 //! faster than kiddo's `ImmutableKdTree::nearest_n` on TLS scans. Layout:
-//! - points are sorted by (Morton code of their cell on a fine grid, original index); a coarser cell of side
-//!   `fine * 2^L` is then a contiguous run of that order (a prefix of the code), so every level of an implicit
-//!   octree is available without building one;
+//! - points are sorted by (Morton code of their main cell, fine x coordinate, original index): main cells are
+//!   contiguous runs in Morton order, so every coarser level of an implicit octree is a contiguous run too
+//!   (a prefix of the code), and within a cell the points of an x range are one run, found by binary search;
 //! - the "main" level is chosen from the point density (or the query radius) so that a typical point shares its
 //!   cell with a handful of points; occupied main cells are found through a small open-addressing table;
-//! - a query gathers the 3x3x3 block of main cells around it; when the k-th candidate is farther than the
-//!   block's nearest face (or the radius reaches beyond it), the search is redone on a block (at a coarser level
-//!   when needed) that provably contains every closer point. Results are exact.
+//! - k-nearest queries for every point: the 2x2x2 main cells of one cell a level up share the 4x4x4 block of
+//!   main cells around them, gathered once and bucketed by (y row, x column) at a resolution that follows the
+//!   block's density. A query first guesses its k-th distance from the previous point's (1.2 times it), and
+//!   scans only the buckets within that distance in x and y; when fewer than k lie within the guess, it scans
+//!   again within a bound that holds (the farthest of the previous point's k neighbours). Its answer is final
+//!   when the k-th is nearer than the block's nearest face; otherwise the cells within the k-th distance are
+//!   scanned directly, or, without a bound, the search is redone on a block (at a coarser level when needed)
+//!   that provably contains every closer point. Results are exact.
 //!
 //! Results are sorted by (squared distance in f32, original index), so they do not depend on the grid, the
 //! chosen level or the number of threads.
@@ -59,9 +64,14 @@ const FINE_BITS: u32 = 21;
 const UNIT: usize = 4096;
 /// Relative safety margin on block bounds: f32 distance rounding stays far below it.
 const MARGIN: f64 = 1e-5;
+/// Points sampled (about) to choose the main level from their occupancy.
+const LEVEL_SAMPLE: usize = 1 << 16;
 /// Point-weighted mean cell occupancy aimed at for k-nearest queries, as a multiple of k: large enough that
 /// the 3x3x3 block usually holds the k nearest, small enough that few candidates are scanned.
 const OCCUPANCY_PER_K: f64 = 1.5;
+/// The first try of a k-nearest query takes the previous point's k-th squared distance times this (its
+/// distance times 1.2): a guess, checked, that leaves about twice k candidates to sort.
+const GUESS2: f32 = 1.44;
 
 /// A Morton-ordered grid over positions (metres, relative to the cloud's origin).
 pub struct Neighbors {
@@ -70,6 +80,9 @@ pub struct Neighbors {
     lo: [f64; 3],
     /// Side of a fine cell, metres.
     fine: f64,
+    /// Fine cells per metre: a point's fine coordinate is `(p - lo) * per_fine`, floored and clamped
+    /// ([`fine_coord`]).
+    per_fine: f64,
     /// Main level: main cells have side `fine * 2^main`.
     main: u32,
     /// Highest main-cell coordinate per axis.
@@ -82,6 +95,12 @@ pub struct Neighbors {
     cell_codes: Vec<u64>,
     /// Start of each occupied main cell in `sorted`, then `len`.
     cell_start: Vec<u32>,
+    /// x of each sorted position within its main cell, in 1/256 of the cell ([`Neighbors::coarse`] & 255):
+    /// within a main cell the points are sorted by it, so the points of a cell within an x range are one
+    /// run, found by binary search.
+    sx: Vec<u8>,
+    /// y of each sorted position within its main cell, in 1/256 of the cell.
+    sy: Vec<u8>,
     /// Open-addressing table: main-cell code -> index in `cell_codes` (`u32::MAX` = empty).
     table: Vec<u32>,
 }
@@ -103,6 +122,27 @@ fn morton(c: [u32; 3]) -> u64 {
 
 fn hash(code: u64, mask: usize) -> usize {
     (code.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as usize & mask
+}
+
+/// The fine-cell coordinate of `v` along an axis whose grid starts at `lo`: non-decreasing in `v` (every step
+/// rounds monotonically, and the cast truncates, which floors the non-negative values it gets).
+#[inline]
+fn fine_coord(v: f64, lo: f64, per_fine: f64) -> u32 {
+    (((v - lo) * per_fine).max(0.0) as u32).min((1 << FINE_BITS) - 1)
+}
+
+/// Bits of a coordinate within a main cell in [`coarse`] coordinates.
+const SUB_BITS: u32 = 8;
+
+/// The coordinate of fine coordinate `f` in units of `1 / 2^SUB_BITS` of a main cell at level `main`
+/// (non-decreasing in `f`; `>> SUB_BITS` gives the main-cell coordinate).
+#[inline]
+fn coarse(f: u32, main: u32) -> u32 {
+    if main >= SUB_BITS {
+        f >> (main - SUB_BITS)
+    } else {
+        f << (SUB_BITS - main)
+    }
 }
 
 /// Squared distance in f32, summed in one fixed order so every path gives the same value.
@@ -136,7 +176,14 @@ fn push_top(top: &mut Vec<Entry>, k: usize, e: Entry) {
     top.insert(at, e);
 }
 
-/// The candidates of a block of cells, as a structure of arrays so distances vectorise.
+/// Columns per main cell along x in a block of candidates, at least: log2.
+const X_BUCKET_BITS: u32 = 3;
+/// Candidates per (row, column) bucket aimed at, on a surface-like block.
+const BUCKET_FILL: usize = 8;
+
+/// The candidates of a block of cells, as a structure of arrays so distances vectorise, bucketed by (row
+/// along y, column along x) of their fine coordinates: the candidates of a query's box that share a row are
+/// one contiguous run.
 #[derive(Default)]
 struct Candidates {
     xs: Vec<f32>,
@@ -147,101 +194,320 @@ struct Candidates {
     d2: Vec<f32>,
     /// (squared distance bits, slot) keys of the candidates within the bound.
     keys: Vec<u64>,
+    /// (squared distance bits, sorted index) keys of [`Candidates::scan_box`].
+    box_keys: Vec<u64>,
+    /// Bucket of each candidate, in gathering order (used while filling).
+    bucket: Vec<u32>,
+    /// `start[b]..start[b + 1]`: the candidates of bucket `b`.
+    start: Vec<u32>,
+    /// Sorted-index ranges of the block's cells and their x and y cell coordinates (used while filling).
+    ranges: Vec<(std::ops::Range<usize>, [u32; 2])>,
+    /// Coarse coordinates where the block starts in x and y, the shifts from coarse coordinates to buckets,
+    /// and the buckets per row (along x) and rows (along y).
+    x0: i64,
+    y0: i64,
+    shift: [u32; 2],
+    nx: usize,
+    ny: usize,
+    /// Direct-mapped cache of main-cell look-ups (code, index in `cell_codes` or `u32::MAX`), by the code's
+    /// low bits: consecutive cells in Morton order share most of their blocks.
+    seen: Vec<(u64, u32)>,
 }
 
+/// A query whose first block did not hold its answer scans the cells of its bound's box directly when there
+/// are at most this many.
+const PENDING_CELLS: u64 = 343;
+
+/// Entries of [`Candidates::seen`] (a power of two).
+const SEEN: usize = 512;
+
 impl Candidates {
-    /// The points of the main-level block of `ring` around cell `c`, the cell's own points (`own`) first.
-    fn fill(&mut self, nb: &Neighbors, own: std::ops::Range<usize>, c: [i64; 3], ring: i64) {
-        self.xs.clear();
-        self.ys.clear();
-        self.zs.clear();
-        self.orig.clear();
-        let mut take = |r: std::ops::Range<usize>| {
-            for p in &nb.sorted[r.clone()] {
-                self.xs.push(p[0]);
-                self.ys.push(p[1]);
-                self.zs.push(p[2]);
-            }
-            self.orig.extend_from_slice(&nb.order[r]);
-        };
-        take(own.clone());
-        let (span, _) = nb.block(nb.sorted[own.start], c, 0, ring);
-        nb.for_ranges(0, span, |r| {
-            if r != own {
-                take(r);
-            }
-        });
-        self.d2.resize(self.xs.len(), 0.0);
+    /// The column (along x) of coarse x coordinate `cx`: non-decreasing in `cx`.
+    #[inline]
+    fn col(&self, cx: u32) -> usize {
+        (((cx as i64 - self.x0).max(0) >> self.shift[0]) as usize).min(self.nx - 1)
     }
 
-    /// The k nearest candidates of `q` with `d2 <= tau` into `top`, sorted by (d2, index).
-    fn select(&mut self, q: [f32; 3], tau: f32, k: usize, top: &mut Vec<Entry>) {
-        let m = self.xs.len();
+    /// The row (along y) of coarse y coordinate `cy`: non-decreasing in `cy`.
+    #[inline]
+    fn row(&self, cy: u32) -> usize {
+        (((cy as i64 - self.y0).max(0) >> self.shift[1]) as usize).min(self.ny - 1)
+    }
+
+    /// The points of the main cells `lo..=hi` (per axis, clipped to the grid), bucketed by (row, column):
+    /// rows along y and columns along x, finer where the block is dense.
+    fn fill(&mut self, nb: &Neighbors, lo: [i64; 3], hi: [i64; 3]) {
+        self.ranges.clear();
+        let span: [[u32; 2]; 3] = std::array::from_fn(|a| {
+            [
+                lo[a].clamp(0, nb.max_cell[a] as i64) as u32,
+                hi[a].clamp(0, nb.max_cell[a] as i64) as u32,
+            ]
+        });
+        for x in span[0][0]..=span[0][1] {
+            for y in span[1][0]..=span[1][1] {
+                for z in span[2][0]..=span[2][1] {
+                    let ci = self.cell_index(nb, morton([x, y, z]));
+                    if ci == u32::MAX {
+                        continue;
+                    }
+                    let ci = ci as usize;
+                    if nb.cell_start[ci] < nb.cell_start[ci + 1] {
+                        self.ranges.push((
+                            nb.cell_start[ci] as usize..nb.cell_start[ci + 1] as usize,
+                            [x, y],
+                        ));
+                    }
+                }
+            }
+        }
+        let m: usize = self.ranges.iter().map(|(r, _)| r.len()).sum();
+        // Rows of about 1/2^l of a cell, l growing with the block's points (a few per bucket on a surface);
+        // columns at least 8 per cell.
+        let mut l = 0u32;
+        let cells2 = ((hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1)) as usize;
+        while l < 6 && (cells2 << (2 * l)) * BUCKET_FILL < m {
+            l += 1;
+        }
+        let lx = l.clamp(X_BUCKET_BITS, SUB_BITS);
+        let ly = l.min(SUB_BITS);
+        self.shift = [SUB_BITS - lx, SUB_BITS - ly];
+        self.x0 = lo[0] << SUB_BITS;
+        self.y0 = lo[1] << SUB_BITS;
+        self.nx = ((hi[0] - lo[0] + 1) as usize) << lx;
+        self.ny = ((hi[1] - lo[1] + 1) as usize) << ly;
+        self.start.clear();
+        self.start.resize(self.nx * self.ny + 1, 0);
+        self.bucket.clear();
+        for (r, c) in &self.ranges {
+            let (cx, cy) = (c[0] << SUB_BITS, c[1] << SUB_BITS);
+            for (&sx, &sy) in nb.sx[r.clone()].iter().zip(&nb.sy[r.clone()]) {
+                let b = self.row(cy | sy as u32) * self.nx + self.col(cx | sx as u32);
+                self.bucket.push(b as u32);
+                self.start[b + 1] += 1;
+            }
+        }
+        let m = self.bucket.len();
+        let mut at = 0u32;
+        for v in &mut self.start[1..] {
+            let n = *v;
+            *v = at;
+            at += n;
+        }
+        // start[b + 1] is now where bucket b begins; placing each candidate moves it to where bucket b ends,
+        // which is where bucket b + 1 begins, and start[0] stays 0.
+        self.xs.resize(m, 0.0);
+        self.ys.resize(m, 0.0);
+        self.zs.resize(m, 0.0);
+        self.orig.resize(m, 0);
+        self.d2.resize(m, 0.0);
         if self.keys.len() < m + 1 {
             self.keys.resize(m + 1, 0);
         }
-        let buf = &mut self.keys[..m + 1];
-        let d2 = &mut self.d2[..m];
-        for (((d, &x), &y), &z) in d2
-            .iter_mut()
-            .zip(&self.xs[..m])
-            .zip(&self.ys[..m])
-            .zip(&self.zs[..m])
-        {
-            *d = dist2([x, y, z], q);
+        let mut t = 0;
+        for (r, _) in &self.ranges {
+            for j in r.clone() {
+                let b = self.bucket[t] as usize;
+                t += 1;
+                let at = self.start[b + 1] as usize;
+                self.start[b + 1] += 1;
+                let p = nb.sorted[j];
+                self.xs[at] = p[0];
+                self.ys[at] = p[1];
+                self.zs[at] = p[2];
+                self.orig[at] = nb.order[j];
+            }
         }
-        // Branch-free compaction of the (squared distance bits, slot) keys within tau: every slot is written,
-        // only those within tau advance the end. The keys order like (d2, slot) for d2 >= 0.
+    }
+
+    /// The k nearest candidates of `q` with `d2 <= tau` into `top`, sorted by (d2, index); returns how many
+    /// candidates lie within `tau`. Only the buckets that meet the square `|x - q.x|, |y - q.y| <= r` are
+    /// scanned: a computed `d2 <= tau` implies both differences are at most `r` (the margins cover f32
+    /// rounding and underflow), and rows and columns are non-decreasing functions of the coordinates (the
+    /// fine coordinates the grid was built with), so no candidate within `tau` is left out.
+    fn select(
+        &mut self,
+        nb: &Neighbors,
+        q: [f32; 3],
+        tau: f32,
+        k: usize,
+        top: &mut Vec<Entry>,
+    ) -> usize {
+        let r = (tau.sqrt() * (1.0 + 1e-5) + 1e-22) as f64;
+        let c0 = self.col(nb.coarse_of(q[0] as f64 - r, 0));
+        let c1 = self.col(nb.coarse_of(q[0] as f64 + r, 0));
+        let r0 = self.row(nb.coarse_of(q[1] as f64 - r, 1));
+        let r1 = self.row(nb.coarse_of(q[1] as f64 + r, 1));
         let mut n = 0usize;
-        for (t, &d) in d2.iter().enumerate() {
-            buf[n] = ((d.to_bits() as u64) << 32) | t as u64;
-            n += (d <= tau) as usize;
+        for row in r0..=r1 {
+            let (a, e) = (
+                self.start[row * self.nx + c0] as usize,
+                self.start[row * self.nx + c1 + 1] as usize,
+            );
+            let d2 = &mut self.d2[a..e];
+            for (((d, &x), &y), &z) in d2
+                .iter_mut()
+                .zip(&self.xs[a..e])
+                .zip(&self.ys[a..e])
+                .zip(&self.zs[a..e])
+            {
+                *d = dist2([x, y, z], q);
+            }
+            // Branch-free compaction of the (squared distance bits, slot) keys within tau: every slot is
+            // written, only those within tau advance the end. The keys order like (d2, slot) for d2 >= 0.
+            let buf = &mut self.keys[n..n + (e - a) + 1];
+            let mut w = 0usize;
+            for (t, &d) in d2.iter().enumerate() {
+                buf[w] = ((d.to_bits() as u64) << 32) | (a + t) as u64;
+                w += (d <= tau) as usize;
+            }
+            n += w;
         }
-        // A branch-free small sort of the k best keys. Ties in d2 are rare; where one could change the answer
-        // (equal distances inside the k, or at the k-th place), the keys are redone with the original index,
-        // which breaks ties as everywhere else.
-        let buf = &mut buf[..n];
-        let len = k.min(n);
+        let (xs, ys, zs, orig) = (&self.xs, &self.ys, &self.zs, &self.orig);
+        select_keys(
+            |t| [xs[t], ys[t], zs[t]],
+            |t| orig[t],
+            &mut self.keys[..n],
+            k,
+            top,
+        );
+        n
+    }
+}
+
+impl Candidates {
+    /// The main-cell index of `code` (`u32::MAX` when unoccupied), through the cache.
+    #[inline]
+    fn cell_index(&mut self, nb: &Neighbors, code: u64) -> u32 {
+        if self.seen.is_empty() {
+            self.seen = vec![(u64::MAX, 0); SEEN];
+        }
+        let slot = &mut self.seen[code as usize & (SEEN - 1)];
+        if slot.0 != code {
+            *slot = (code, nb.main_index(code));
+        }
+        slot.1
+    }
+
+    /// Exact: the k nearest points of the cloud to `q` with `d2 <= tau` into `top`, sorted by (d2, index), by
+    /// scanning every main cell that meets the box of half-side `r` around `q` (x runs cut by binary search);
+    /// false, with nothing done, when that box spans more than `max_cells` cells.
+    fn scan_box(
+        &mut self,
+        nb: &Neighbors,
+        q: [f32; 3],
+        tau: f32,
+        k: usize,
+        max_cells: u64,
+        top: &mut Vec<Entry>,
+    ) -> bool {
+        if !tau.is_finite() {
+            return false;
+        }
+        let r = (tau.sqrt() * (1.0 + 1e-5) + 1e-22) as f64;
+        let lo: [u32; 3] = std::array::from_fn(|a| nb.coarse_of(q[a] as f64 - r, a));
+        let hi: [u32; 3] = std::array::from_fn(|a| nb.coarse_of(q[a] as f64 + r, a));
+        let m0 = lo.map(|v| v >> SUB_BITS);
+        let m1: [u32; 3] = std::array::from_fn(|a| (hi[a] >> SUB_BITS).min(nb.max_cell[a]));
+        if (0..3).any(|a| m1[a] < m0[a]) {
+            top.clear();
+            return true;
+        }
+        let cells: u64 = (0..3).map(|a| (m1[a] - m0[a] + 1) as u64).product();
+        if cells > max_cells {
+            return false;
+        }
+        let mut keys = std::mem::take(&mut self.box_keys);
+        keys.clear();
+        for mx in m0[0]..=m1[0] {
+            // The box's x range within this column of cells, in 1/256 of a cell.
+            let (x0, x1) = (
+                lo[0].saturating_sub(mx << SUB_BITS).min(255) as u8,
+                hi[0].saturating_sub(mx << SUB_BITS).min(255) as u8,
+            );
+            for my in m0[1]..=m1[1] {
+                for mz in m0[2]..=m1[2] {
+                    let ci = self.cell_index(nb, morton([mx, my, mz]));
+                    if ci == u32::MAX {
+                        continue;
+                    }
+                    let (a, b) = (
+                        nb.cell_start[ci as usize] as usize,
+                        nb.cell_start[ci as usize + 1] as usize,
+                    );
+                    let sx = &nb.sx[a..b];
+                    let a0 = a + sx.partition_point(|&v| v < x0);
+                    let b0 = a + sx.partition_point(|&v| v <= x1);
+                    for j in a0..b0 {
+                        let d = dist2(nb.sorted[j], q);
+                        if d <= tau {
+                            keys.push(((d.to_bits() as u64) << 32) | j as u64);
+                        }
+                    }
+                }
+            }
+        }
+        let n = keys.len();
+        select_keys(|j| nb.sorted[j], |j| nb.order[j], &mut keys[..n], k, top);
+        self.box_keys = keys;
+        true
+    }
+}
+
+/// Up to this many keys are sorted whole rather than selected first.
+const SORT_ALL: usize = 32;
+
+/// The k best of (squared distance bits, slot) keys into `top`, sorted by (d2, original index).
+fn select_keys(
+    pos: impl Fn(usize) -> [f32; 3],
+    orig: impl Fn(usize) -> u32,
+    buf: &mut [u64],
+    k: usize,
+    top: &mut Vec<Entry>,
+) {
+    let n = buf.len();
+    // A branch-free small sort of the k best keys. Ties in d2 are rare; where one could change the answer
+    // (equal distances inside the k, or at the k-th place), the keys are redone with the original index,
+    // which breaks ties as everywhere else.
+    let len = k.min(n);
+    if n <= SORT_ALL {
+        buf.sort_unstable();
+    } else {
         if n > k {
             buf.select_nth_unstable(k - 1);
         }
-        let (head, rest) = buf.split_at_mut(len);
-        head.sort_unstable();
-        let d2_of = |key: u64| (key >> 32) as u32;
-        let tied = head.windows(2).any(|w| d2_of(w[0]) == d2_of(w[1]))
-            || (len > 0 && rest.iter().any(|&r| d2_of(r) == d2_of(head[len - 1])));
-        top.clear();
-        let orig = &self.orig[..m];
-        if tied {
-            let mut exact: Vec<(u64, u32)> = buf
-                .iter()
-                .map(|&key| {
-                    let t = key as u32;
-                    ((key >> 32 << 32) | orig[t as usize] as u64, t)
-                })
-                .collect();
-            exact.sort_unstable();
-            exact.truncate(len);
-            top.extend(exact.iter().map(|&(key, t)| Entry {
-                d2: f32::from_bits((key >> 32) as u32),
-                index: key as u32,
-                pos: [
-                    self.xs[t as usize],
-                    self.ys[t as usize],
-                    self.zs[t as usize],
-                ],
-            }));
-            return;
-        }
-        top.extend(head.iter().map(|&key| {
-            let t = key as u32 as usize;
-            Entry {
-                d2: f32::from_bits((key >> 32) as u32),
-                index: orig[t],
-                pos: [self.xs[t], self.ys[t], self.zs[t]],
-            }
-        }));
+        buf[..len].sort_unstable();
     }
+    let (head, rest) = buf.split_at_mut(len);
+    let d2_of = |key: u64| (key >> 32) as u32;
+    let tied = head.windows(2).any(|w| d2_of(w[0]) == d2_of(w[1]))
+        || (len > 0 && rest.iter().any(|&r| d2_of(r) == d2_of(head[len - 1])));
+    top.clear();
+    if tied {
+        let mut exact: Vec<(u64, u32)> = buf
+            .iter()
+            .map(|&key| {
+                let t = key as u32;
+                ((key >> 32 << 32) | orig(t as usize) as u64, t)
+            })
+            .collect();
+        exact.sort_unstable();
+        exact.truncate(len);
+        top.extend(exact.iter().map(|&(key, t)| Entry {
+            d2: f32::from_bits((key >> 32) as u32),
+            index: key as u32,
+            pos: pos(t as usize),
+        }));
+        return;
+    }
+    top.extend(head.iter().map(|&key| {
+        let t = key as u32 as usize;
+        Entry {
+            d2: f32::from_bits((key >> 32) as u32),
+            index: orig(t),
+            pos: pos(t),
+        }
+    }));
 }
 
 /// What a block search must find: the `k` nearest with `d2 <= limit2`.
@@ -261,15 +527,15 @@ impl Neighbors {
     /// Build the search structure, tuned for k-nearest queries with this `k` (any query still works).
     pub fn for_knn(positions: &[[f32; 3]], k: usize) -> Result<Neighbors> {
         let target = (k.max(1) as f64 * OCCUPANCY_PER_K).max(2.0);
-        Neighbors::build(positions, |fine, codes| {
-            occupancy_level(codes, target, fine)
+        Neighbors::build(positions, |fine, codes, rate| {
+            occupancy_level(codes, target, fine, rate)
         })
     }
 
     /// Build the search structure, tuned for radius queries of `radius` metres: main cells of at least half the
     /// radius, so a 5x5x5 block covers it.
     pub fn for_radius(positions: &[[f32; 3]], radius: f32) -> Result<Neighbors> {
-        Neighbors::build(positions, |fine, _| {
+        Neighbors::build(positions, |fine, _, _| {
             let want = radius as f64 * 0.5;
             let mut l = 0;
             while l < FINE_BITS && fine * ((1u64 << (l + 1)) as f64) <= want {
@@ -281,7 +547,7 @@ impl Neighbors {
 
     fn build(
         positions: &[[f32; 3]],
-        choose_level: impl Fn(f64, &[(u64, u32)]) -> (u32, f64),
+        choose_level: impl Fn(f64, &[(u64, u32)], f64) -> (u32, f64),
     ) -> Result<Neighbors> {
         let n = positions.len();
         if n > u32::MAX as usize {
@@ -340,36 +606,57 @@ impl Neighbors {
         } else {
             1.0
         };
-        let top = (1u32 << FINE_BITS) - 1;
-        let keys = |fine: f64| -> Vec<(u64, u32)> {
+        // Keys: the Morton code of the main cell followed by the fine x coordinate within it (main cells are
+        // contiguous and in Morton order; within one, the points are sorted along x).
+        let keys = |fine: f64, main: u32| -> Vec<(u64, u32)> {
+            let per_fine = 1.0 / fine;
             let mut keyed: Vec<(u64, u32)> = positions
                 .par_iter()
                 .enumerate()
                 .map(|(i, p)| {
-                    let c: [u32; 3] = std::array::from_fn(|a| {
-                        (((p[a] as f64 - lo[a]) / fine).floor().max(0.0) as u32).min(top)
-                    });
-                    (morton(c), i as u32)
+                    let c: [u32; 3] =
+                        std::array::from_fn(|a| fine_coord(p[a] as f64, lo[a], per_fine));
+                    let code = (morton(c.map(|v| v >> main)) << main)
+                        | (c[0] & ((1u32 << main) - 1)) as u64;
+                    (code, i as u32)
                 })
                 .collect();
             // (code, index) pairs are unique, so the unstable sort is deterministic.
             keyed.par_sort_unstable();
             keyed
         };
-        let mut keyed = keys(fine);
-        let (main, side) = choose_level(fine, &keyed);
+        // The level is chosen from the Morton codes of a sample of the points (every `stride`-th, so the same
+        // for any number of threads): occupancy statistics need no more, and the full sort comes once, after.
+        let stride = (n / LEVEL_SAMPLE).max(1);
+        let mut sample: Vec<(u64, u32)> = positions
+            .par_iter()
+            .enumerate()
+            .step_by(stride)
+            .map(|(i, p)| {
+                let c: [u32; 3] =
+                    std::array::from_fn(|a| fine_coord(p[a] as f64, lo[a], 1.0 / fine));
+                (morton(c), i as u32)
+            })
+            .collect();
+        sample.par_sort_unstable();
+        let rate = if n == 0 {
+            1.0
+        } else {
+            sample.len() as f64 / n as f64
+        };
+        let (main, side) = choose_level(fine, &sample, rate);
+        drop(sample);
         let main = main.min(FINE_BITS);
         // Main cells of exactly `side`: a finer grid than powers of two of the first one allow. The fine cell
         // may only grow (the grid must still span the cloud in 2^21 fine cells).
         let wanted = side / (1u64 << main) as f64;
         let fine = if wanted.is_finite() && wanted > fine * (1.0 + 1e-9) && n > 0 {
-            drop(keyed);
-            keyed = keys(wanted);
             wanted
         } else {
             fine
         };
-        let shift = 3 * main;
+        let keyed = keys(fine, main);
+        let shift = main;
         let mut cell_codes = Vec::new();
         let mut cell_start = Vec::new();
         let mut prev = None;
@@ -385,11 +672,18 @@ impl Neighbors {
         let order: Vec<u32> = keyed.par_iter().map(|&(_, i)| i).collect();
         drop(keyed);
         let sorted: Vec<[f32; 3]> = order.par_iter().map(|&i| positions[i as usize]).collect();
+        let sub = |a: usize| -> Vec<u8> {
+            sorted
+                .par_iter()
+                .map(|p| coarse(fine_coord(p[a] as f64, lo[a], 1.0 / fine), main) as u8)
+                .collect()
+        };
+        let (sx, sy) = (sub(0), sub(1));
         let max_cell = std::array::from_fn(|a| {
             if n == 0 {
                 0
             } else {
-                ((((hi[a] as f64 - lo[a]) / fine).floor().max(0.0) as u32).min(top)) >> main
+                fine_coord(hi[a] as f64, lo[a], 1.0 / fine) >> main
             }
         });
         let size = (cell_codes.len() * 2).next_power_of_two().max(2);
@@ -405,12 +699,15 @@ impl Neighbors {
             len: n,
             lo,
             fine,
+            per_fine: 1.0 / fine,
             main,
             max_cell,
             sorted,
             order,
             cell_codes,
             cell_start,
+            sx,
+            sy,
             table,
         })
     }
@@ -433,6 +730,20 @@ impl Neighbors {
     /// Side of a cell at `level` levels above the main one, metres.
     fn side(&self, level: u32) -> f64 {
         self.fine * (1u64 << (self.main + level)) as f64
+    }
+
+    /// Index in `cell_codes` of the main cell with this Morton code, `u32::MAX` when unoccupied.
+    #[inline]
+    fn main_index(&self, code: u64) -> u32 {
+        let mask = self.table.len() - 1;
+        let mut h = hash(code, mask);
+        loop {
+            let ci = self.table[h];
+            if ci == u32::MAX || self.cell_codes[ci as usize] == code {
+                return ci;
+            }
+            h = (h + 1) & mask;
+        }
     }
 
     /// Index range in `sorted` of the main cell with this Morton code (empty when unoccupied).
@@ -512,6 +823,31 @@ impl Neighbors {
             bound = (bound - s * MARGIN).max(0.0) * (1.0 - MARGIN);
         }
         (span, bound)
+    }
+
+    /// Distance from `q` to the nearest face, beyond which points may lie, of the block of main cells
+    /// `lo..=hi` (per axis), less a safety margin (infinite when the block covers the grid on every side).
+    fn span_bound(&self, q: [f32; 3], lo: [i64; 3], hi: [i64; 3]) -> f64 {
+        let s = self.side(0);
+        let mut bound = f64::INFINITY;
+        for a in 0..3 {
+            if lo[a] > 0 {
+                bound = bound.min(q[a] as f64 - (self.lo[a] + lo[a] as f64 * s));
+            }
+            if hi[a] < self.max_cell[a] as i64 {
+                bound = bound.min(self.lo[a] + (hi[a] + 1) as f64 * s - q[a] as f64);
+            }
+        }
+        if bound.is_finite() {
+            bound = (bound - s * MARGIN).max(0.0) * (1.0 - MARGIN);
+        }
+        bound
+    }
+
+    /// The [`coarse`] coordinate of `v` (metres, relative to the cloud's origin) along axis `a`.
+    #[inline]
+    fn coarse_of(&self, v: f64, a: usize) -> u32 {
+        coarse(fine_coord(v, self.lo[a], self.per_fine), self.main)
     }
 
     /// Relative level at which one cell covers the whole grid.
@@ -830,6 +1166,11 @@ impl Neighbors {
             state: S,
             block: Candidates,
             top: Vec<Entry>,
+            spare: Vec<Entry>,
+            /// The 2x2x2 main cells whose block `block` holds (the lowest one's coordinates).
+            group: Option<[i64; 3]>,
+            /// The previous query's k-th squared distance, when it had k neighbours.
+            last: Option<f32>,
             pending: Vec<(usize, f32)>,
             nb: Vec<Neighbor>,
             np: Vec<[f32; 3]>,
@@ -840,14 +1181,15 @@ impl Neighbors {
                 state: init(),
                 block: Candidates::default(),
                 top: Vec::with_capacity(k + 1),
+                spare: Vec::with_capacity(k + 1),
+                group: None,
+                last: None,
                 pending: Vec::new(),
                 nb: Vec::with_capacity(k),
                 np: Vec::with_capacity(k),
             },
             |b, ci, out| {
                 let own = self.cell_start[ci] as usize..self.cell_start[ci + 1] as usize;
-                // The cell's own coordinates, from its code, centre the block.
-                let c = decode(self.cell_codes[ci]).map(|v| v as i64);
                 let base = own.start;
                 let mut emit = |b: &mut Bufs<S>, j: usize, q: [f32; 3]| {
                     b.nb.clear();
@@ -861,56 +1203,64 @@ impl Neighbors {
                     }
                     out[j - base] = f(&mut b.state, self.order[j] as usize, q, &b.nb, &b.np);
                 };
-                b.block.fill(self, own.clone(), c, 1);
+                // One block serves the 2x2x2 main cells of a cell one level up (consecutive in Morton order):
+                // the 4x4x4 main cells around them.
+                let g = decode(self.cell_codes[ci] >> 3).map(|v| 2 * v as i64);
+                let (lo, hi) = (g.map(|v| v - 1), g.map(|v| v + 2));
+                if b.group != Some(g) {
+                    b.group = Some(g);
+                    b.block.fill(self, lo, hi);
+                }
                 b.pending.clear();
-                // The last points' positions and k-th squared distances: by the triangle inequality this
-                // point's k nearest lie within such a distance plus the step between the points, so farther
-                // candidates are dropped with one comparison.
-                let mut recent = [([0.0f32; 3], f32::INFINITY); 4];
-                for (step, j) in own.clone().enumerate() {
+                for j in own.clone() {
                     let q = self.sorted[j];
-                    let mut tau = limit2;
-                    for &(pq, pk2) in &recent {
-                        if pk2.is_finite() {
-                            let t = (pk2.sqrt() + dist2(pq, q).sqrt()) * (1.0 + 1e-4);
-                            tau = tau.min(t * t);
-                        }
-                    }
                     // The previous point's k neighbours are k points of the cloud: the farthest of them from
                     // this point bounds its k-th distance exactly (same f32 distances, no slack needed).
-                    if b.top.len() == k {
-                        let far = b.top.iter().fold(0.0f32, |m, e| m.max(dist2(e.pos, q)));
-                        tau = tau.min(far);
+                    let bound = |top: &[Entry]| {
+                        if top.len() == k {
+                            let far = top.iter().fold(0.0f32, |m, e| m.max(dist2(e.pos, q)));
+                            limit2.min(far)
+                        } else {
+                            limit2
+                        }
+                    };
+                    // First a guess, not a bound: the previous point's k-th distance, a little more. When the
+                    // block holds k points within it, the k nearest of the block are among them; otherwise the
+                    // block is searched again within the bound.
+                    let guess = b.last.map_or(f32::INFINITY, |pk2| pk2 * GUESS2);
+                    if guess >= limit2 || b.block.select(self, q, guess, k, &mut b.spare) < k {
+                        let tau = bound(&b.top);
+                        b.block.select(self, q, tau, k, &mut b.top);
+                    } else {
+                        std::mem::swap(&mut b.top, &mut b.spare);
                     }
-                    b.block.select(q, tau, k, &mut b.top);
-                    let prev = match b.top.last() {
-                        Some(w) if b.top.len() == k => Some((q, w.d2)),
+                    b.last = match b.top.last() {
+                        Some(w) if b.top.len() == k => Some(w.d2),
                         _ => None,
                     };
-                    recent[step % 4] = prev.unwrap_or(([0.0; 3], f32::INFINITY));
-                    if Neighbors::complete(&b.top, want, self.block(q, c, 0, 1).1) {
+                    if Neighbors::complete(&b.top, want, self.span_bound(q, lo, hi)) {
                         emit(b, j, q);
                     } else {
                         // The k-th candidate so far bounds the answer.
-                        let tau = prev.map_or(limit2, |p| p.1.min(limit2));
-                        b.pending.push((j, tau));
+                        b.pending
+                            .push((j, b.last.map_or(limit2, |d| d.min(limit2))));
                     }
                 }
                 if b.pending.is_empty() {
                     return;
                 }
-                // Points near the cell's faces in sparse parts: one shared 5x5x5 block, then, rarely, a search
-                // of their own.
-                b.block.fill(self, own.clone(), c, 2);
+                // Points near the block's faces in sparse parts: a scan of the cells their bound reaches, or,
+                // rarely (no bound, or too many cells), a search of their own.
                 let pending = std::mem::take(&mut b.pending);
                 for &(j, tau) in &pending {
                     let q = self.sorted[j];
-                    b.block.select(q, tau, k, &mut b.top);
-                    let bound = self.block(q, c, 0, 2).1;
-                    self.search(q, want, &mut b.top, Some((bound, 2)));
+                    if !b.block.scan_box(self, q, tau, k, PENDING_CELLS, &mut b.top) {
+                        self.search(q, want, &mut b.top, None);
+                    }
                     emit(b, j, q);
                 }
                 b.pending = pending;
+                b.last = None;
             },
         )
     }
@@ -969,12 +1319,14 @@ fn decode(code: u64) -> [u32; 3] {
 
 /// The finest level whose point-weighted mean occupancy (the number of points sharing a typical point's cell,
 /// each cell's count capped at 8 * target so a pile of duplicates does not decide) reaches `target`.
-fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64) -> (u32, f64) {
+fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64, rate: f64) -> (u32, f64) {
     let n = keyed.len();
     if n == 0 {
         return (0, fine);
     }
-    let cap = (8.0 * target) as u64;
+    // `keyed` is a sample of the cloud at `rate`: a point sharing its cell with c points shares it with about
+    // 1 + rate (c - 1) sampled ones, so the cloud's occupancy is estimated back from the sample's.
+    let cap = ((8.0 * target * rate) as u64).max(1);
     let occupancy = |level: u32| -> f64 {
         let shift = 3 * level;
         let mut sum = 0u64;
@@ -990,7 +1342,7 @@ fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64) -> (u32, f64) {
             run += 1;
         }
         sum += run * run.min(cap);
-        sum as f64 / n as f64
+        ((sum as f64 / n as f64 - (1.0 - rate)) / rate).max(1.0)
     };
     // Occupancy grows with the level: binary search the first level that reaches the target.
     let (mut a, mut b) = (0u32, FINE_BITS);
