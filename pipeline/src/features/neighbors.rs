@@ -527,7 +527,7 @@ impl Neighbors {
     /// Build the search structure, tuned for k-nearest queries with this `k` (any query still works).
     pub fn for_knn(positions: &[[f32; 3]], k: usize) -> Result<Neighbors> {
         let target = (k.max(1) as f64 * OCCUPANCY_PER_K).max(2.0);
-        Neighbors::build(positions, |fine, codes, rate| {
+        Neighbors::build(positions, LEVEL_SAMPLE, |fine, codes, rate| {
             occupancy_level(codes, target, fine, rate)
         })
     }
@@ -535,7 +535,7 @@ impl Neighbors {
     /// Build the search structure, tuned for radius queries of `radius` metres: main cells of at least half the
     /// radius, so a 5x5x5 block covers it.
     pub fn for_radius(positions: &[[f32; 3]], radius: f32) -> Result<Neighbors> {
-        Neighbors::build(positions, |fine, _, _| {
+        Neighbors::build(positions, LEVEL_SAMPLE, |fine, _, _| {
             let want = radius as f64 * 0.5;
             let mut l = 0;
             while l < FINE_BITS && fine * ((1u64 << (l + 1)) as f64) <= want {
@@ -545,8 +545,11 @@ impl Neighbors {
         })
     }
 
+    /// The index, its main level chosen by `choose_level(fine cell side, Morton codes of about
+    /// `level_sample` points, the fraction of the points they are)`.
     fn build(
         positions: &[[f32; 3]],
+        level_sample: usize,
         choose_level: impl Fn(f64, &[(u64, u32)], f64) -> (u32, f64),
     ) -> Result<Neighbors> {
         let n = positions.len();
@@ -627,7 +630,7 @@ impl Neighbors {
         };
         // The level is chosen from the Morton codes of a sample of the points (every `stride`-th, so the same
         // for any number of threads): occupancy statistics need no more, and the full sort comes once, after.
-        let stride = (n / LEVEL_SAMPLE).max(1);
+        let stride = (n / level_sample.max(1)).max(1);
         let mut sample: Vec<(u64, u32)> = positions
             .par_iter()
             .enumerate()
@@ -1324,25 +1327,30 @@ fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64, rate: f64) -> (
     if n == 0 {
         return (0, fine);
     }
-    // `keyed` is a sample of the cloud at `rate`: a point sharing its cell with c points shares it with about
-    // 1 + rate (c - 1) sampled ones, so the cloud's occupancy is estimated back from the sample's.
-    let cap = ((8.0 * target * rate) as u64).max(1);
+    // `keyed` is a sample of the cloud at `rate`: a sampled point sharing its cell with r - 1 sampled ones
+    // shares it with about 1 + (r - 1) / rate points of the cloud (r (r - 1) estimates rate^2 c (c - 1)
+    // without bias), and it is that estimate of the cloud's count which is capped. Capping the sampled
+    // count r instead needs a cap of 8 * target * rate, which falls below 2 on large clouds (rate below
+    // 1 / (4 * target): 6.7M points for k = 16), where every cell then counts as holding one point and the
+    // coarsest level wins. With every point sampled (rate 1) this is the plain capped count.
+    let cap = 8.0 * target;
     let occupancy = |level: u32| -> f64 {
         let shift = 3 * level;
-        let mut sum = 0u64;
+        let mut sum = 0.0f64;
         let mut run = 0u64;
         let mut prev = u64::MAX;
+        let weight = |run: u64| run as f64 * (1.0 + (run.max(1) - 1) as f64 / rate).min(cap);
         for &(code, _) in keyed {
             let c = code >> shift;
             if c != prev {
-                sum += run * run.min(cap);
+                sum += weight(run);
                 run = 0;
                 prev = c;
             }
             run += 1;
         }
-        sum += run * run.min(cap);
-        ((sum as f64 / n as f64 - (1.0 - rate)) / rate).max(1.0)
+        sum += weight(run);
+        sum / n as f64
     };
     // Occupancy grows with the level: binary search the first level that reaches the target.
     let (mut a, mut b) = (0u32, FINE_BITS);
@@ -1395,7 +1403,12 @@ mod tests {
             })
             .filter(|x| x.0 <= r2)
             .collect();
-        v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let order = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+        if k < v.len() {
+            v.select_nth_unstable_by(k, order);
+            v.truncate(k);
+        }
+        v.sort_by(order);
         v.into_iter().take(k).map(|x| (x.1, x.0)).collect()
     }
 
@@ -1429,6 +1442,95 @@ mod tests {
         pts.push([500.0, -300.0, 20.0]);
         pts.push([-400.0, 0.0, 0.0]);
         pts
+    }
+
+    /// How many points share a typical point's main cell (point-weighted mean, uncapped).
+    fn cell_occupancy(nb: &Neighbors) -> f64 {
+        let sum: f64 = nb
+            .cell_start
+            .windows(2)
+            .map(|w| ((w[1] - w[0]) as f64).powi(2))
+            .sum();
+        sum / nb.len() as f64
+    }
+
+    /// A scan-like tile (a plane, a dense cluster, a pile of duplicates, scattered points and one far point)
+    /// copied 4 x 4 side by side, offset by the tile's extent, as bench/tile.py makes tiled.ply.
+    fn tiled_cloud(per_tile: usize) -> Vec<[f32; 3]> {
+        let mut s = 11u64;
+        let mut tile = Vec::new();
+        for i in 0..per_tile {
+            tile.push(match i % 100 {
+                0..60 => [rng(&mut s) * 20.0, rng(&mut s) * 20.0, rng(&mut s) * 0.01],
+                60..90 => [
+                    rng(&mut s) * 0.5 + 3.0,
+                    rng(&mut s) * 0.5 + 3.0,
+                    rng(&mut s) * 0.5 + 1.0,
+                ],
+                90 => [10.0, 10.0, 2.0],
+                _ => [rng(&mut s) * 20.0, rng(&mut s) * 20.0, rng(&mut s) * 10.0],
+            });
+        }
+        tile.push([25.0, 25.0, 15.0]);
+        let mut pts = Vec::new();
+        for tx in 0..4 {
+            for ty in 0..4 {
+                pts.extend(
+                    tile.iter()
+                        .map(|p| [p[0] + 25.0 * tx as f32, p[1] + 25.0 * ty as f32, p[2]]),
+                );
+            }
+        }
+        pts
+    }
+
+    /// Regression: `aerie prepare tiled.ply` (8.3M points, 16 copies of a TLS scan) ran for more than 30
+    /// minutes in SOR's k-nearest search. The main level is chosen from a sample of 65k points; the sample's
+    /// per-cell counts were capped at `8 * target * rate` truncated to an integer, which is 1 once fewer than
+    /// 1 point in 4 * target is sampled (6.7M points for k = 16): every cell then counted as holding one
+    /// point and the coarsest level won, a few main cells each holding a quarter of the cloud, so a few
+    /// threads' queries each scanned and selected among a large part of the cloud. Here 512 of 64k points
+    /// are sampled (the same rate as 65k of 8.3M): the level must be the one every point gives, within one,
+    /// and the answers exact.
+    #[test]
+    fn regression_sparse_level_sample_on_a_tiled_cloud() {
+        let pts = tiled_cloud(4000);
+        let k = 17;
+        let target = k as f64 * OCCUPANCY_PER_K;
+        let choose = |fine, codes: &[(u64, u32)], rate| occupancy_level(codes, target, fine, rate);
+        let whole = Neighbors::build(&pts, usize::MAX, choose).unwrap();
+        let sampled = Neighbors::build(&pts, 512, choose).unwrap();
+        let occupancy = cell_occupancy(&sampled);
+        assert!(
+            sampled.main.abs_diff(whole.main) <= 1,
+            "main level {} from the sample, {} from every point",
+            sampled.main,
+            whole.main
+        );
+        assert!(
+            (target / 8.0..=8.0 * target).contains(&occupancy),
+            "{occupancy} points share a typical main cell (target {target})"
+        );
+        let all = |nb: &Neighbors, check: bool| {
+            nb.knn_all(
+                k,
+                None,
+                &NoProgress,
+                || (),
+                |_, i, _, nbrs, _| {
+                    if check && i % 61 == 0 {
+                        let want = brute(&pts, pts[i], k, f32::INFINITY);
+                        let got: Vec<(u32, f32)> =
+                            nbrs.iter().map(|n| (n.index, n.dist2)).collect();
+                        assert_eq!(got, want, "point {i}");
+                    }
+                    nbrs.iter().map(|n| n.dist2 as f64).sum::<f64>()
+                },
+            )
+            .unwrap()
+        };
+        // Exact (every 61st point against brute force), and the same answers on the grid every point chose.
+        assert_eq!(all(&sampled, true), all(&whole, false));
     }
 
     #[test]
