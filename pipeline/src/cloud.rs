@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::LengthMismatch;
 use crate::pose::Isometry3;
 
 /// A point cloud. Attributes are optional and, when present, parallel to `positions`.
@@ -45,6 +46,36 @@ pub struct Cloud {
     pub meta: Metadata,
 }
 
+/// The per-point columns of a [`Cloud`], not yet checked: what a reader or a generator fills before
+/// [`Cloud::from_columns`] checks their lengths once, and what [`Cloud::into_columns`] hands back to a stage
+/// that moves columns out. Attributes are optional and, when present, must have one value per position.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Columns {
+    /// Positions relative to the cloud's origin, metres.
+    pub positions: Vec<[f32; 3]>,
+    /// Return strength as the source stored it (LAS: 0..65535; E57: usually 0..1; PCD/PLY: any float).
+    pub intensity: Option<Vec<f32>>,
+    /// Colour, 16 bits per channel. 8-bit sources are widened by 257 (so 255 -> 65535); 8-bit writers take
+    /// the high byte.
+    pub color: Option<Vec<[u16; 3]>>,
+    /// Unit surface normals.
+    pub normals: Option<Vec<[f32; 3]>>,
+    /// Plane thickness: RMS distance of the neighbours to the fitted plane, metres (+inf: no plane).
+    pub gamma: Option<Vec<f32>>,
+    /// Per-point time, seconds (LAS GPS time, E57 timeStamp, a simulated scan's offset inside its frame).
+    pub time: Option<Vec<f64>>,
+    /// Return number, 1-based (LAS).
+    pub return_number: Option<Vec<u8>>,
+    /// Number of returns of the pulse (LAS).
+    pub number_of_returns: Option<Vec<u8>>,
+    /// Classification (ASPRS codes for LAS).
+    pub classification: Option<Vec<u8>>,
+    /// Ring (spinning LiDAR laser index) or line (Livox laser number).
+    pub ring: Option<Vec<u16>>,
+    /// Any other per-point dimension, by name (LAS extra bytes, PLY/PCD fields we do not model, E57 row/column).
+    pub extra: Vec<ExtraDim>,
+}
+
 /// A named per-point dimension we do not model specially, held at the width the source stored it (a LAS scan
 /// angle or user data costs 1 byte per point, not 8). The storage is the kind: [`ExtraDim::kind`] is read off
 /// [`ExtraValues`]' variant, so the two cannot disagree.
@@ -53,7 +84,7 @@ pub struct ExtraDim {
     /// The dimension's name as the source spelled it (a PLY property, a PCD field, a LAS extra-bytes name); writers
     /// keep it.
     pub name: String,
-    /// One value per point, parallel to `Cloud::positions`, at the stored width.
+    /// One value per point, parallel to the cloud's positions, at the stored width.
     pub values: ExtraValues,
 }
 
@@ -416,12 +447,172 @@ pub enum Attribute {
     Ring,
 }
 
+/// Calls `$then!` with the modelled optional attributes, in field order: the column, its accessors, its value
+/// type and its [`Attribute`]. One list, so the accessors, the length check and [`Cloud::attributes`] cannot
+/// disagree.
+macro_rules! with_attributes {
+    ($then:ident) => {
+        $then! {
+            intensity, intensity_mut, set_intensity, take_intensity: f32 => Intensity;
+            color, color_mut, set_color, take_color: [u16; 3] => Color;
+            normals, normals_mut, set_normals, take_normals: [f32; 3] => Normal;
+            gamma, gamma_mut, set_gamma, take_gamma: f32 => Gamma;
+            time, time_mut, set_time, take_time: f64 => Time;
+            return_number, return_number_mut, set_return_number, take_return_number: u8 => ReturnNumber;
+            number_of_returns, number_of_returns_mut, set_number_of_returns, take_number_of_returns: u8
+                => NumberOfReturns;
+            classification, classification_mut, set_classification, take_classification: u8 => Classification;
+            ring, ring_mut, set_ring, take_ring: u16 => Ring;
+        }
+    };
+}
+
+/// `Err` when a column of `values` values does not fit `points` points.
+fn check_len(
+    column: impl FnOnce() -> String,
+    values: usize,
+    points: usize,
+) -> Result<(), LengthMismatch> {
+    if values == points {
+        Ok(())
+    } else {
+        Err(LengthMismatch {
+            column: column(),
+            values,
+            points,
+        })
+    }
+}
+
+macro_rules! attribute_accessors {
+    ($($name:ident, $name_mut:ident, $set:ident, $take:ident: $t:ty => $attr:ident;)*) => {
+        impl Columns {
+            /// Check that every present attribute and extra dimension has one value per position; the error
+            /// names the first that does not.
+            pub fn check(&self) -> Result<(), LengthMismatch> {
+                let n = self.positions.len();
+                $(if let Some(v) = &self.$name {
+                    check_len(|| concat!("attribute ", stringify!($name)).to_string(), v.len(), n)?;
+                })*
+                for d in &self.extra {
+                    check_len(|| format!("extra dimension {}", d.name), d.len(), n)?;
+                }
+                Ok(())
+            }
+        }
+
+        impl Cloud {
+            /// Which modelled attributes are present.
+            pub fn attributes(&self) -> Vec<Attribute> {
+                let mut out = Vec::new();
+                $(if self.$name.is_some() {
+                    out.push(Attribute::$attr);
+                })*
+                out
+            }
+
+            $(
+                #[doc = concat!("The `", stringify!($name), "` column, one value per point, if present (see [`Columns::",
+                    stringify!($name), "`]).")]
+                #[inline]
+                pub fn $name(&self) -> Option<&[$t]> {
+                    self.$name.as_deref()
+                }
+
+                #[doc = concat!("The `", stringify!($name), "` column to change in place, if present: a slice, so its \
+                    length stays the point count.")]
+                #[inline]
+                pub fn $name_mut(&mut self) -> Option<&mut [$t]> {
+                    self.$name.as_deref_mut()
+                }
+
+                #[doc = concat!("Replace the `", stringify!($name), "` column (`None` removes it). Fails, leaving the \
+                    cloud unchanged, when the values are not one per point.")]
+                pub fn $set(&mut self, values: Option<Vec<$t>>) -> Result<(), LengthMismatch> {
+                    if let Some(v) = &values {
+                        check_len(|| concat!("attribute ", stringify!($name)).to_string(), v.len(), self.len())?;
+                    }
+                    self.$name = values;
+                    Ok(())
+                }
+
+                #[doc = concat!("Remove the `", stringify!($name), "` column and hand it over without a copy.")]
+                pub fn $take(&mut self) -> Option<Vec<$t>> {
+                    self.$name.take()
+                }
+            )*
+        }
+    };
+}
+
+with_attributes!(attribute_accessors);
+
 impl Cloud {
     /// An empty cloud with the given origin.
     pub fn with_origin(origin: [f64; 3]) -> Cloud {
         Cloud {
             origin,
             ..Cloud::default()
+        }
+    }
+
+    /// A cloud of `positions` (relative to `origin`) without attributes.
+    pub fn from_positions(origin: [f64; 3], positions: Vec<[f32; 3]>) -> Cloud {
+        Cloud {
+            origin,
+            positions,
+            ..Cloud::default()
+        }
+    }
+
+    /// A cloud of `columns` (positions relative to `origin`), with empty metadata. The columns are moved, not
+    /// copied. Fails when an attribute or extra dimension does not have one value per position.
+    pub fn from_columns(origin: [f64; 3], columns: Columns) -> Result<Cloud, LengthMismatch> {
+        columns.check()?;
+        let Columns {
+            positions,
+            intensity,
+            color,
+            normals,
+            gamma,
+            time,
+            return_number,
+            number_of_returns,
+            classification,
+            ring,
+            extra,
+        } = columns;
+        Ok(Cloud {
+            origin,
+            positions,
+            intensity,
+            color,
+            normals,
+            gamma,
+            time,
+            return_number,
+            number_of_returns,
+            classification,
+            ring,
+            extra,
+            meta: Metadata::default(),
+        })
+    }
+
+    /// The columns, moved out without a copy (the origin and the metadata are dropped: read them first).
+    pub fn into_columns(self) -> Columns {
+        Columns {
+            positions: self.positions,
+            intensity: self.intensity,
+            color: self.color,
+            normals: self.normals,
+            gamma: self.gamma,
+            time: self.time,
+            return_number: self.return_number,
+            number_of_returns: self.number_of_returns,
+            classification: self.classification,
+            ring: self.ring,
+            extra: self.extra,
         }
     }
 
@@ -435,6 +626,52 @@ impl Cloud {
         self.positions.is_empty()
     }
 
+    /// Positions relative to `origin`, metres.
+    #[inline]
+    pub fn positions(&self) -> &[[f32; 3]] {
+        &self.positions
+    }
+
+    /// Positions to change in place: a slice, so the point count stays. Values written here are not checked
+    /// (see [`Cloud::validate`]).
+    #[inline]
+    pub fn positions_mut(&mut self) -> &mut [[f32; 3]] {
+        &mut self.positions
+    }
+
+    /// The extra dimensions, in order.
+    #[inline]
+    pub fn extras(&self) -> &[ExtraDim] {
+        &self.extra
+    }
+
+    /// The extra dimension called `name`, if any.
+    pub fn extra(&self, name: &str) -> Option<&ExtraDim> {
+        self.extra.iter().find(|d| d.name == name)
+    }
+
+    /// Append an extra dimension. Fails, leaving the cloud unchanged, when it does not have one value per
+    /// point. Names are not checked for uniqueness ([`Cloud::extra`] finds the first).
+    pub fn push_extra(&mut self, dim: ExtraDim) -> Result<(), LengthMismatch> {
+        check_len(
+            || format!("extra dimension {}", dim.name),
+            dim.len(),
+            self.len(),
+        )?;
+        self.extra.push(dim);
+        Ok(())
+    }
+
+    /// Keep only the extra dimensions for which `keep` returns true, in order.
+    pub fn retain_extras(&mut self, keep: impl FnMut(&ExtraDim) -> bool) {
+        self.extra.retain(keep);
+    }
+
+    /// Remove every extra dimension and hand them over without a copy.
+    pub fn take_extras(&mut self) -> Vec<ExtraDim> {
+        std::mem::take(&mut self.extra)
+    }
+
     /// World position of point `i` in f64.
     pub fn world(&self, i: usize) -> [f64; 3] {
         let p = self.positions[i];
@@ -443,33 +680,6 @@ impl Cloud {
             self.origin[1] + p[1] as f64,
             self.origin[2] + p[2] as f64,
         ]
-    }
-
-    /// Which modelled attributes are present.
-    pub fn attributes(&self) -> Vec<Attribute> {
-        let mut out = Vec::new();
-        let checks = [
-            (self.intensity.is_some(), Attribute::Intensity),
-            (self.color.is_some(), Attribute::Color),
-            (self.normals.is_some(), Attribute::Normal),
-            (self.gamma.is_some(), Attribute::Gamma),
-            (self.time.is_some(), Attribute::Time),
-            (self.return_number.is_some(), Attribute::ReturnNumber),
-            (self.number_of_returns.is_some(), Attribute::NumberOfReturns),
-            (self.classification.is_some(), Attribute::Classification),
-            (self.ring.is_some(), Attribute::Ring),
-        ];
-        for (present, a) in checks {
-            if present {
-                out.push(a);
-            }
-        }
-        out
-    }
-
-    /// The extra dimension called `name`, if any.
-    pub fn extra(&self, name: &str) -> Option<&ExtraDim> {
-        self.extra.iter().find(|d| d.name == name)
     }
 
     /// Axis-aligned bounds in the cloud's frame (f64, origin applied); `None` for an empty cloud.

@@ -61,9 +61,9 @@ pub mod report;
 pub mod summary;
 
 pub use cloud::{
-    Attribute, Cloud, ExtraDim, ExtraScalar, ExtraValues, Metadata, ScalarKind, ScanInfo,
+    Attribute, Cloud, Columns, ExtraDim, ExtraScalar, ExtraValues, Metadata, ScalarKind, ScanInfo,
 };
-pub use error::{Error, Result};
+pub use error::{Error, LengthMismatch, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;
 pub use summary::CloudSummary;
