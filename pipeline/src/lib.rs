@@ -19,14 +19,15 @@
 //! use aerie_pipeline::prepare::{Recipe, prepare};
 //! use aerie_pipeline::{Cloud, NoProgress};
 //!
-//! let mut cloud = Cloud::default();
+//! let mut positions = Vec::new();
 //! for i in 0..50 {
 //!     for j in 0..50 {
 //!         // Cell centres never fall on a multiple of the 0.1 m voxel edge, so the voxel counts are exact.
-//!         cloud.positions.push([0.01 + 0.02 * i as f32, 0.01 + 0.02 * j as f32, 0.0]);
+//!         positions.push([0.01 + 0.02 * i as f32, 0.01 + 0.02 * j as f32, 0.0]);
 //!     }
 //! }
-//! cloud.positions.extend([[0.5, 0.5, 5.0], [-3.0, 0.0, 2.0], [4.0, 4.0, -3.0]]);
+//! positions.extend([[0.5, 0.5, 5.0], [-3.0, 0.0, 2.0], [4.0, 4.0, -3.0]]);
+//! let cloud = Cloud::from_positions([0.0; 3], positions);
 //!
 //! // Statistical outlier removal (PCL's definition, 16 neighbours, 2 sigma) finds the three strays...
 //! let (clean, report) = sor(&cloud, &SorParams::default(), &NoProgress)?;

@@ -41,7 +41,7 @@ pub(crate) fn check_cloud(cloud: &Cloud) -> Result<()> {
     use rayon::prelude::*;
     cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let bad = cloud
-        .positions
+        .positions()
         .par_iter()
         .position_first(|p| !(p[0].is_finite() && p[1].is_finite() && p[2].is_finite()));
     if let Some(i) = bad {
@@ -93,8 +93,8 @@ mod tests {
 
     #[test]
     fn select_subset_keeps_scan_ranges() {
-        let mut c = Cloud::default();
-        c.positions = (0..10).map(|i| [i as f32, 0.0, 0.0]).collect();
+        let mut c =
+            Cloud::from_positions([0.0; 3], (0..10).map(|i| [i as f32, 0.0, 0.0]).collect());
         c.meta.scans = vec![
             ScanInfo {
                 name: "a".into(),
@@ -115,8 +115,7 @@ mod tests {
 
     #[test]
     fn nan_cloud_is_rejected() {
-        let mut c = Cloud::default();
-        c.positions = vec![[0.0; 3], [f32::NAN, 0.0, 0.0]];
+        let c = Cloud::from_positions([0.0; 3], vec![[0.0; 3], [f32::NAN, 0.0, 0.0]]);
         assert!(matches!(check_cloud(&c), Err(Error::Parameter { .. })));
     }
 }

@@ -52,12 +52,11 @@ pub fn write(cloud: &Cloud, path: &Path, _opts: &WriteOptions) -> Result<()> {
         .for_each(|(ci, chunk)| {
             for (j, r) in chunk.chunks_exact_mut(RECORD).enumerate() {
                 let i = ci * CHUNK + j;
-                let Some(p) = cloud.positions.get(i) else {
+                let Some(p) = cloud.positions().get(i) else {
                     continue;
                 };
                 let inten = cloud
-                    .intensity
-                    .as_ref()
+                    .intensity()
                     .and_then(|v| v.get(i))
                     .copied()
                     .unwrap_or(0.0);
@@ -85,6 +84,6 @@ mod tests {
         assert!(e.to_string().contains("17"), "{e}");
         let c = read_bytes(&[0u8; 32], Path::new("a.bin"), &ReadOptions::default()).unwrap();
         assert_eq!(c.len(), 2);
-        assert!(c.intensity.is_some());
+        assert!(c.intensity().is_some());
     }
 }

@@ -721,8 +721,8 @@ mod tests {
                      1 2 3 16711680 0 0 0.5 0.25 1\n4 5 6 255 0 0 1 2 3\n";
         let c = read(text).unwrap();
         assert_eq!(c.len(), 2);
-        assert_eq!(c.color.as_ref().unwrap()[0], [65535, 0, 0]);
-        assert_eq!(c.color.as_ref().unwrap()[1], [0, 0, 65535]);
+        assert_eq!(c.color().unwrap()[0], [65535, 0, 0]);
+        assert_eq!(c.color().unwrap()[1], [0, 0, 65535]);
         assert_eq!(c.extra("fpfh_1").unwrap().values.to_f64(), vec![0.25, 2.0]);
         assert_eq!(c.meta.format.as_deref(), Some("PCD 0.7 ascii"));
     }
