@@ -137,9 +137,29 @@ pub struct LengthMismatch {
     pub points: usize,
 }
 
+/// A cloud whose origin or positions are not finite ([`crate::Cloud::validate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotFinite {
+    /// The origin has a NaN or infinite coordinate.
+    #[error("the origin is not finite")]
+    Origin,
+    /// A point (the first such) has a NaN or infinite coordinate.
+    #[error("point {index} has a non-finite coordinate")]
+    Point {
+        /// The point's index.
+        index: usize,
+    },
+}
+
 /// A cloud given to a stage is the caller's parameter: its problems are [`Error::Parameter`]s named `cloud`.
 impl From<LengthMismatch> for Error {
     fn from(e: LengthMismatch) -> Error {
+        Error::parameter("cloud", e.to_string())
+    }
+}
+
+impl From<NotFinite> for Error {
+    fn from(e: NotFinite) -> Error {
         Error::parameter("cloud", e.to_string())
     }
 }

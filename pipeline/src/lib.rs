@@ -1,6 +1,7 @@
 //! aerie-pipeline: everything between a raw scan file and a packed map.
 //!
-//! - [`Cloud`]: the in-memory point cloud (structure of arrays, f32 positions around an f64 origin).
+//! - [`Cloud`]: the in-memory point cloud (structure of arrays, f32 positions around an f64 origin), built
+//!   from [`Columns`] whose lengths it checks once, so every attribute has one value per point.
 //! - [`io`]: readers and writers for LAS/LAZ, E57, PLY, PCD, delimited text and KITTI .bin.
 //! - [`filters`], [`features`]: preparation stages, each a function over `Cloud` with a serde parameter struct
 //!   and a [`StageReport`].
@@ -64,7 +65,7 @@ pub mod summary;
 pub use cloud::{
     Attribute, Cloud, Columns, ExtraDim, ExtraScalar, ExtraValues, Metadata, ScalarKind, ScanInfo,
 };
-pub use error::{Error, LengthMismatch, Result};
+pub use error::{Error, LengthMismatch, NotFinite, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;
 pub use summary::CloudSummary;

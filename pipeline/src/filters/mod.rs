@@ -35,25 +35,10 @@ pub(crate) fn check_cancel(progress: &dyn Progress) -> Result<()> {
     }
 }
 
-/// Reject clouds that break the [`Cloud`] invariants (attribute lengths, finite coordinates) instead of
-/// panicking on them later.
+/// Reject clouds whose origin or positions are not finite ([`Cloud::validate`]) instead of panicking on them
+/// later. (Attribute lengths are kept by construction.)
 pub(crate) fn check_cloud(cloud: &Cloud) -> Result<()> {
-    use rayon::prelude::*;
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
-    let bad = cloud
-        .positions()
-        .par_iter()
-        .position_first(|p| !(p[0].is_finite() && p[1].is_finite() && p[2].is_finite()));
-    if let Some(i) = bad {
-        return Err(Error::parameter(
-            "cloud",
-            format!("point {i} has a non-finite coordinate"),
-        ));
-    }
-    if !cloud.origin.iter().all(|o| o.is_finite()) {
-        return Err(Error::parameter("cloud", "origin is not finite"));
-    }
-    Ok(())
+    Ok(cloud.validate()?)
 }
 
 /// [`Cloud::select`] for ascending `indices` (a subset kept in order): scan point ranges are recomputed instead

@@ -895,9 +895,6 @@ fn lowercase_first(s: &str) -> String {
 /// number / count as `returnIndex` / `returnCount`. `opts.fields` selects among `intensity`, `color`,
 /// `time`, `row`, `column`, `return_number`.
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
-    if let Err(m) = cloud.validate() {
-        return Err(Error::parameter("cloud", m));
-    }
     let groups = scan_groups(cloud, path);
     write_atomic(path, |file| {
         let mut w = E57Writer::new(file, &guid(cloud, u64::MAX))

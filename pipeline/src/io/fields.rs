@@ -762,7 +762,7 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
     out
 }
 
-/// Value of `src` for point `i` (0 where an attribute is missing; callers pass validated clouds).
+/// Value of `src` for point `i` (0 where the cloud lacks the attribute).
 #[inline]
 pub(crate) fn value(cloud: &Cloud, src: Src, i: usize) -> f64 {
     fn at<T: Copy>(v: Option<&[T]>, i: usize) -> Option<T> {

@@ -44,7 +44,6 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
 /// Write `cloud` as KITTI `.bin` (world coordinates as float32; intensity 0 when absent). Other attributes
 /// cannot be stored and are dropped.
 pub fn write(cloud: &Cloud, path: &Path, _opts: &WriteOptions) -> Result<()> {
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let n = cloud.len();
     let mut buf = vec![0u8; n * RECORD];
     buf.par_chunks_mut(CHUNK * RECORD)

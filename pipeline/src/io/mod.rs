@@ -288,9 +288,6 @@ pub fn write(
             looked_inside: false,
         });
     };
-    if let Err(m) = cloud.validate() {
-        return Err(Error::parameter("cloud", m));
-    }
     match format {
         Format::Las => las::write(cloud, path, false, opts),
         Format::Laz => las::write(cloud, path, true, opts),

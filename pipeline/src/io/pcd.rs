@@ -623,7 +623,6 @@ fn decode_ascii(body: &[u8], path: &Path, h: &Header) -> Result<Vec<Column>> {
 /// Write `cloud` as PCD 0.7 (see the module documentation). `opts.encoding`: `Binary` (default), `Ascii`,
 /// or `Compressed` (binary_compressed); big-endian is refused.
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let data = match opts.encoding {
         None | Some(Encoding::Binary) => Data::Binary,
         Some(Encoding::Ascii) => Data::Ascii,

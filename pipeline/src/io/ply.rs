@@ -521,7 +521,6 @@ fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Col
 /// Write `cloud` as PLY (see the module documentation). `opts.encoding`: `Binary` (little endian, the
 /// default), `BinaryBigEndian` or `Ascii`; `Compressed` is refused.
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let enc = match opts.encoding {
         None | Some(Encoding::Binary) => Enc::Little,
         Some(Encoding::BinaryBigEndian) => Enc::Big,

@@ -216,7 +216,6 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
 
 /// Write `cloud` as space-separated text with a `//` header line (see the module documentation).
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let fields = out_fields(cloud, opts, Style::Text);
     let header = format!(
         "//{}\n",

@@ -121,21 +121,7 @@ fn check_parameters(cloud: &Cloud, resolution: f32) -> Result<()> {
             ),
         ));
     }
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
-    if !cloud.origin.iter().all(|v| v.is_finite()) {
-        return Err(Error::parameter("cloud", "the origin is not finite"));
-    }
-    if let Some(i) = cloud
-        .positions()
-        .iter()
-        .position(|p| !p.iter().all(|v| v.is_finite()))
-    {
-        return Err(Error::parameter(
-            "cloud",
-            format!("point {i} has a non-finite coordinate"),
-        ));
-    }
-    Ok(())
+    Ok(cloud.validate()?)
 }
 
 /// Mean number of points per occupied bucket for bucket size `l`, estimated on an even stride of at most
