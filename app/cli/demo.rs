@@ -333,7 +333,7 @@ fn top_view(cloud: &Cloud, path: &Path) -> anyhow::Result<()> {
     let s = ((w - 20) as f64 / (hi[0] - lo[0])).min((h - 20) as f64 / (hi[1] - lo[1]));
     let mut c = Canvas::new(w, h, [20, 20, 24]);
     let o = cloud.origin;
-    for p in &cloud.positions {
+    for p in cloud.positions() {
         let (x, y, z) = (o[0] + p[0] as f64, o[1] + p[1] as f64, o[2] + p[2] as f64);
         let g = (50.0 + 200.0 * ((z - lo[2]) / (hi[2] - lo[2]).max(1e-6)).clamp(0.0, 1.0)) as u8;
         c.set(

@@ -444,19 +444,19 @@ impl AerieApp {
         };
         if let Some(c) = cloud {
             let i = pick.source_index as usize;
-            if let Some(v) = c.intensity.as_ref().and_then(|v| v.get(i)) {
+            if let Some(v) = c.intensity().and_then(|v| v.get(i)) {
                 t += &format!("  intensity {v:.3}");
             }
-            if let Some(v) = c.gamma.as_ref().and_then(|v| v.get(i)) {
+            if let Some(v) = c.gamma().and_then(|v| v.get(i)) {
                 t += &format!("  plane thickness {:.1} mm", v * 1000.0);
             }
-            if let Some(n) = c.normals.as_ref().and_then(|v| v.get(i)) {
+            if let Some(n) = c.normals().and_then(|v| v.get(i)) {
                 t += &format!("  normal ({:.2}, {:.2}, {:.2})", n[0], n[1], n[2]);
             }
-            if let Some(v) = c.classification.as_ref().and_then(|v| v.get(i)) {
+            if let Some(v) = c.classification().and_then(|v| v.get(i)) {
                 t += &format!("  class {v}");
             }
-            if let Some(v) = c.color.as_ref().and_then(|v| v.get(i)) {
+            if let Some(v) = c.color().and_then(|v| v.get(i)) {
                 t += &format!("  rgb {} {} {}", v[0] >> 8, v[1] >> 8, v[2] >> 8);
             }
         }

@@ -38,7 +38,7 @@ const DENSITY_VOXEL_M: f64 = 0.5;
 fn stats(cloud: &Cloud, version: u64) -> MapStats {
     let mut gamma = vec![0.0; 40];
     let mut no_plane = 0;
-    for &g in cloud.gamma.iter().flatten() {
+    for &g in cloud.gamma().into_iter().flatten() {
         if g.is_finite() {
             gamma[((g * 400.0) as usize).min(39)] += 1.0;
         } else {
@@ -46,7 +46,7 @@ fn stats(cloud: &Cloud, version: u64) -> MapStats {
         }
     }
     let mut voxels: HashMap<[i32; 3], u32> = HashMap::new();
-    for p in &cloud.positions {
+    for p in cloud.positions() {
         let key = p.map(|c| (c as f64 / DENSITY_VOXEL_M).floor() as i32);
         *voxels.entry(key).or_default() += 1;
     }
@@ -167,7 +167,7 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     }
     if let Some(s) = &app.mapstep.stats {
         ui.label(RichText::new("plane thickness (mm)").strong());
-        if m.cloud.gamma.is_some() {
+        if m.cloud.gamma().is_some() {
             histogram(ui, "gamma_hist", "points", &s.gamma, 2.5, "mm");
             ui.label(format!(
                 "{} points with no plane (thin structures, edges)",

@@ -459,27 +459,23 @@ mod tests {
 
     #[test]
     fn the_default_start_is_the_ground_in_the_middle() {
-        let cloud = Cloud {
-            origin: [1000.0, 2000.0, 300.0],
-            positions: vec![
+        let cloud = Cloud::from_positions(
+            [1000.0, 2000.0, 300.0],
+            vec![
                 [0.0, 0.0, 0.0],
                 [10.0, 10.0, 0.0],
                 [5.0, 5.5, 2.0],
                 [5.5, 5.0, 0.1],
                 [5.0, 5.0, 6.0],
             ],
-            ..Cloud::default()
-        };
+        );
         // Lowest of the points within 2 m of the middle (5, 5), relative to the view origin.
         assert_eq!(
             default_start(&cloud, [1000.0, 2000.0, 300.0]),
             Some([5.5, 5.0, 0.1])
         );
         // No point near the middle: the nearest one.
-        let sparse = Cloud {
-            positions: vec![[0.0, 0.0, 0.0], [10.0, 10.0, 1.0]],
-            ..Cloud::default()
-        };
+        let sparse = Cloud::from_positions([0.0; 3], vec![[0.0, 0.0, 0.0], [10.0, 10.0, 1.0]]);
         assert_eq!(default_start(&sparse, [0.0; 3]), Some([0.0, 0.0, 0.0]));
     }
 }

@@ -98,6 +98,8 @@ fuzz_target!(|data: &[u8]| {
         map.metadata(),
     );
     let _ = map.map_metadata();
+    // `to_cloud` checks that every column has one value per point (it panics otherwise); `validate` checks the
+    // rest of the cloud's invariants, the finite origin and positions.
     let cloud = map.to_cloud();
     assert_eq!(cloud.len() as u64, map.header().point_count);
     assert_eq!(

@@ -1,24 +1,73 @@
 //! The in-memory point cloud: a structure of arrays with an f64 origin.
 //!
-//! Invariants (kept by every constructor and stage, checked by [`Cloud::validate`]):
-//! - every present attribute array has exactly `positions.len()` entries;
+//! Invariants:
+//! - every present attribute column has exactly [`Cloud::len`] entries. This one is kept by construction: the
+//!   columns are private; a cloud is built from [`Columns`] whose lengths [`Cloud::from_columns`] checks once;
+//!   a column is replaced only through a setter that checks its length ([`Cloud::set_intensity`],
+//!   [`Cloud::push_extra`], ...) and lent out mutably only as a slice, whose length is fixed
+//!   ([`Cloud::positions_mut`], [`Cloud::intensity_mut`], ...). Columns move in and out without a copy
+//!   ([`Cloud::take_intensity`], [`Cloud::into_columns`]);
 //! - the world position of point `i` is `origin + positions[i]` computed in f64, so georeferenced coordinates
 //!   (1e5..1e7 m) keep millimetres as long as the cloud's extent stays within a few kilometres of the origin;
-//! - positions are finite (readers reject NaN/inf coordinates).
+//! - positions and the origin are finite (readers reject NaN/inf coordinates). Construction does not keep this
+//!   one (a check would cost a pass over the points, and [`Cloud::positions_mut`] can write any value), so stages
+//!   check it on entry with [`Cloud::validate`].
+//!
+//! `origin` and `meta` stay public fields because no invariant ties them to the columns: any finite origin is
+//! valid, and assigning one moves the whole cloud rigidly (every world position by the same offset, as a shift
+//! for export wants), while [`Cloud::set_origin`] re-expresses the positions around a new origin and keeps the
+//! world positions. `meta` describes the cloud (its source, CRS and scans) and holds no per-point column.
 
 use std::ops::Range;
 use std::path::PathBuf;
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{LengthMismatch, NotFinite};
 use crate::pose::Isometry3;
 
-/// A point cloud. Attributes are optional and, when present, parallel to `positions`.
+/// A point cloud. Attributes are optional and, when present, parallel to the positions: one value per point
+/// (see the module doc for how that is kept).
+///
+/// ```
+/// use aerie_pipeline::{Cloud, Columns};
+///
+/// // Columns are filled freely, then checked once.
+/// let columns = Columns {
+///     positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
+///     intensity: Some(vec![10.0, 20.0]),
+///     ..Columns::default()
+/// };
+/// let mut cloud = Cloud::from_columns([500_000.0, 4_000_000.0, 100.0], columns)?;
+/// assert_eq!(cloud.world(1), [500_001.0, 4_000_000.0, 100.0]);
+/// // A column changes in place as a slice; a new one must have one value per point.
+/// if let Some(intensity) = cloud.intensity_mut() {
+///     intensity[1] = 30.0;
+/// }
+/// assert!(cloud.set_ring(Some(vec![7])).is_err());
+/// cloud.set_ring(Some(vec![7, 8]))?;
+/// // A column moves out without a copy.
+/// assert_eq!(cloud.take_intensity(), Some(vec![10.0, 30.0]));
+/// assert_eq!(cloud.intensity(), None);
+/// # Ok::<(), aerie_pipeline::LengthMismatch>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cloud {
-    /// Origin of `positions` in the cloud's frame (map or CRS coordinates), metres.
+    /// Origin of the positions in the cloud's frame (map or CRS coordinates), metres. Assigning it moves the
+    /// cloud; [`Cloud::set_origin`] keeps the world positions.
     pub origin: [f64; 3],
-    /// Positions relative to `origin`, metres.
+    columns: Columns,
+    /// Where the cloud came from and what it describes.
+    pub meta: Metadata,
+}
+
+/// The per-point columns of a [`Cloud`], not yet checked: what a reader or a generator fills before
+/// [`Cloud::from_columns`] checks their lengths once, and what [`Cloud::into_columns`] hands back to a stage
+/// that moves columns out. Attributes are optional and, when present, must have one value per position.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Columns {
+    /// Positions relative to the cloud's origin, metres.
     pub positions: Vec<[f32; 3]>,
     /// Return strength as the source stored it (LAS: 0..65535; E57: usually 0..1; PCD/PLY: any float).
     pub intensity: Option<Vec<f32>>,
@@ -41,8 +90,6 @@ pub struct Cloud {
     pub ring: Option<Vec<u16>>,
     /// Any other per-point dimension, by name (LAS extra bytes, PLY/PCD fields we do not model, E57 row/column).
     pub extra: Vec<ExtraDim>,
-    /// Where the cloud came from and what it describes.
-    pub meta: Metadata,
 }
 
 /// A named per-point dimension we do not model specially, held at the width the source stored it (a LAS scan
@@ -53,7 +100,7 @@ pub struct ExtraDim {
     /// The dimension's name as the source spelled it (a PLY property, a PCD field, a LAS extra-bytes name); writers
     /// keep it.
     pub name: String,
-    /// One value per point, parallel to `Cloud::positions`, at the stored width.
+    /// One value per point, parallel to the cloud's positions, at the stored width.
     pub values: ExtraValues,
 }
 
@@ -396,25 +443,133 @@ pub struct ScanInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Attribute {
-    /// `Cloud::intensity`.
+    /// [`Cloud::intensity`].
     Intensity,
-    /// `Cloud::color`.
+    /// [`Cloud::color`].
     Color,
-    /// `Cloud::normals`.
+    /// [`Cloud::normals`].
     Normal,
-    /// `Cloud::gamma` (plane thickness).
+    /// [`Cloud::gamma`] (plane thickness).
     Gamma,
-    /// `Cloud::time`.
+    /// [`Cloud::time`].
     Time,
-    /// `Cloud::return_number`.
+    /// [`Cloud::return_number`].
     ReturnNumber,
-    /// `Cloud::number_of_returns`.
+    /// [`Cloud::number_of_returns`].
     NumberOfReturns,
-    /// `Cloud::classification`.
+    /// [`Cloud::classification`].
     Classification,
-    /// `Cloud::ring`.
+    /// [`Cloud::ring`].
     Ring,
 }
+
+/// Calls `$then!` with the modelled optional attributes, in field order: the column, its accessors, its value
+/// type and its [`Attribute`]. One list, so the accessors, the length check and [`Cloud::attributes`] cannot
+/// disagree.
+macro_rules! with_attributes {
+    ($then:ident) => {
+        $then! {
+            intensity, intensity_mut, set_intensity, take_intensity: f32 => Intensity;
+            color, color_mut, set_color, take_color: [u16; 3] => Color;
+            normals, normals_mut, set_normals, take_normals: [f32; 3] => Normal;
+            gamma, gamma_mut, set_gamma, take_gamma: f32 => Gamma;
+            time, time_mut, set_time, take_time: f64 => Time;
+            return_number, return_number_mut, set_return_number, take_return_number: u8
+                => ReturnNumber;
+            number_of_returns, number_of_returns_mut, set_number_of_returns,
+                take_number_of_returns: u8 => NumberOfReturns;
+            classification, classification_mut, set_classification, take_classification: u8
+                => Classification;
+            ring, ring_mut, set_ring, take_ring: u16 => Ring;
+        }
+    };
+}
+
+/// `Err` when a column of `values` values does not fit `points` points; `column` names it for the message.
+fn check_len(
+    column: impl FnOnce() -> String,
+    values: usize,
+    points: usize,
+) -> Result<(), LengthMismatch> {
+    if values == points {
+        Ok(())
+    } else {
+        Err(LengthMismatch {
+            column: column(),
+            values,
+            points,
+        })
+    }
+}
+
+macro_rules! attribute_accessors {
+    ($($name:ident, $name_mut:ident, $set:ident, $take:ident: $t:ty => $attr:ident;)*) => {
+        impl Columns {
+            /// Check that every present attribute and extra dimension has one value per position;
+            /// the error names the first that does not.
+            pub fn check(&self) -> Result<(), LengthMismatch> {
+                let n = self.positions.len();
+                $(if let Some(v) = &self.$name {
+                    check_len(|| attribute_name(stringify!($name)), v.len(), n)?;
+                })*
+                for d in &self.extra {
+                    check_len(|| format!("extra dimension {}", d.name), d.len(), n)?;
+                }
+                Ok(())
+            }
+        }
+
+        impl Cloud {
+            /// Which modelled attributes are present.
+            pub fn attributes(&self) -> Vec<Attribute> {
+                let mut out = Vec::new();
+                $(if self.columns.$name.is_some() {
+                    out.push(Attribute::$attr);
+                })*
+                out
+            }
+
+            $(
+                #[doc = concat!("The `", stringify!($name), "` column, one value per point, if \
+                    present (see [`Columns::", stringify!($name), "`]).")]
+                #[inline]
+                pub fn $name(&self) -> Option<&[$t]> {
+                    self.columns.$name.as_deref()
+                }
+
+                #[doc = concat!("The `", stringify!($name), "` column to change in place, if \
+                    present: a slice, so its length stays the point count.")]
+                #[inline]
+                pub fn $name_mut(&mut self) -> Option<&mut [$t]> {
+                    self.columns.$name.as_deref_mut()
+                }
+
+                #[doc = concat!("Replace the `", stringify!($name), "` column (`None` removes \
+                    it). Fails, leaving the cloud unchanged, when the values are not one per point.")]
+                pub fn $set(&mut self, values: Option<Vec<$t>>) -> Result<(), LengthMismatch> {
+                    if let Some(v) = &values {
+                        check_len(|| attribute_name(stringify!($name)), v.len(), self.len())?;
+                    }
+                    self.columns.$name = values;
+                    Ok(())
+                }
+
+                #[doc = concat!("Remove the `", stringify!($name), "` column and hand it over \
+                    without a copy.")]
+                pub fn $take(&mut self) -> Option<Vec<$t>> {
+                    self.columns.$name.take()
+                }
+            )*
+        }
+    };
+}
+
+/// How length errors name a modelled attribute.
+fn attribute_name(name: &str) -> String {
+    format!("attribute {name}")
+}
+
+with_attributes!(attribute_accessors);
 
 impl Cloud {
     /// An empty cloud with the given origin.
@@ -425,19 +580,95 @@ impl Cloud {
         }
     }
 
+    /// A cloud of `positions` (relative to `origin`) without attributes.
+    pub fn from_positions(origin: [f64; 3], positions: Vec<[f32; 3]>) -> Cloud {
+        Cloud {
+            origin,
+            columns: Columns {
+                positions,
+                ..Columns::default()
+            },
+            meta: Metadata::default(),
+        }
+    }
+
+    /// A cloud of `columns` (positions relative to `origin`), with empty metadata. The columns are moved, not
+    /// copied. Fails when an attribute or extra dimension does not have one value per position.
+    pub fn from_columns(origin: [f64; 3], columns: Columns) -> Result<Cloud, LengthMismatch> {
+        columns.check()?;
+        Ok(Cloud {
+            origin,
+            columns,
+            meta: Metadata::default(),
+        })
+    }
+
+    /// The columns, moved out without a copy (the origin and the metadata are dropped: read them first).
+    pub fn into_columns(self) -> Columns {
+        self.columns
+    }
+
     /// Number of points.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.positions.len()
+        self.columns.positions.len()
     }
 
     /// Whether the cloud has no points (it may still carry metadata and empty attribute arrays).
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.positions.is_empty()
+        self.columns.positions.is_empty()
+    }
+
+    /// Positions relative to `origin`, metres.
+    #[inline]
+    pub fn positions(&self) -> &[[f32; 3]] {
+        &self.columns.positions
+    }
+
+    /// Positions to change in place: a slice, so the point count stays. Values written here are not checked
+    /// (see [`Cloud::validate`]).
+    #[inline]
+    pub fn positions_mut(&mut self) -> &mut [[f32; 3]] {
+        &mut self.columns.positions
+    }
+
+    /// The extra dimensions, in order.
+    #[inline]
+    pub fn extras(&self) -> &[ExtraDim] {
+        &self.columns.extra
+    }
+
+    /// The extra dimension called `name`, if any.
+    pub fn extra(&self, name: &str) -> Option<&ExtraDim> {
+        self.columns.extra.iter().find(|d| d.name == name)
+    }
+
+    /// Append an extra dimension. Fails, leaving the cloud unchanged, when it does not have one value per
+    /// point. Names are not checked for uniqueness ([`Cloud::extra`] finds the first).
+    pub fn push_extra(&mut self, dim: ExtraDim) -> Result<(), LengthMismatch> {
+        check_len(
+            || format!("extra dimension {}", dim.name),
+            dim.len(),
+            self.len(),
+        )?;
+        self.columns.extra.push(dim);
+        Ok(())
+    }
+
+    /// Keep only the extra dimensions for which `keep` returns true, in order.
+    pub fn retain_extras(&mut self, keep: impl FnMut(&ExtraDim) -> bool) {
+        self.columns.extra.retain(keep);
+    }
+
+    /// Remove every extra dimension and hand them over without a copy.
+    pub fn take_extras(&mut self) -> Vec<ExtraDim> {
+        std::mem::take(&mut self.columns.extra)
     }
 
     /// World position of point `i` in f64.
     pub fn world(&self, i: usize) -> [f64; 3] {
-        let p = self.positions[i];
+        let p = self.columns.positions[i];
         [
             self.origin[0] + p[0] as f64,
             self.origin[1] + p[1] as f64,
@@ -445,39 +676,13 @@ impl Cloud {
         ]
     }
 
-    /// Which modelled attributes are present.
-    pub fn attributes(&self) -> Vec<Attribute> {
-        let mut out = Vec::new();
-        let checks = [
-            (self.intensity.is_some(), Attribute::Intensity),
-            (self.color.is_some(), Attribute::Color),
-            (self.normals.is_some(), Attribute::Normal),
-            (self.gamma.is_some(), Attribute::Gamma),
-            (self.time.is_some(), Attribute::Time),
-            (self.return_number.is_some(), Attribute::ReturnNumber),
-            (self.number_of_returns.is_some(), Attribute::NumberOfReturns),
-            (self.classification.is_some(), Attribute::Classification),
-            (self.ring.is_some(), Attribute::Ring),
-        ];
-        for (present, a) in checks {
-            if present {
-                out.push(a);
-            }
-        }
-        out
-    }
-
-    /// The extra dimension called `name`, if any.
-    pub fn extra(&self, name: &str) -> Option<&ExtraDim> {
-        self.extra.iter().find(|d| d.name == name)
-    }
-
     /// Axis-aligned bounds in the cloud's frame (f64, origin applied); `None` for an empty cloud.
     pub fn bounds(&self) -> Option<([f64; 3], [f64; 3])> {
-        let first = self.positions.first()?;
+        let positions = self.positions();
+        let first = positions.first()?;
         let mut lo = *first;
         let mut hi = *first;
-        for p in &self.positions {
+        for p in positions {
             for k in 0..3 {
                 lo[k] = lo[k].min(p[k]);
                 hi[k] = hi[k].max(p[k]);
@@ -498,40 +703,21 @@ impl Cloud {
         ))
     }
 
-    /// Check the length invariant; returns the name of the first attribute whose length is wrong.
-    pub fn validate(&self) -> Result<(), String> {
-        let n = self.len();
-        let lens = [
-            ("intensity", self.intensity.as_ref().map(Vec::len)),
-            ("color", self.color.as_ref().map(Vec::len)),
-            ("normals", self.normals.as_ref().map(Vec::len)),
-            ("gamma", self.gamma.as_ref().map(Vec::len)),
-            ("time", self.time.as_ref().map(Vec::len)),
-            ("return_number", self.return_number.as_ref().map(Vec::len)),
-            (
-                "number_of_returns",
-                self.number_of_returns.as_ref().map(Vec::len),
-            ),
-            ("classification", self.classification.as_ref().map(Vec::len)),
-            ("ring", self.ring.as_ref().map(Vec::len)),
-        ];
-        for (name, len) in lens {
-            if let Some(len) = len
-                && len != n
-            {
-                return Err(format!("attribute {name} has {len} values for {n} points"));
-            }
+    /// Check the invariant construction does not keep: a finite origin and finite positions. Stages and
+    /// bucketing call it on entry rather than panic or produce NaN later. (Column lengths need no check: they
+    /// are kept by construction.)
+    pub fn validate(&self) -> Result<(), NotFinite> {
+        if !self.origin.iter().all(|v| v.is_finite()) {
+            return Err(NotFinite::Origin);
         }
-        for d in &self.extra {
-            if d.len() != n {
-                return Err(format!(
-                    "extra dimension {} has {} values for {n} points",
-                    d.name,
-                    d.len()
-                ));
-            }
+        match self
+            .positions()
+            .par_iter()
+            .position_first(|p| !(p[0].is_finite() && p[1].is_finite() && p[2].is_finite()))
+        {
+            Some(index) => Err(NotFinite::Point { index }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// A new cloud holding the points at `indices`, in that order, with every attribute and the metadata
@@ -543,26 +729,29 @@ impl Cloud {
         let mut meta = self.meta.clone();
         meta.scans.iter_mut().for_each(|s| s.points = 0..0);
         meta.scans.retain(|s| s.world_from_scan.is_some());
+        let c = &self.columns;
         Cloud {
             origin: self.origin,
-            positions: indices.iter().map(|&i| self.positions[i]).collect(),
-            intensity: pick(self.intensity.as_deref(), indices),
-            color: pick(self.color.as_deref(), indices),
-            normals: pick(self.normals.as_deref(), indices),
-            gamma: pick(self.gamma.as_deref(), indices),
-            time: pick(self.time.as_deref(), indices),
-            return_number: pick(self.return_number.as_deref(), indices),
-            number_of_returns: pick(self.number_of_returns.as_deref(), indices),
-            classification: pick(self.classification.as_deref(), indices),
-            ring: pick(self.ring.as_deref(), indices),
-            extra: self
-                .extra
-                .iter()
-                .map(|d| ExtraDim {
-                    name: d.name.clone(),
-                    values: d.values.select(indices),
-                })
-                .collect(),
+            columns: Columns {
+                positions: indices.iter().map(|&i| c.positions[i]).collect(),
+                intensity: pick(c.intensity.as_deref(), indices),
+                color: pick(c.color.as_deref(), indices),
+                normals: pick(c.normals.as_deref(), indices),
+                gamma: pick(c.gamma.as_deref(), indices),
+                time: pick(c.time.as_deref(), indices),
+                return_number: pick(c.return_number.as_deref(), indices),
+                number_of_returns: pick(c.number_of_returns.as_deref(), indices),
+                classification: pick(c.classification.as_deref(), indices),
+                ring: pick(c.ring.as_deref(), indices),
+                extra: c
+                    .extra
+                    .iter()
+                    .map(|d| ExtraDim {
+                        name: d.name.clone(),
+                        values: d.values.select(indices),
+                    })
+                    .collect(),
+            },
             meta,
         }
     }
@@ -574,7 +763,7 @@ impl Cloud {
             self.origin[1] - new_origin[1],
             self.origin[2] - new_origin[2],
         ];
-        for p in &mut self.positions {
+        for p in &mut self.columns.positions {
             for k in 0..3 {
                 p[k] = (p[k] as f64 + d[k]) as f32;
             }
@@ -592,7 +781,7 @@ impl Cloud {
             other.origin[2] - self.origin[2],
         ];
         let self_was_empty =
-            self.is_empty() && self.attributes().is_empty() && self.extra.is_empty();
+            self.is_empty() && self.attributes().is_empty() && self.extras().is_empty();
         fn join<T: Copy>(a: &mut Option<Vec<T>>, b: Option<&[T]>, first: bool) {
             match (a.as_mut(), b) {
                 (Some(a), Some(b)) => a.extend_from_slice(b),
@@ -600,44 +789,41 @@ impl Cloud {
                 _ => *a = None,
             }
         }
+        let (a, b) = (&mut self.columns, &other.columns);
+        join(&mut a.intensity, b.intensity.as_deref(), self_was_empty);
+        join(&mut a.color, b.color.as_deref(), self_was_empty);
+        join(&mut a.normals, b.normals.as_deref(), self_was_empty);
+        join(&mut a.gamma, b.gamma.as_deref(), self_was_empty);
+        join(&mut a.time, b.time.as_deref(), self_was_empty);
         join(
-            &mut self.intensity,
-            other.intensity.as_deref(),
-            self_was_empty,
-        );
-        join(&mut self.color, other.color.as_deref(), self_was_empty);
-        join(&mut self.normals, other.normals.as_deref(), self_was_empty);
-        join(&mut self.gamma, other.gamma.as_deref(), self_was_empty);
-        join(&mut self.time, other.time.as_deref(), self_was_empty);
-        join(
-            &mut self.return_number,
-            other.return_number.as_deref(),
+            &mut a.return_number,
+            b.return_number.as_deref(),
             self_was_empty,
         );
         join(
-            &mut self.number_of_returns,
-            other.number_of_returns.as_deref(),
+            &mut a.number_of_returns,
+            b.number_of_returns.as_deref(),
             self_was_empty,
         );
         join(
-            &mut self.classification,
-            other.classification.as_deref(),
+            &mut a.classification,
+            b.classification.as_deref(),
             self_was_empty,
         );
-        join(&mut self.ring, other.ring.as_deref(), self_was_empty);
+        join(&mut a.ring, b.ring.as_deref(), self_was_empty);
         if self_was_empty {
-            self.extra.clone_from(&other.extra);
+            a.extra.clone_from(&b.extra);
         } else {
             let mut kept = Vec::new();
-            for mut d in std::mem::take(&mut self.extra) {
+            for mut d in std::mem::take(&mut a.extra) {
                 if let Some(o) = other.extra(&d.name) {
                     d.values.extend(&o.values);
                     kept.push(d);
                 }
             }
-            self.extra = kept;
+            a.extra = kept;
         }
-        self.positions.extend(other.positions.iter().map(|p| {
+        a.positions.extend(b.positions.iter().map(|p| {
             [
                 (p[0] as f64 + d[0]) as f32,
                 (p[1] as f64 + d[1]) as f32,
@@ -681,8 +867,8 @@ mod tests {
 
     #[test]
     fn large_coordinates_keep_millimetres() {
-        let mut c = Cloud::with_origin([637_000.0, 851_000.0, 400.0]);
-        c.positions.push([123.456, 789.012, 3.5]);
+        let mut c =
+            Cloud::from_positions([637_000.0, 851_000.0, 400.0], vec![[123.456, 789.012, 3.5]]);
         let w = c.world(0);
         assert!((w[0] - 637_123.456).abs() < 1e-4, "{w:?}");
         c.set_origin([637_100.0, 851_700.0, 0.0]);
@@ -692,20 +878,23 @@ mod tests {
 
     #[test]
     fn append_drops_attributes_missing_on_one_side() {
-        let mut a = Cloud {
-            positions: vec![[0.0; 3]],
-            intensity: Some(vec![1.0]),
-            ring: Some(vec![3]),
-            ..Cloud::default()
-        };
-        let mut b = Cloud::with_origin([10.0, 0.0, 0.0]);
-        b.positions = vec![[1.0, 0.0, 0.0]];
-        b.intensity = Some(vec![2.0]);
+        let mut a = Cloud::from_columns(
+            [0.0; 3],
+            Columns {
+                positions: vec![[0.0; 3]],
+                intensity: Some(vec![1.0]),
+                ring: Some(vec![3]),
+                ..Columns::default()
+            },
+        )
+        .unwrap();
+        let mut b = Cloud::from_positions([10.0, 0.0, 0.0], vec![[1.0, 0.0, 0.0]]);
+        b.set_intensity(Some(vec![2.0])).unwrap();
         a.append(&b);
         assert_eq!(a.len(), 2);
-        assert_eq!(a.intensity, Some(vec![1.0, 2.0]));
-        assert_eq!(a.ring, None);
-        assert_eq!(a.positions[1], [11.0, 0.0, 0.0]);
+        assert_eq!(a.intensity(), Some(&[1.0, 2.0][..]));
+        assert_eq!(a.ring(), None);
+        assert_eq!(a.positions()[1], [11.0, 0.0, 0.0]);
         a.validate().unwrap();
     }
 }

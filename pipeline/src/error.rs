@@ -123,3 +123,43 @@ impl Error {
         }
     }
 }
+
+/// A column that does not have one value per point: what [`crate::Cloud::from_columns`] and the cloud's setters
+/// refuse, so that the length invariant holds by construction.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{column} has {values} values for {points} points")]
+pub struct LengthMismatch {
+    /// The column, as messages name it: `attribute intensity`, `extra dimension scan_angle`.
+    pub column: String,
+    /// How many values it has.
+    pub values: usize,
+    /// How many points the cloud has.
+    pub points: usize,
+}
+
+/// A cloud whose origin or positions are not finite ([`crate::Cloud::validate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotFinite {
+    /// The origin has a NaN or infinite coordinate.
+    #[error("the origin is not finite")]
+    Origin,
+    /// A point (the first such) has a NaN or infinite coordinate.
+    #[error("point {index} has a non-finite coordinate")]
+    Point {
+        /// The point's index.
+        index: usize,
+    },
+}
+
+/// A cloud given to a stage is the caller's parameter: its problems are [`Error::Parameter`]s named `cloud`.
+impl From<LengthMismatch> for Error {
+    fn from(e: LengthMismatch) -> Error {
+        Error::parameter("cloud", e.to_string())
+    }
+}
+
+impl From<NotFinite> for Error {
+    fn from(e: NotFinite) -> Error {
+        Error::parameter("cloud", e.to_string())
+    }
+}

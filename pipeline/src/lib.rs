@@ -1,6 +1,7 @@
 //! aerie-pipeline: everything between a raw scan file and a packed map.
 //!
-//! - [`Cloud`]: the in-memory point cloud (structure of arrays, f32 positions around an f64 origin).
+//! - [`Cloud`]: the in-memory point cloud (structure of arrays, f32 positions around an f64 origin), built
+//!   from [`Columns`] whose lengths it checks once, so every attribute has one value per point.
 //! - [`io`]: readers and writers for LAS/LAZ, E57, PLY, PCD, delimited text and KITTI .bin.
 //! - [`filters`], [`features`]: preparation stages, each a function over `Cloud` with a serde parameter struct
 //!   and a [`StageReport`].
@@ -19,14 +20,15 @@
 //! use aerie_pipeline::prepare::{Recipe, prepare};
 //! use aerie_pipeline::{Cloud, NoProgress};
 //!
-//! let mut cloud = Cloud::default();
+//! let mut positions = Vec::new();
 //! for i in 0..50 {
 //!     for j in 0..50 {
 //!         // Cell centres never fall on a multiple of the 0.1 m voxel edge, so the voxel counts are exact.
-//!         cloud.positions.push([0.01 + 0.02 * i as f32, 0.01 + 0.02 * j as f32, 0.0]);
+//!         positions.push([0.01 + 0.02 * i as f32, 0.01 + 0.02 * j as f32, 0.0]);
 //!     }
 //! }
-//! cloud.positions.extend([[0.5, 0.5, 5.0], [-3.0, 0.0, 2.0], [4.0, 4.0, -3.0]]);
+//! positions.extend([[0.5, 0.5, 5.0], [-3.0, 0.0, 2.0], [4.0, 4.0, -3.0]]);
+//! let cloud = Cloud::from_positions([0.0; 3], positions);
 //!
 //! // Statistical outlier removal (PCL's definition, 16 neighbours, 2 sigma) finds the three strays...
 //! let (clean, report) = sor(&cloud, &SorParams::default(), &NoProgress)?;
@@ -61,9 +63,9 @@ pub mod report;
 pub mod summary;
 
 pub use cloud::{
-    Attribute, Cloud, ExtraDim, ExtraScalar, ExtraValues, Metadata, ScalarKind, ScanInfo,
+    Attribute, Cloud, Columns, ExtraDim, ExtraScalar, ExtraValues, Metadata, ScalarKind, ScanInfo,
 };
-pub use error::{Error, Result};
+pub use error::{Error, LengthMismatch, NotFinite, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;
 pub use summary::CloudSummary;

@@ -194,19 +194,19 @@ pub struct Prepared {
 fn strip_for_map(cloud: &mut Cloud) -> Vec<String> {
     let mut dropped = Vec::new();
     for (present, name) in [
-        (cloud.time.take().is_some(), "time"),
-        (cloud.return_number.take().is_some(), "return_number"),
+        (cloud.take_time().is_some(), "time"),
+        (cloud.take_return_number().is_some(), "return_number"),
         (
-            cloud.number_of_returns.take().is_some(),
+            cloud.take_number_of_returns().is_some(),
             "number_of_returns",
         ),
-        (cloud.ring.take().is_some(), "ring"),
+        (cloud.take_ring().is_some(), "ring"),
     ] {
         if present {
             dropped.push(name.to_string());
         }
     }
-    dropped.extend(cloud.extra.drain(..).map(|d| d.name));
+    dropped.extend(cloud.take_extras().into_iter().map(|d| d.name));
     dropped
 }
 

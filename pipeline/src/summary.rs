@@ -73,34 +73,34 @@ impl CloudSummary {
     pub fn of(cloud: &Cloud) -> CloudSummary {
         let mut attributes = Vec::new();
         let mut push = |r: Option<AttributeRange>| attributes.extend(r);
-        if let Some(v) = &cloud.intensity {
+        if let Some(v) = cloud.intensity() {
             push(range_of("intensity", v.iter().map(|&x| [x as f64])));
         }
-        if let Some(v) = &cloud.color {
+        if let Some(v) = cloud.color() {
             push(range_of("color", v.iter().map(|c| c.map(f64::from))));
         }
-        if let Some(v) = &cloud.normals {
+        if let Some(v) = cloud.normals() {
             push(range_of("normal", v.iter().map(|c| c.map(f64::from))));
         }
-        if let Some(v) = &cloud.gamma {
+        if let Some(v) = cloud.gamma() {
             push(range_of("gamma", v.iter().map(|&x| [x as f64])));
         }
-        if let Some(v) = &cloud.time {
+        if let Some(v) = cloud.time() {
             push(range_of("time", v.iter().map(|&x| [x])));
         }
-        if let Some(v) = &cloud.return_number {
+        if let Some(v) = cloud.return_number() {
             push(range_of("return_number", v.iter().map(|&x| [x as f64])));
         }
-        if let Some(v) = &cloud.number_of_returns {
+        if let Some(v) = cloud.number_of_returns() {
             push(range_of("number_of_returns", v.iter().map(|&x| [x as f64])));
         }
-        if let Some(v) = &cloud.classification {
+        if let Some(v) = cloud.classification() {
             push(range_of("classification", v.iter().map(|&x| [x as f64])));
         }
-        if let Some(v) = &cloud.ring {
+        if let Some(v) = cloud.ring() {
             push(range_of("ring", v.iter().map(|&x| [x as f64])));
         }
-        for d in &cloud.extra {
+        for d in cloud.extras() {
             let values = (0..d.len()).filter_map(|i| d.values.get(i).map(|x| [x]));
             if let Some(mut r) = range_of(&d.name, values) {
                 r.kind = Some(format!("{:?}", d.kind()).to_lowercase());

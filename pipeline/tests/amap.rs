@@ -6,7 +6,7 @@ use aerie_pipeline::map::amap::{self, AmapFile, HEADER_SIZE, SectionEntry, TABLE
 use aerie_pipeline::map::buckets::{self, bucket_coords};
 use aerie_pipeline::map::{MapView, PackedMap};
 use aerie_pipeline::pose::Isometry3;
-use aerie_pipeline::{Cloud, Error, ExtraDim, ScalarKind, ScanInfo};
+use aerie_pipeline::{Cloud, Columns, Error, ExtraDim, ScalarKind, ScanInfo};
 
 /// splitmix64: deterministic test randomness without another crate.
 struct Rng(u64);
@@ -27,25 +27,26 @@ impl Rng {
 /// some it drops.
 fn scene(n_ground: usize, seed: u64) -> Cloud {
     let mut rng = Rng(seed);
-    let mut c = Cloud::with_origin([637_000.0, 851_000.0, 120.0]);
+    let mut positions = Vec::new();
     for i in 0..n_ground {
         let (x, y) = (rng.unit() * 60.0 - 10.0, rng.unit() * 40.0 - 5.0);
         let p = match i % 3 {
             0 | 1 => [x, y, 0.01 * rng.unit()],
             _ => [x, 12.0 + 0.01 * rng.unit(), rng.unit() * 8.0],
         };
-        c.positions.push(p);
+        positions.push(p);
     }
     for _ in 0..n_ground / 10 {
-        c.positions.push([
+        positions.push([
             rng.unit() * 50.0,
             rng.unit() * 30.0,
             rng.unit() * 15.0 - 3.0,
         ]);
     }
+    let mut c = Cloud::from_positions([637_000.0, 851_000.0, 120.0], positions);
     let n = c.len();
     let mut rng = Rng(seed ^ 0xabc);
-    c.normals = Some(
+    c.set_normals(Some(
         (0..n)
             .map(|i| {
                 if i % 3 == 2 {
@@ -55,8 +56,9 @@ fn scene(n_ground: usize, seed: u64) -> Cloud {
                 }
             })
             .collect(),
-    );
-    c.gamma = Some(
+    ))
+    .unwrap();
+    c.set_gamma(Some(
         (0..n)
             .map(|i| {
                 if i % 17 == 0 {
@@ -66,20 +68,28 @@ fn scene(n_ground: usize, seed: u64) -> Cloud {
                 }
             })
             .collect(),
-    );
-    c.intensity = Some((0..n).map(|_| (rng.next_u64() % 4000) as f32).collect());
-    c.color = Some(
+    ))
+    .unwrap();
+    c.set_intensity(Some(
+        (0..n).map(|_| (rng.next_u64() % 4000) as f32).collect(),
+    ))
+    .unwrap();
+    c.set_color(Some(
         (0..n)
             .map(|i| [(i * 7) as u16, (i * 13) as u16, 65535 - (i as u16)])
             .collect(),
-    );
-    c.classification = Some((0..n).map(|i| (i % 7) as u8).collect());
-    c.time = Some((0..n).map(|i| i as f64 * 1e-5).collect());
-    c.extra.push(ExtraDim::from_f64(
+    ))
+    .unwrap();
+    c.set_classification(Some((0..n).map(|i| (i % 7) as u8).collect()))
+        .unwrap();
+    c.set_time(Some((0..n).map(|i| i as f64 * 1e-5).collect()))
+        .unwrap();
+    c.push_extra(ExtraDim::from_f64(
         "row",
         ScalarKind::U16,
         &(0..n).map(|i| (i % 100) as f64).collect::<Vec<f64>>(),
-    ));
+    ))
+    .unwrap();
     c.meta.crs_wkt = Some("PROJCS[\"NAD83 / Oregon GIC Lambert (ft)\"]".into());
     c.meta.source = Some(PathBuf::from("scans/site.laz"));
     c.meta.format = Some("LAS 1.2, point format 3".into());
@@ -202,8 +212,8 @@ fn to_cloud_returns_exactly_the_prepared_points() {
     let idx: Vec<usize> = order.iter().map(|&i| i as usize).collect();
     let mut expected = cloud.select(&idx);
     // The map keeps positions, normals, gamma, intensity, colour and class; time and extra dims are dropped.
-    expected.time = None;
-    expected.extra.clear();
+    expected.take_time();
+    expected.take_extras();
     expected.meta.source = None;
     expected.meta.format = Some("aerie map 1.0".into());
 
@@ -212,14 +222,18 @@ fn to_cloud_returns_exactly_the_prepared_points() {
     let back = AmapFile::open(&path).unwrap().to_cloud();
     assert_eq!(back, expected);
     assert_eq!(
-        bytes_of(&back.positions),
-        bytes_of(&expected.positions),
+        bytes_of(back.positions()),
+        bytes_of(expected.positions()),
         "positions must be bit-identical"
     );
     // Every input point is there exactly once.
-    let mut a: Vec<[u32; 3]> = back.positions.iter().map(|p| p.map(f32::to_bits)).collect();
+    let mut a: Vec<[u32; 3]> = back
+        .positions()
+        .iter()
+        .map(|p| p.map(f32::to_bits))
+        .collect();
     let mut b: Vec<[u32; 3]> = cloud
-        .positions
+        .positions()
         .iter()
         .map(|p| p.map(f32::to_bits))
         .collect();
@@ -265,13 +279,12 @@ fn buckets_hold_their_points_and_keys_are_sorted() {
 #[test]
 fn bucket_prefixes_are_even() {
     let mut rng = Rng(9);
-    let mut cloud = Cloud::default();
     // Sorted by x so that a naive prefix would be a slab.
     let mut pts: Vec<[f32; 3]> = (0..40_000)
         .map(|_| [rng.unit() * 8.0, rng.unit() * 4.0, rng.unit() * 4.0])
         .collect();
     pts.sort_by(|a, b| a[0].total_cmp(&b[0]));
-    cloud.positions = pts;
+    let cloud = Cloud::from_positions([0.0; 3], pts);
     let map = PackedMap::from_cloud(&cloud, 0.05, Some(4.0)).unwrap();
     assert_eq!(map.buckets.len(), 2);
     let n = 64;
@@ -442,10 +455,14 @@ fn invalid_inputs_are_errors() {
 
 #[test]
 fn minimal_map_without_attributes() {
-    let cloud = Cloud {
-        positions: vec![[0.5, 0.5, 0.5]],
-        ..Cloud::default()
-    };
+    let cloud = Cloud::from_columns(
+        [0.0; 3],
+        Columns {
+            positions: vec![[0.5, 0.5, 0.5]],
+            ..Columns::default()
+        },
+    )
+    .unwrap();
     let map = PackedMap::from_cloud(&cloud, 0.1, None).unwrap();
     assert_eq!(map.buckets.len(), 1);
     assert!(map.reflectance.is_none() && map.normals.is_none());
@@ -454,7 +471,7 @@ fn minimal_map_without_attributes() {
     assert_eq!(section_table(&bytes).len(), 3);
     let f = AmapFile::open(&path).unwrap();
     assert_views_identical(&f.view(), &map.view());
-    assert_eq!(f.to_cloud().positions, cloud.positions);
+    assert_eq!(f.to_cloud().positions(), cloud.positions());
 }
 
 #[test]
@@ -489,15 +506,16 @@ fn hall_map() -> Option<Cloud> {
         .position(|w| w == marker)
         .unwrap()
         + marker.len();
-    let mut c = Cloud::default();
+    let mut positions = Vec::new();
     let mut intensity = Vec::new();
     for rec in bytes[start..].chunks_exact(16) {
         let f = |i: usize| f32::from_le_bytes(rec[i..i + 4].try_into().unwrap());
-        c.positions.push([f(0), f(4), f(8)]);
+        positions.push([f(0), f(4), f(8)]);
         intensity.push(f(12));
     }
+    let mut c = Cloud::from_positions([0.0; 3], positions);
     assert_eq!(c.len(), 138_305);
-    c.intensity = Some(intensity);
+    c.set_intensity(Some(intensity)).unwrap();
     Some(c)
 }
 

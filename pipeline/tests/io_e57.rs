@@ -35,15 +35,15 @@ fn assert_same(a: &Cloud, b: &Cloud) {
         }
     }
     assert!(worst < 1e-3, "coordinates moved by {worst} m");
-    assert_eq!(a.color, b.color);
-    assert_eq!(a.intensity.is_some(), b.intensity.is_some());
-    if let (Some(x), Some(y)) = (&a.intensity, &b.intensity) {
+    assert_eq!(a.color(), b.color());
+    assert_eq!(a.intensity().is_some(), b.intensity().is_some());
+    if let (Some(x), Some(y)) = (a.intensity(), b.intensity()) {
         assert_eq!(x, y);
     }
-    assert_eq!(a.time, b.time);
-    assert_eq!(a.return_number, b.return_number);
-    assert_eq!(a.number_of_returns, b.number_of_returns);
-    for d in &a.extra {
+    assert_eq!(a.time(), b.time());
+    assert_eq!(a.return_number(), b.return_number());
+    assert_eq!(a.number_of_returns(), b.number_of_returns());
+    for d in a.extras() {
         let e = b
             .extra(&d.name)
             .unwrap_or_else(|| panic!("extra {} lost", d.name));
@@ -92,8 +92,8 @@ fn real_files_open_with_their_point_counts() {
         let c = read(&path);
         assert_eq!(c.len(), e.count, "{}", e.file);
         c.validate().unwrap();
-        assert_eq!(c.intensity.is_some(), e.intensity, "{}", e.file);
-        assert_eq!(c.color.is_some(), e.color, "{}", e.file);
+        assert_eq!(c.intensity().is_some(), e.intensity, "{}", e.file);
+        assert_eq!(c.color().is_some(), e.color, "{}", e.file);
         assert_eq!(c.extra("row").is_some(), e.row_column, "{}", e.file);
         assert_eq!(c.extra("column").is_some(), e.row_column, "{}", e.file);
         assert_eq!(
@@ -104,7 +104,7 @@ fn real_files_open_with_their_point_counts() {
         );
         assert_eq!(c.meta.scans.len(), 1);
         assert_eq!(c.meta.scans[0].points, 0..e.count);
-        assert!(c.positions.iter().flatten().all(|v| v.is_finite()));
+        assert!(c.positions().iter().flatten().all(|v| v.is_finite()));
     }
 }
 
@@ -123,13 +123,13 @@ fn pump_attributes_have_their_documented_ranges() {
         assert!((hi[k] - want_hi[k]).abs() < 1e-5, "{hi:?}");
     }
     assert_eq!(c.origin, [-3.0, -6.0, -2.0]);
-    let i = c.intensity.as_ref().unwrap();
+    let i = c.intensity().unwrap();
     assert!(i.iter().all(|v| (0.0..=1.0).contains(v)));
     assert!(
         i.iter().any(|&v| v > 0.5),
         "intensity is kept as stored, 0..1"
     );
-    let col = c.color.as_ref().unwrap();
+    let col = c.color().unwrap();
     assert!(
         col.iter().flatten().all(|v| v % 257 == 0),
         "8-bit widened by 257"
@@ -183,13 +183,13 @@ fn real_files_round_trip() {
 
 /// Two scans with different poses: points are written in each scan's frame and come back in the world frame.
 fn two_scans() -> Cloud {
-    let mut c = Cloud::with_origin([500_000.0, 4_000_000.0, 100.0]);
+    let mut positions = Vec::new();
     for i in 0..300 {
         let f = i as f32;
-        c.positions
-            .push([(f * 0.37) % 40.0, (f * 0.91) % 25.0, (f * 0.13) % 6.0]);
+        positions.push([(f * 0.37) % 40.0, (f * 0.91) % 25.0, (f * 0.13) % 6.0]);
     }
     let h = std::f64::consts::FRAC_1_SQRT_2;
+    let mut c = Cloud::from_positions([500_000.0, 4_000_000.0, 100.0], positions);
     c.meta.scans = vec![
         ScanInfo {
             name: "north".into(),
@@ -206,8 +206,10 @@ fn two_scans() -> Cloud {
             ),
         },
     ];
-    c.intensity = Some((0..300).map(|i| (i % 100) as f32 / 100.0).collect());
-    c.time = Some((0..300).map(|i| 1000.0 + i as f64 * 1e-3).collect());
+    c.set_intensity(Some((0..300).map(|i| (i % 100) as f32 / 100.0).collect()))
+        .unwrap();
+    c.set_time(Some((0..300).map(|i| 1000.0 + i as f64 * 1e-3).collect()))
+        .unwrap();
     c
 }
 
@@ -263,7 +265,7 @@ fn empty_cloud_and_field_selection() {
     io::write(&a, &out, None, &opts).unwrap();
     let b = read(&out);
     assert_eq!(b.len(), a.len());
-    assert!(b.intensity.is_none() && b.time.is_none());
+    assert!(b.intensity().is_none() && b.time().is_none());
 }
 
 /// Which attributes a synthetic cloud gets (`color`: None, Some(true) 8-bit values, Some(false) 16-bit).
@@ -283,15 +285,20 @@ fn synthetic(n: usize, origin: [f64; 3], seed: u64, at: &Attrs) -> Cloud {
         s ^= s << 17;
         s
     };
-    let mut c = Cloud::with_origin(origin);
-    c.positions = (0..n)
-        .map(|_| [0, 1, 2].map(|_| (next() % 2_000_000) as f32 * 1e-4 - 100.0))
-        .collect();
+    let mut c = Cloud::from_positions(
+        origin,
+        (0..n)
+            .map(|_| [0, 1, 2].map(|_| (next() % 2_000_000) as f32 * 1e-4 - 100.0))
+            .collect(),
+    );
     if at.intensity {
-        c.intensity = Some((0..n).map(|_| (next() % 4096) as f32 * 0.25).collect());
+        c.set_intensity(Some(
+            (0..n).map(|_| (next() % 4096) as f32 * 0.25).collect(),
+        ))
+        .unwrap();
     }
     if let Some(eight) = at.color {
-        c.color = Some(
+        c.set_color(Some(
             (0..n)
                 .map(|_| {
                     [0, 1, 2].map(|_| {
@@ -303,26 +310,32 @@ fn synthetic(n: usize, origin: [f64; 3], seed: u64, at: &Attrs) -> Cloud {
                     })
                 })
                 .collect(),
-        );
+        ))
+        .unwrap();
     }
     if at.time {
-        c.time = Some((0..n).map(|i| 1.7e9 + i as f64 * 1e-5).collect());
+        c.set_time(Some((0..n).map(|i| 1.7e9 + i as f64 * 1e-5).collect()))
+            .unwrap();
     }
     if at.grid {
-        c.extra.push(ExtraDim::from_f64(
+        c.push_extra(ExtraDim::from_f64(
             "row",
             ScalarKind::I32,
             &(0..n).map(|i| (i / 7) as f64).collect::<Vec<f64>>(),
-        ));
-        c.extra.push(ExtraDim::from_f64(
+        ))
+        .unwrap();
+        c.push_extra(ExtraDim::from_f64(
             "column",
             ScalarKind::I32,
             &(0..n).map(|i| (i % 7) as f64 - 3.0).collect::<Vec<f64>>(),
-        ));
+        ))
+        .unwrap();
     }
     if at.returns {
-        c.number_of_returns = Some((0..n).map(|i| (i % 3 + 1) as u8).collect());
-        c.return_number = Some((0..n).map(|i| (i % 3) as u8 / 2 + 1).collect());
+        c.set_number_of_returns(Some((0..n).map(|i| (i % 3 + 1) as u8).collect()))
+            .unwrap();
+        c.set_return_number(Some((0..n).map(|i| (i % 3) as u8 / 2 + 1).collect()))
+            .unwrap();
     }
     c
 }
@@ -348,17 +361,17 @@ proptest! {
         assert_same(&a, &b);
         prop_assert_eq!(b.meta.scans.len(), 1);
         if n > 0 {
-            prop_assert_eq!(b.extra.len(), a.extra.len());
+            prop_assert_eq!(b.extras().len(), a.extras().len());
         }
     }
 }
 
 #[test]
 fn huge_extent_falls_back_to_doubles() {
-    let c = Cloud {
-        positions: vec![[0.0, 0.0, 0.0], [1.0e6, -2.0e6, 3.5], [123.456, 7.0, -1.0]],
-        ..Cloud::default()
-    };
+    let c = Cloud::from_positions(
+        [0.0; 3],
+        vec![[0.0, 0.0, 0.0], [1.0e6, -2.0e6, 3.5], [123.456, 7.0, -1.0]],
+    );
     let b = roundtrip(&c);
     assert_same(&c, &b);
 }

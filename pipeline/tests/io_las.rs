@@ -138,11 +138,11 @@ fn every_shared_file_opens_with_its_listed_count_and_attributes() {
         assert_eq!(c.len(), e.count, "{}", e.file);
         assert_eq!(c.meta.format.as_deref(), Some(e.format), "{}", e.file);
         assert_eq!(c.attributes(), e.attrs, "{}", e.file);
-        let names: Vec<&str> = c.extra.iter().map(|d| d.name.as_str()).collect();
+        let names: Vec<&str> = c.extras().iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, e.extras, "{}", e.file);
         assert_eq!(c.meta.crs_wkt.is_some(), e.crs, "{}", e.file);
         c.validate().unwrap();
-        let max_nr = *c.number_of_returns.as_ref().unwrap().iter().max().unwrap();
+        let max_nr = *c.number_of_returns().unwrap().iter().max().unwrap();
         assert_eq!(max_nr, e.max_returns, "{}", e.file);
         // Positions are small around the origin, and the origin is within a metre of the minimum corner.
         let (lo, hi) = c.bounds().unwrap();
@@ -170,7 +170,7 @@ fn known_values_of_real_files() {
     assert_eq!(c.extra("confidence").unwrap().kind(), ScalarKind::U8);
     assert_eq!(c.extra("scan_angle").unwrap().kind(), ScalarKind::F32);
     // LAS 1.4 classes above 31 survive.
-    assert!(c.classification.as_ref().unwrap().iter().any(|&k| k > 31));
+    assert!(c.classification().unwrap().iter().any(|&k| k > 31));
     assert!(c.meta.crs_wkt.as_ref().unwrap().contains("Lambert-93"));
 
     let Some(p) = shared("autzen_trim.las") else {
@@ -178,7 +178,7 @@ fn known_values_of_real_files() {
     };
     let c = read(&p);
     // 16-bit colour stays as it is (values above 255 exist).
-    assert!(c.color.as_ref().unwrap().iter().any(|c| c[0] > 255));
+    assert!(c.color().unwrap().iter().any(|c| c[0] > 255));
     // World coordinates keep the file's centimetres exactly (up to f32 rounding around the origin).
     let (lo, _) = c.bounds().unwrap();
     assert!((lo[0] - 636_001.76).abs() < 1e-3, "{lo:?}");
@@ -208,7 +208,7 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
         }
     }
     assert!(worst <= 1e-3, "{what}: coordinates moved by {worst} m");
-    if let Some(v) = &orig.intensity {
+    if let Some(v) = orig.intensity() {
         let normalised = v.iter().all(|&x| (0.0..=1.0).contains(&x)) && v.iter().any(|&x| x > 0.0);
         let want: Vec<f32> = v
             .iter()
@@ -220,24 +220,28 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
                 }
             })
             .collect();
-        assert!(back.intensity.as_ref() == Some(&want), "{what}: intensity");
+        assert!(back.intensity() == Some(&want), "{what}: intensity");
     }
     assert!(
-        orig.color.is_none() || back.color == orig.color,
+        orig.color().is_none() || back.color() == orig.color(),
         "{what}: color"
     );
     assert!(
-        orig.time.is_none() || back.time == orig.time,
+        orig.time().is_none() || back.time() == orig.time(),
         "{what}: time"
     );
     for (name, a, b) in [
-        ("return_number", &orig.return_number, &back.return_number),
+        ("return_number", orig.return_number(), back.return_number()),
         (
             "number_of_returns",
-            &orig.number_of_returns,
-            &back.number_of_returns,
+            orig.number_of_returns(),
+            back.number_of_returns(),
         ),
-        ("classification", &orig.classification, &back.classification),
+        (
+            "classification",
+            orig.classification(),
+            back.classification(),
+        ),
     ] {
         assert!(a.is_none() || a == b, "{what}: {name}");
     }
@@ -245,7 +249,7 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
         back.extra(name)
             .unwrap_or_else(|| panic!("{what}: extra dim {name} missing after the round trip"))
     };
-    if let Some(n) = &orig.normals {
+    if let Some(n) = orig.normals() {
         for (k, name) in ["nx", "ny", "nz"].into_iter().enumerate() {
             let got = extra_of(name).values.to_f64();
             assert!(
@@ -254,7 +258,7 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
             );
         }
     }
-    if let Some(g) = &orig.gamma {
+    if let Some(g) = orig.gamma() {
         assert!(
             g.iter()
                 .zip(&extra_of("gamma").values.to_f64())
@@ -262,7 +266,7 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
             "{what}: gamma"
         );
     }
-    if let Some(r) = &orig.ring {
+    if let Some(r) = orig.ring() {
         assert!(
             r.iter()
                 .zip(&extra_of("ring").values.to_f64())
@@ -270,7 +274,7 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
             "{what}: ring"
         );
     }
-    for d in &orig.extra {
+    for d in orig.extras() {
         let got = extra_of(&d.name);
         // Formats 6-10 store the scan angle in 0.006 degree steps.
         let tol = if d.name == "scan_angle" {
@@ -374,91 +378,105 @@ impl Rng {
 /// A synthetic cloud with the attributes chosen by the bits of `mask`.
 fn synthetic(mask: u32, n: usize, seed: u64) -> Cloud {
     let mut r = Rng(seed);
-    let mut c = Cloud::with_origin([512_345.0, 5_432_100.0, 250.0]);
-    c.positions = (0..n)
-        .map(|_| {
-            [
-                (r.unit() * 3000.0 - 1000.0) as f32,
-                (r.unit() * 3000.0) as f32,
-                (r.unit() * 200.0 - 50.0) as f32,
-            ]
-        })
-        .collect();
+    let mut c = Cloud::from_positions(
+        [512_345.0, 5_432_100.0, 250.0],
+        (0..n)
+            .map(|_| {
+                [
+                    (r.unit() * 3000.0 - 1000.0) as f32,
+                    (r.unit() * 3000.0) as f32,
+                    (r.unit() * 200.0 - 50.0) as f32,
+                ]
+            })
+            .collect(),
+    );
     let on = |b: u32| mask & (1 << b) != 0;
     if on(0) {
         // Bit 1 chooses normalised (E57-like) or raw intensity.
-        c.intensity = Some(if on(1) {
+        c.set_intensity(Some(if on(1) {
             (0..n).map(|_| r.unit() as f32).collect()
         } else {
             (0..n).map(|_| r.below(65536) as f32).collect()
-        });
+        }))
+        .unwrap();
     }
     if on(2) {
-        c.color = Some(
+        c.set_color(Some(
             (0..n)
                 .map(|_| [r.below(65536) as u16, r.below(65536) as u16, 300])
                 .collect(),
-        );
+        ))
+        .unwrap();
     }
     if on(3) {
-        c.time = Some((0..n).map(|_| 1.0e5 + r.unit() * 1000.0).collect());
+        c.set_time(Some((0..n).map(|_| 1.0e5 + r.unit() * 1000.0).collect()))
+            .unwrap();
     }
     if on(4) {
         let nr: Vec<u8> = (0..n)
             .map(|_| 1 + r.below(if on(5) { 7 } else { 5 }) as u8)
             .collect();
-        c.return_number = Some(
+        c.set_return_number(Some(
             nr.iter()
                 .map(|&m| 1 + r.below(u64::from(m)) as u8)
                 .collect(),
-        );
-        c.number_of_returns = Some(nr);
+        ))
+        .unwrap();
+        c.set_number_of_returns(Some(nr)).unwrap();
     }
     if on(6) {
         let top = if on(7) { 256 } else { 32 };
-        c.classification = Some((0..n).map(|_| r.below(top) as u8).collect());
+        c.set_classification(Some((0..n).map(|_| r.below(top) as u8).collect()))
+            .unwrap();
     }
     if on(8) {
-        c.normals = Some(
+        c.set_normals(Some(
             (0..n)
                 .map(|_| {
                     let z = r.unit() as f32;
                     [0.6 * (1.0 - z), 0.8 * (1.0 - z), z]
                 })
                 .collect(),
-        );
-        c.gamma = Some((0..n).map(|_| r.unit() as f32 * 0.1).collect());
+        ))
+        .unwrap();
+        c.set_gamma(Some((0..n).map(|_| r.unit() as f32 * 0.1).collect()))
+            .unwrap();
     }
     if on(9) {
-        c.ring = Some((0..n).map(|_| r.below(128) as u16).collect());
+        c.set_ring(Some((0..n).map(|_| r.below(128) as u16).collect()))
+            .unwrap();
     }
     if on(10) {
-        c.extra.push(ExtraDim::from_f64(
+        c.push_extra(ExtraDim::from_f64(
             "nir",
             ScalarKind::U16,
             &(0..n).map(|_| r.below(65536) as f64).collect::<Vec<f64>>(),
-        ));
+        ))
+        .unwrap();
     }
     if on(11) {
-        c.extra.push(ExtraDim::from_f64(
+        c.push_extra(ExtraDim::from_f64(
             "range",
             ScalarKind::F32,
             &(0..n)
                 .map(|_| f64::from(r.unit() as f32 * 100.0))
                 .collect::<Vec<f64>>(),
-        ));
-        c.extra.push(ExtraDim::from_f64(
+        ))
+        .unwrap();
+        c.push_extra(ExtraDim::from_f64(
             "row",
             ScalarKind::I32,
             &(0..n)
                 .map(|_| r.below(1 << 20) as f64 - 1000.0)
                 .collect::<Vec<f64>>(),
-        ));
-        c.extra.push(ExtraDim::from_f64(
+        ))
+        .unwrap();
+        c.push_extra(ExtraDim::from_f64(
             "user_data",
             ScalarKind::U8,
             &(0..n).map(|_| r.below(256) as f64).collect::<Vec<f64>>(),
-        ));
+        ))
+        .unwrap();
     }
     if on(12) {
         c.meta.crs_wkt = Some("PROJCS[\"test\"]".into());
@@ -477,18 +495,15 @@ fn check_synthetic(mask: u32, n: usize, seed: u64, version: u8, compress: bool) 
     let out = dir.path().join(if compress { "s.laz" } else { "s.las" });
     let what = format!("mask {mask:#x} n {n} seed {seed} version {v:?} compress {compress}");
     let max_class = c
-        .classification
-        .as_ref()
+        .classification()
         .and_then(|k| k.iter().copied().max())
         .unwrap_or(0);
     let max_ret = c
-        .number_of_returns
-        .as_ref()
+        .number_of_returns()
         .and_then(|k| k.iter().copied().max())
         .unwrap_or(0);
     let max_rn = c
-        .return_number
-        .as_ref()
+        .return_number()
         .and_then(|k| k.iter().copied().max())
         .unwrap_or(0);
     let r = io::write(&c, &out, None, &version_opts(v));
@@ -542,8 +557,7 @@ fn every_attribute_combination_family_round_trips() {
 
 #[test]
 fn writer_rejects_an_extent_too_large_for_millimetres() {
-    let mut c = Cloud::with_origin([0.0; 3]);
-    c.positions = vec![[0.0; 3], [3.0e6, 0.0, 0.0]];
+    let c = Cloud::from_positions([0.0; 3], vec![[0.0; 3], [3.0e6, 0.0, 0.0]]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("big.las");
     let r = io::write(&c, &out, None, &WriteOptions::default());
@@ -563,27 +577,25 @@ fn writer_honours_the_field_list() {
     io::write(&c, &out, None, &opts).unwrap();
     let back = read(&out);
     assert_eq!(back.meta.format.as_deref(), Some("LAS 1.2, point format 0"));
-    assert!(back.color.is_none() && back.time.is_none());
+    assert!(back.color().is_none() && back.time().is_none());
     assert!(back.extra("nx").is_none() && back.extra("range").is_none());
-    assert!(back.intensity.as_ref().unwrap().iter().all(|&v| v == 0.0));
+    assert!(back.intensity().unwrap().iter().all(|&v| v == 0.0));
     // Only the positions (and the CRS, which is not a per-point field) were written.
-    let mut plain = Cloud::with_origin(c.origin);
-    plain.positions = c.positions.clone();
+    let mut plain = Cloud::from_positions(c.origin, c.positions().to_vec());
     plain.meta.crs_wkt = c.meta.crs_wkt.clone();
     assert_round_trip(&plain, &back, "plain");
 }
 
 #[test]
 fn eight_bit_colour_is_widened() {
-    let mut c = Cloud::with_origin([10.0, 20.0, 30.0]);
-    c.positions = vec![[0.0; 3], [1.0, 1.0, 1.0]];
+    let mut c = Cloud::from_positions([10.0, 20.0, 30.0], vec![[0.0; 3], [1.0, 1.0, 1.0]]);
     // Written as given (values <= 255 in 16-bit fields), read back as 8-bit-in-16-bit and widened.
-    c.color = Some(vec![[255, 0, 10], [1, 2, 3]]);
+    c.set_color(Some(vec![[255, 0, 10], [1, 2, 3]])).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.las");
     io::write(&c, &out, None, &WriteOptions::default()).unwrap();
     let back = read(&out);
-    assert_eq!(back.color, Some(vec![[65535, 0, 2570], [257, 514, 771]]));
+    assert_eq!(back.color(), Some(&[[65535, 0, 2570], [257, 514, 771]][..]));
 }
 
 // --- bad input -------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use aerie_pipeline::cloud::{ExtraDim, ScalarKind};
 use aerie_pipeline::io::{self, Encoding, Format, ReadOptions, WriteOptions};
 use aerie_pipeline::testing::shared_file;
-use aerie_pipeline::{Attribute, Cloud, Error};
+use aerie_pipeline::{Attribute, Cloud, Columns, Error};
 use proptest::prelude::*;
 
 fn read(path: &Path) -> Cloud {
@@ -139,7 +139,7 @@ fn hdl32_ply_and_pcd_hold_identical_points() {
     for i in 0..a.len() {
         assert_eq!(a.world(i), b.world(i), "point {i}");
     }
-    assert_eq!(a.intensity, b.intensity);
+    assert_eq!(a.intensity(), b.intensity());
 }
 
 #[test]
@@ -157,11 +157,11 @@ fn real_files_round_trip_through_every_writer() {
             let back = read(&out);
             let what = format!("{rel} via {ext} {enc:?}");
             assert_same_points(&c, &back, &what);
-            if c.intensity.is_some() {
-                assert_eq!(back.intensity, c.intensity, "{what}: intensity");
+            if c.intensity().is_some() {
+                assert_eq!(back.intensity(), c.intensity(), "{what}: intensity");
             }
             if ext != "bin" {
-                assert_eq!(back.normals, c.normals, "{what}: normals");
+                assert_eq!(back.normals(), c.normals(), "{what}: normals");
                 assert_eq!(
                     back.extra("curvature").map(|d| d.values.to_f64()),
                     c.extra("curvature").map(|d| d.values.to_f64()),
@@ -175,11 +175,15 @@ fn real_files_round_trip_through_every_writer() {
 #[test]
 fn marsim_gets_plain_xyz() {
     let dir = tempfile::tempdir().unwrap();
-    let c = Cloud {
-        positions: vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
-        intensity: Some(vec![1.0, 2.0]),
-        ..Default::default()
-    };
+    let c = Cloud::from_columns(
+        [0.0; 3],
+        Columns {
+            positions: vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
+            intensity: Some(vec![1.0, 2.0]),
+            ..Columns::default()
+        },
+    )
+    .unwrap();
     let path = dir.path().join("m.pcd");
     let opts = WriteOptions {
         fields: Some(vec![]),
@@ -189,14 +193,16 @@ fn marsim_gets_plain_xyz() {
     let text = std::fs::read(&path).unwrap();
     let head = String::from_utf8_lossy(&text[..200.min(text.len())]);
     assert!(head.contains("FIELDS x y z\n"), "{head}");
-    assert!(read(&path).intensity.is_none());
+    assert!(read(&path).intensity().is_none());
 }
 
 #[test]
 fn large_coordinates_keep_millimetres_in_every_writer() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Cloud::with_origin([637_000.0, 851_000.0, 400.0]);
-    c.positions = vec![[123.456, 789.012, 3.5], [0.001, 0.002, 0.003]];
+    let c = Cloud::from_positions(
+        [637_000.0, 851_000.0, 400.0],
+        vec![[123.456, 789.012, 3.5], [0.001, 0.002, 0.003]],
+    );
     for (ext, enc, _) in writers() {
         if ext == "bin" {
             continue; // KITTI is float32 by definition
@@ -249,43 +255,50 @@ fn build(s: &Spec) -> Cloud {
     } else {
         [0.0; 3]
     };
-    let mut c = Cloud::with_origin(origin);
-    c.positions = s.points.iter().map(|p| p.0).collect();
+    let mut c = Cloud::from_positions(origin, s.points.iter().map(|p| p.0).collect());
     let w = s.with;
     if w[0] {
-        c.intensity = Some(s.points.iter().map(|p| p.1).collect());
+        c.set_intensity(Some(s.points.iter().map(|p| p.1).collect()))
+            .unwrap();
     }
     if w[1] {
-        c.color = Some(
+        c.set_color(Some(
             s.points
                 .iter()
                 .map(|p| p.2.map(|v| v as u16 * 257))
                 .collect(),
-        );
+        ))
+        .unwrap();
     }
     if w[2] {
-        c.normals = Some(s.points.iter().map(|p| p.3).collect());
+        c.set_normals(Some(s.points.iter().map(|p| p.3).collect()))
+            .unwrap();
     }
     if w[3] {
-        c.time = Some(s.points.iter().map(|p| p.4).collect());
+        c.set_time(Some(s.points.iter().map(|p| p.4).collect()))
+            .unwrap();
     }
     if w[4] {
-        c.ring = Some(s.points.iter().map(|p| p.5).collect());
+        c.set_ring(Some(s.points.iter().map(|p| p.5).collect()))
+            .unwrap();
     }
     if w[5] {
-        c.classification = Some(s.points.iter().map(|p| p.6).collect());
+        c.set_classification(Some(s.points.iter().map(|p| p.6).collect()))
+            .unwrap();
     }
     if w[6] {
-        c.extra.push(ExtraDim::from_f64(
+        c.push_extra(ExtraDim::from_f64(
             "range_weight",
             ScalarKind::F32,
             &s.points.iter().map(|p| p.7 as f64).collect::<Vec<f64>>(),
-        ));
-        c.extra.push(ExtraDim::from_f64(
+        ))
+        .unwrap();
+        c.push_extra(ExtraDim::from_f64(
             "label",
             ScalarKind::U16,
             &s.points.iter().map(|p| p.5 as f64).collect::<Vec<f64>>(),
-        ));
+        ))
+        .unwrap();
     }
     c
 }
@@ -306,17 +319,17 @@ proptest! {
             assert_same_points(&c, &back, &what);
             if ext == "bin" {
                 // KITTI always stores intensity: 0 when the cloud had none.
-                let want = c.intensity.clone().unwrap_or_else(|| vec![0.0; c.len()]);
-                prop_assert_eq!(back.intensity, Some(want));
+                let want = c.intensity().map(<[_]>::to_vec).unwrap_or_else(|| vec![0.0; c.len()]);
+                prop_assert_eq!(back.intensity(), Some(&want[..]));
                 continue;
             }
-            prop_assert_eq!(&back.intensity, &c.intensity, "{}", what);
-            prop_assert_eq!(&back.color, &c.color, "{}", what);
-            prop_assert_eq!(&back.normals, &c.normals, "{}", what);
-            prop_assert_eq!(&back.time, &c.time, "{}", what);
-            prop_assert_eq!(&back.ring, &c.ring, "{}", what);
-            prop_assert_eq!(&back.classification, &c.classification, "{}", what);
-            for d in &c.extra {
+            prop_assert_eq!(back.intensity(), c.intensity(), "{}", what);
+            prop_assert_eq!(back.color(), c.color(), "{}", what);
+            prop_assert_eq!(back.normals(), c.normals(), "{}", what);
+            prop_assert_eq!(back.time(), c.time(), "{}", what);
+            prop_assert_eq!(back.ring(), c.ring(), "{}", what);
+            prop_assert_eq!(back.classification(), c.classification(), "{}", what);
+            for d in c.extras() {
                 let b = back.extra(&d.name).map(|b| b.values.to_f64()).unwrap_or_default();
                 prop_assert_eq!(b.len(), d.values.len(), "{} {}", what, d.name);
                 for (x, y) in b.iter().zip(&d.values.to_f64()) {
@@ -641,14 +654,18 @@ fn read_speed() {
 /// dialog) and read back under their own names.
 #[test]
 fn ply_scalar_fields_use_cloudcompare_names() {
-    let cloud = Cloud {
-        positions: vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
-        intensity: Some(vec![0.5, 0.25]),
-        time: Some(vec![0.0, 0.1]),
-        ring: Some(vec![3, 7]),
-        extra: vec![ExtraDim::from_f64("range", ScalarKind::F32, &[1.5, 2.5])],
-        ..Cloud::default()
-    };
+    let cloud = Cloud::from_columns(
+        [0.0; 3],
+        Columns {
+            positions: vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
+            intensity: Some(vec![0.5, 0.25]),
+            time: Some(vec![0.0, 0.1]),
+            ring: Some(vec![3, 7]),
+            extra: vec![ExtraDim::from_f64("range", ScalarKind::F32, &[1.5, 2.5])],
+            ..Columns::default()
+        },
+    )
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("scan.ply");
     io::write(&cloud, &path, None, &WriteOptions::default()).unwrap();
@@ -666,9 +683,9 @@ fn ply_scalar_fields_use_cloudcompare_names() {
     }
     assert!(header.contains("property float x"));
     let back = io::read(&path, None, &ReadOptions::default()).unwrap();
-    assert_eq!(back.intensity, cloud.intensity);
-    assert_eq!(back.time, cloud.time);
-    assert_eq!(back.ring, cloud.ring);
+    assert_eq!(back.intensity(), cloud.intensity());
+    assert_eq!(back.time(), cloud.time());
+    assert_eq!(back.ring(), cloud.ring());
     assert_eq!(
         back.extra("range").map(|d| d.values.to_f64()),
         Some(vec![1.5, 2.5])

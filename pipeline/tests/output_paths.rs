@@ -9,13 +9,15 @@ use aerie_pipeline::{Cloud, NoProgress};
 
 /// A small plane of points with intensity, enough for every format and for a map.
 fn plane() -> Cloud {
-    let mut c = Cloud::with_origin([10.0, 20.0, 0.0]);
+    let mut positions = Vec::new();
     for i in 0..40 {
         for j in 0..40 {
-            c.positions.push([i as f32 * 0.05, j as f32 * 0.05, 0.0]);
+            positions.push([i as f32 * 0.05, j as f32 * 0.05, 0.0]);
         }
     }
-    c.intensity = Some((0..c.len()).map(|i| (i % 100) as f32).collect());
+    let mut c = Cloud::from_positions([10.0, 20.0, 0.0], positions);
+    c.set_intensity(Some((0..c.len()).map(|i| (i % 100) as f32).collect()))
+        .unwrap();
     c
 }
 

@@ -64,7 +64,7 @@ fn prepared_map_reads_back_exactly(rel: &str, resolution_m: f64) {
             "{rel} -> {ext}: coordinates moved by {worst} m"
         );
         if matches!(Format::from_name(ext), Some(Format::Ply | Format::Pcd)) {
-            assert!(back.normals.is_some(), "{rel} -> {ext}: normals kept");
+            assert!(back.normals().is_some(), "{rel} -> {ext}: normals kept");
         }
     }
 }
@@ -80,10 +80,7 @@ fn hall_map_prepares_to_a_map_that_reads_back_exactly() {
 }
 
 fn cloud_of(points: Vec<[f32; 3]>) -> Cloud {
-    Cloud {
-        positions: points,
-        ..Cloud::default()
-    }
+    Cloud::from_positions([0.0; 3], points)
 }
 
 fn grid(n: usize, step: f32) -> Vec<[f32; 3]> {

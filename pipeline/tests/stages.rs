@@ -70,9 +70,10 @@ fn noisy_plane(rng: &mut Rng, n: [f64; 3], side: f64, spacing: f64, sigma: f64) 
 }
 
 fn cloud_of(origin: [f64; 3], positions: Vec<[f32; 3]>) -> Cloud {
-    let mut c = Cloud::with_origin(origin);
-    c.intensity = Some((0..positions.len()).map(|i| i as f32).collect());
-    c.positions = positions;
+    let n = positions.len();
+    let mut c = Cloud::from_positions(origin, positions);
+    c.set_intensity(Some((0..n).map(|i| i as f32).collect()))
+        .unwrap();
     c
 }
 
@@ -106,7 +107,7 @@ fn noisy_plane_normals_and_gamma() {
     assert_eq!(figure(&r, "oriented_up"), c.len() as f64);
     let cos1 = 1f64.to_radians().cos();
     let mut worst: f64 = 1.0;
-    for m in c.normals.as_ref().unwrap() {
+    for m in c.normals().unwrap() {
         worst = worst.min(dot([m[0] as f64, m[1] as f64, m[2] as f64], n));
     }
     assert!(
@@ -114,7 +115,7 @@ fn noisy_plane_normals_and_gamma() {
         "worst normal is {:.3} deg off",
         worst.acos().to_degrees()
     );
-    let g = c.gamma.as_ref().unwrap();
+    let g = c.gamma().unwrap();
     let mean_g = g.iter().map(|&x| x as f64).sum::<f64>() / g.len() as f64;
     assert!(
         (mean_g - sigma).abs() < 0.2 * sigma,
@@ -143,7 +144,7 @@ fn sphere_and_cylinder_normals_are_radial() {
     };
     estimate_normals(&mut s, &p, &NoProgress).unwrap();
     let cos3 = 3f64.to_radians().cos();
-    for (q, m) in s.positions.iter().zip(s.normals.as_ref().unwrap()) {
+    for (q, m) in s.positions().iter().zip(s.normals().unwrap()) {
         let radial = unit([q[0] as f64, q[1] as f64, q[2] as f64]);
         let d = dot([m[0] as f64, m[1] as f64, m[2] as f64], radial);
         assert!(
@@ -161,7 +162,7 @@ fn sphere_and_cylinder_normals_are_radial() {
     let mut c = cloud_of([0.0; 3], pts);
     let r = estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).unwrap();
     assert_eq!(figure(&r, "oriented_outward"), c.len() as f64);
-    for (q, m) in c.positions.iter().zip(c.normals.as_ref().unwrap()) {
+    for (q, m) in c.positions().iter().zip(c.normals().unwrap()) {
         let radial = unit([q[0] as f64, q[1] as f64, 0.0]);
         let d = dot([m[0] as f64, m[1] as f64, m[2] as f64], radial);
         assert!(
@@ -192,7 +193,7 @@ fn far_outliers_are_removed_and_the_surface_kept() {
     let (c, surface) = plane_with_outliers(30);
     let (out, r) = sor(&c, &SorParams::default(), &NoProgress).unwrap();
     // Intensity holds the original index: exactly the surface points survive.
-    let kept = out.intensity.as_ref().unwrap();
+    let kept = out.intensity().unwrap();
     assert_eq!(kept.len(), surface, "{r:?}");
     assert!(kept.iter().all(|&i| (i as usize) < surface));
     assert_eq!(r.removed[0].1, 30);
@@ -235,15 +236,15 @@ fn voxel_nearest_keeps_original_points_and_ignores_input_order() {
     assert_eq!(a, b, "output depends on input order");
     assert!(figure(&r, "reduction_ratio") > 1.0);
     // Every output point is an original point, bit for bit, with its own attributes.
-    for (q, i) in a.positions.iter().zip(a.intensity.as_ref().unwrap()) {
+    for (q, i) in a.positions().iter().zip(a.intensity().unwrap()) {
         assert_eq!(
-            c.positions[*i as usize].map(f32::to_bits),
+            c.positions()[*i as usize].map(f32::to_bits),
             q.map(f32::to_bits)
         );
     }
     // One point per occupied cell of the world-anchored grid.
     let mut cells: Vec<[i64; 3]> = c
-        .positions
+        .positions()
         .iter()
         .map(|p| std::array::from_fn(|k| ((c.origin[k] + p[k] as f64) / 0.25).floor() as i64))
         .collect();
@@ -292,13 +293,14 @@ fn downsampling_two_tiles_agrees_with_the_whole() {
     let (dl, _) = downsample(&left, &p, &NoProgress).unwrap();
     let (dr, _) = downsample(&right, &p, &NoProgress).unwrap();
     let mut ids: Vec<f32> = dl
-        .intensity
+        .intensity()
         .unwrap()
-        .into_iter()
-        .chain(dr.intensity.unwrap())
+        .iter()
+        .chain(dr.intensity().unwrap())
+        .copied()
         .collect();
     ids.sort_by(f32::total_cmp);
-    let mut want = dw.intensity.unwrap();
+    let mut want = dw.intensity().unwrap().to_vec();
     want.sort_by(f32::total_cmp);
     assert_eq!(ids, want);
 }
@@ -343,14 +345,15 @@ fn run_all(c: &Cloud, threads: usize) -> Vec<Cloud> {
 #[test]
 fn results_identical_for_one_and_many_threads() {
     let (mut c, _) = plane_with_outliers(50);
-    c.time = Some((0..c.len()).map(|i| i as f64 * 1e-5).collect());
-    c.normals = None;
+    c.set_time(Some((0..c.len()).map(|i| i as f64 * 1e-5).collect()))
+        .unwrap();
+    c.take_normals();
     let one = run_all(&c, 1);
     let many = run_all(&c, 4);
     for (a, b) in one.iter().zip(&many) {
         // Compare bit patterns so that -0.0 / NaN differences would show.
         let bits = |c: &Cloud| -> Vec<u32> {
-            c.positions
+            c.positions()
                 .iter()
                 .flat_map(|p| p.map(f32::to_bits))
                 .collect()
@@ -383,7 +386,7 @@ fn transform_merge_crop_chain() {
     };
     let (only_b, _) = crop(&m, &box_b, &NoProgress).unwrap();
     assert_eq!(only_b.len(), 121);
-    assert!(only_b.intensity.unwrap().iter().all(|&i| i < 121.0));
+    assert!(only_b.intensity().unwrap().iter().all(|&i| i < 121.0));
 }
 
 struct CancelAfter(std::sync::atomic::AtomicUsize);
@@ -484,7 +487,7 @@ fn speed_one_million_points() {
         d.len()
     });
     time("neighbour tree build", &mut || {
-        aerie_pipeline::features::Neighbors::new(&c.positions)
+        aerie_pipeline::features::Neighbors::new(c.positions())
             .unwrap()
             .len()
     });
@@ -550,8 +553,8 @@ fn real_scan_neighbours_exact_and_thread_independent() {
     let full = aerie_pipeline::io::read(&path, None, &Default::default()).unwrap();
     // A contiguous third of the scan keeps the test quick while keeping its density contrasts.
     let n = full.len() / 3;
-    let c = cloud_of(full.origin, full.positions[..n].to_vec());
-    let pos = &c.positions;
+    let c = cloud_of(full.origin, full.positions()[..n].to_vec());
+    let pos = c.positions();
     let k = 17;
     let nb = Neighbors::new(pos).unwrap();
     let sample: Vec<usize> = (0..n).step_by(n / 40).collect();

@@ -22,7 +22,7 @@
 //! assert!(frame.points.len() > 1000);
 //! // Each return carries its ring, firing time and intensity; frames convert to clouds and images.
 //! let cloud = frame.to_cloud(0.0, false);
-//! assert_eq!(cloud.positions.len(), frame.points.len());
+//! assert_eq!(cloud.len(), frame.points.len());
 //! let image = frame.range_image(sim.sensor(lidar));
 //! assert_eq!((image.width, image.height), (1024, 64));
 //! # let _ = Isometry3::<f64>::identity();

@@ -17,7 +17,7 @@
 use std::f64::consts::{PI, TAU};
 use std::ops::Range;
 
-use aerie_pipeline::{Cloud, ScanInfo};
+use aerie_pipeline::{Cloud, Columns, ScanInfo};
 use nalgebra::{Isometry3, Vector3};
 
 type V3 = Vector3<f64>;
@@ -611,10 +611,11 @@ impl Scene {
     /// A scanner whose step is not positive and finite, or whose grid would exceed [`MAX_RAYS_PER_SCANNER`]
     /// rays, contributes nothing.
     pub fn sample_scanlike(&self, scanners: &[Scanner], origin: [f64; 3], seed: u64) -> Cloud {
-        let mut cloud = Cloud::with_origin(origin);
+        let mut positions = Vec::new();
         let mut intensity = Vec::new();
+        let mut scans = Vec::new();
         for (s_index, scanner) in scanners.iter().enumerate() {
-            let first = cloud.positions.len();
+            let first = positions.len();
             let Some((n_az, n_el)) = scanner.grid() else {
                 continue;
             };
@@ -639,7 +640,7 @@ impl Scene {
                             V3::from(s.normal_at(hit)).dot(&V3::from(u)).abs()
                         })
                         .unwrap_or(1.0);
-                    cloud.positions.push([
+                    positions.push([
                         (p[0] - origin[0]) as f32,
                         (p[1] - origin[1]) as f32,
                         (p[2] - origin[2]) as f32,
@@ -647,13 +648,20 @@ impl Scene {
                     intensity.push((100.0 * cos) as f32);
                 }
             }
-            cloud.meta.scans.push(ScanInfo {
+            scans.push(ScanInfo {
                 name: format!("scanner {s_index}"),
-                points: first..cloud.positions.len(),
+                points: first..positions.len(),
                 world_from_scan: Some(Isometry3::translation(o[0], o[1], o[2])),
             });
         }
-        cloud.intensity = Some(intensity);
+        let columns = Columns {
+            positions,
+            intensity: Some(intensity),
+            ..Columns::default()
+        };
+        let mut cloud = Cloud::from_columns(origin, columns)
+            .expect("every hit pushes a position and an intensity");
+        cloud.meta.scans = scans;
         cloud
     }
 }
@@ -893,13 +901,13 @@ mod tests {
         let scanner = Scanner::new([0.5, 0.3, 1.4], 0.01);
         let a = scene.sample_scanlike(std::slice::from_ref(&scanner), origin, 7);
         let b = scene.sample_scanlike(std::slice::from_ref(&scanner), origin, 7);
-        assert_eq!(a.positions, b.positions);
+        assert_eq!(a.positions(), b.positions());
         assert!(a.len() > 20_000, "{}", a.len());
         assert_eq!(a.meta.scans.len(), 1);
         assert_eq!(a.meta.scans[0].points, 0..a.len());
         // Every point is within a few sigma of a surface; the spread is about sigma.
         let world: Vec<[f64; 3]> = a
-            .positions
+            .positions()
             .iter()
             .map(|p| [0, 1, 2].map(|k| p[k] as f64 + origin[k]))
             .collect();

@@ -7,7 +7,7 @@
 //! the scene (3 m around the origin) is kept free, so a sensor at (0, 0, 1.5) stands on open ground.
 
 use aerie_pipeline::map::PackedMap;
-use aerie_pipeline::{Cloud, Result};
+use aerie_pipeline::{Cloud, Columns, Result};
 
 /// splitmix64 (Steele, Lea and Flood 2014): a counter-based hash, enough for placing boxes.
 fn splitmix64(mut z: u64) -> u64 {
@@ -72,9 +72,9 @@ impl Surface {
 
     /// Appends samples on a grid of spacing `r` jittered by up to a quarter of `r` within the surface:
     /// positions, unit normals, plane thickness in [0, 0.1 r), intensity around `intensity`.
-    fn sample(&self, r: f64, intensity: f32, salt: u64, cloud: &mut Cloud) {
+    fn sample(&self, r: f64, intensity: f32, salt: u64, cloud: &mut Columns) {
         let mut k = 0u64;
-        let mut emit = |p: [f64; 3], n: [f64; 3], cloud: &mut Cloud| {
+        let mut emit = |p: [f64; 3], n: [f64; 3], cloud: &mut Columns| {
             let h = splitmix64(salt ^ k.wrapping_mul(0x2545_F491_4F6C_DD1D));
             k += 1;
             let u = |shift: u32| ((h >> shift) & 0xFFFF) as f32 / 65536.0;
@@ -183,14 +183,16 @@ fn neg(v: [f64; 3]) -> [f64; 3] {
 /// of it) at spacing `resolution`, with normals, plane thickness and intensity. An invalid resolution (not a
 /// positive finite length) or zero points gives an empty cloud.
 pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
-    let mut cloud = Cloud::with_origin([0.0; 3]);
     let r = f64::from(resolution);
     if !(r.is_finite() && r > 0.0) || points == 0 {
-        return cloud;
+        return Cloud::with_origin([0.0; 3]);
     }
-    cloud.normals = Some(Vec::new());
-    cloud.gamma = Some(Vec::new());
-    cloud.intensity = Some(Vec::new());
+    let mut cloud = Columns {
+        normals: Some(Vec::new()),
+        gamma: Some(Vec::new()),
+        intensity: Some(Vec::new()),
+        ..Columns::default()
+    };
     // Half the points on the ground square, half on the structures.
     let area = points as f64 * r * r;
     let half = (0.5 * area).sqrt() * 0.5;
@@ -273,7 +275,7 @@ pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
             &mut cloud,
         );
     }
-    cloud
+    Cloud::from_columns([0.0; 3], cloud).expect("every sample pushes one value onto each column")
 }
 
 /// [`synthetic_cloud`] packed into a map at r_map `resolution` (automatic bucket size). Errors: those of
@@ -293,9 +295,9 @@ mod tests {
         let n = a.len();
         assert!((200_000..230_000).contains(&n), "{n}");
         assert_eq!(a, synthetic_cloud(200_000, 0.05, 1));
-        assert_ne!(a.positions, synthetic_cloud(200_000, 0.05, 2).positions);
-        let normals = a.normals.as_ref().unwrap();
-        let gamma = a.gamma.as_ref().unwrap();
+        assert_ne!(a.positions(), synthetic_cloud(200_000, 0.05, 2).positions());
+        let normals = a.normals().unwrap();
+        let gamma = a.gamma().unwrap();
         assert_eq!((normals.len(), gamma.len()), (n, n));
         assert!(normals.iter().all(|v| {
             let l = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
@@ -304,12 +306,12 @@ mod tests {
         assert!(gamma.iter().all(|&g| (0.0..0.005).contains(&g)));
         // The middle stays free above the ground: nothing within 2.5 m of the origin higher than 1 cm.
         assert!(
-            a.positions
+            a.positions()
                 .iter()
                 .all(|p| p[2] < 0.01 || p[0].hypot(p[1]) > 2.5)
         );
         // About half the points on the ground.
-        let ground = a.positions.iter().filter(|p| p[2].abs() < 1e-6).count();
+        let ground = a.positions().iter().filter(|p| p[2].abs() < 1e-6).count();
         assert!(ground > n / 3 && ground < 2 * n / 3, "{ground} of {n}");
         assert!(synthetic_cloud(1000, f32::NAN, 1).is_empty());
         let map = synthetic_map(50_000, 0.1, 3).unwrap();

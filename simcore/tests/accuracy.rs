@@ -628,7 +628,7 @@ fn real_hall_scan() {
     let mut real_lidar: Vec<[f32; 3]> = Vec::with_capacity(real.len());
     let mut gaps = Vec::with_capacity(real.len());
     let (mut off_ring, mut duplicate) = (0usize, 0usize);
-    for p in &real.positions {
+    for p in real.positions() {
         let q = V3::new(p[0] as f64, p[1] as f64, p[2] as f64 - LIDAR_Z_M);
         let range = q.norm();
         if range.is_nan() || range <= 0.1 {

@@ -287,7 +287,7 @@ mod scan {
     fn the_person_is_where_they_walk_and_only_while_they_walk() {
         let scan = preview();
         let spec = DemoSpec::builtin();
-        let times = scan.cloud.time.as_ref().unwrap();
+        let times = scan.cloud.time().unwrap();
         let mut seen = 0;
         for (k, st) in scan.report.stations.iter().enumerate() {
             if spec.person.during.contains(&k) {
@@ -342,7 +342,7 @@ mod file {
         // What a user's reader sees: every point, intensity, GPS time, the station as point source id.
         let cloud = io::read(&a, None, &ReadOptions::default()).unwrap();
         assert_eq!(cloud.len(), report.points);
-        assert!(cloud.intensity.is_some() && cloud.time.is_some());
+        assert!(cloud.intensity().is_some() && cloud.time().is_some());
         let sources: BTreeSet<u64> = cloud
             .extra("point_source_id")
             .expect("point source id")

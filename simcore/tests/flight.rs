@@ -48,10 +48,7 @@ fn map_with_walls(walls: &[(f64, f64, f64)], boxes: &[([f64; 3], f64)]) -> Map {
             }
         }
     }
-    let cloud = Cloud {
-        positions: pts,
-        ..Cloud::default()
-    };
+    let cloud = Cloud::from_positions([0.0; 3], pts);
     let recipe = Recipe {
         resolution_m: 0.1,
         stages: vec![Stage::Normals],

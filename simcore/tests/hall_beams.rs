@@ -145,7 +145,7 @@ fn hall_scan_beam_by_beam() {
         .map;
     for preset in ["os0_64", "os0_64_hall"] {
         let sim = render(map.clone(), preset);
-        let f = compare(&sim.positions, &real.positions);
+        let f = compare(sim.positions(), real.positions());
         println!("{preset}: {f:?}");
         assert!(f.hit >= 0.97, "{preset}: {f:?}");
         assert!(f.in10_all >= 0.64, "{preset}: {f:?}");

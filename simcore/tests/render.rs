@@ -902,8 +902,8 @@ fn speed() {
 /// points are still reported in the sensor frame.
 #[test]
 fn beam_origins_offset_the_rays() {
-    use aerie_pipeline::Cloud;
     use aerie_pipeline::map::PackedMap;
+    use aerie_pipeline::{Cloud, Columns};
     use aerie_simcore::render::{Method, RenderParams, Renderer};
     use aerie_simcore::trajectory::{Static, pose_from_xyz_rpy};
     // A floor 1 m below the sensor, sampled every 5 cm.
@@ -917,12 +917,16 @@ fn beam_origins_offset_the_rays() {
             ]
         })
         .collect();
-    let cloud = Cloud {
-        normals: Some(vec![[0.0, 0.0, 1.0]; positions.len()]),
-        gamma: Some(vec![0.0; positions.len()]),
-        positions,
-        ..Cloud::default()
-    };
+    let cloud = Cloud::from_columns(
+        [0.0; 3],
+        Columns {
+            normals: Some(vec![[0.0, 0.0, 1.0]; positions.len()]),
+            gamma: Some(vec![0.0; positions.len()]),
+            positions,
+            ..Columns::default()
+        },
+    )
+    .unwrap();
     let map = PackedMap::from_cloud(&cloud, 0.05, None).unwrap();
     let h = std::f32::consts::FRAC_1_SQRT_2;
     // An Ouster-like lift of the lidar origin above the sensor frame.

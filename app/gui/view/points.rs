@@ -85,14 +85,14 @@ impl PointLayer {
             .iter()
             .map(|&i| {
                 let i = i as usize;
-                let p = cloud.positions[i];
+                let p = cloud.positions()[i];
                 let mut c = colors[i];
                 if let Some((mask, hc)) = highlight
                     && mask.get(i).copied().unwrap_or(false)
                 {
                     c = hc;
                 }
-                let n = cloud.normals.as_ref().map_or([0.0; 3], |n| n[i]);
+                let n = cloud.normals().map_or([0.0; 3], |n| n[i]);
                 GpuPoint {
                     pos: std::array::from_fn(|k| p[k] + shift[k]),
                     color: [c[0], c[1], c[2], 255],
@@ -105,7 +105,7 @@ impl PointLayer {
             source_index: Arc::new(order),
             version: next_version(),
             point_size_px: 2.0,
-            shaded: cloud.normals.is_some(),
+            shaded: cloud.normals().is_some(),
         }
     }
 
@@ -174,12 +174,12 @@ pub fn colorize(cloud: &Cloud, mode: ColorMode) -> Vec<[u8; 3]> {
             .collect()
     };
     match mode {
-        ColorMode::Height => scalar(cloud.positions.iter().map(|p| p[2]).collect(), 0.02, 0.98),
-        ColorMode::Intensity => match &cloud.intensity {
-            Some(i) => scalar(i.clone(), 0.02, 0.98),
+        ColorMode::Height => scalar(cloud.positions().iter().map(|p| p[2]).collect(), 0.02, 0.98),
+        ColorMode::Intensity => match cloud.intensity() {
+            Some(i) => scalar(i.to_vec(), 0.02, 0.98),
             None => vec![[170; 3]; n],
         },
-        ColorMode::PlaneThickness => match &cloud.gamma {
+        ColorMode::PlaneThickness => match cloud.gamma() {
             // 0 (flat) .. 10 cm (no plane): thin surfaces blue, rough or thin structures red.
             Some(g) => g
                 .iter()
@@ -187,14 +187,14 @@ pub fn colorize(cloud: &Cloud, mode: ColorMode) -> Vec<[u8; 3]> {
                 .collect(),
             None => vec![[170; 3]; n],
         },
-        ColorMode::Normal => match &cloud.normals {
+        ColorMode::Normal => match cloud.normals() {
             Some(ns) => ns
                 .iter()
                 .map(|v| v.map(|c| (c.abs().min(1.0) * 220.0 + 35.0) as u8))
                 .collect(),
             None => vec![[170; 3]; n],
         },
-        ColorMode::Rgb => match &cloud.color {
+        ColorMode::Rgb => match cloud.color() {
             Some(c) => c.iter().map(|c| c.map(|v| (v >> 8) as u8)).collect(),
             None => vec![[170; 3]; n],
         },
@@ -258,10 +258,10 @@ mod tests {
 
     #[test]
     fn highlight_paints_the_masked_points() {
-        let cloud = Cloud {
-            positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [2.0, 0.0, 2.0]],
-            ..Cloud::default()
-        };
+        let cloud = Cloud::from_positions(
+            [0.0; 3],
+            vec![[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [2.0, 0.0, 2.0]],
+        );
         let mask = [false, true, false];
         let layer = PointLayer::from_cloud(
             &cloud,

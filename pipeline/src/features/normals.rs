@@ -288,7 +288,7 @@ pub fn estimate_normals(
     }
     progress.stage("normals", n as u64);
     let orientation = Orientation::new(cloud, params);
-    let nb = Neighbors::for_knn(&cloud.positions, k)?;
+    let nb = Neighbors::for_knn(cloud.positions(), k)?;
     let fitted = nb.knn_all_in_cell_order(
         k,
         radius,
@@ -316,11 +316,11 @@ pub fn estimate_normals(
     report.figure("k", k as f64);
     report.figure("radius_m", radius.map_or(f64::INFINITY, |r| r as f64));
     report_rules(&mut report, &rules);
-    cloud.normals = Some(normals);
-    cloud.gamma = Some(gamma);
+    cloud.set_normals(Some(normals))?;
+    cloud.set_gamma(Some(gamma))?;
     if let Some(curv) = curv {
-        cloud.extra.retain(|d| d.name != "curvature");
-        cloud.extra.push(ExtraDim::new("curvature", curv));
+        cloud.retain_extras(|d| d.name != "curvature");
+        cloud.push_extra(ExtraDim::new("curvature", curv))?;
     }
     report.finish(n, started);
     Ok(report)
@@ -390,7 +390,7 @@ impl Orientation {
             viewpoint: params
                 .viewpoint
                 .map(|v| [v[0] - o[0], v[1] - o[1], v[2] - o[2]]),
-            centroid: centroid(&cloud.positions),
+            centroid: centroid(cloud.positions()),
         }
     }
 
@@ -677,11 +677,10 @@ mod tests {
 
     #[test]
     fn degenerate_neighbourhoods_have_no_normal() {
-        let mut c = Cloud::default();
-        c.positions = vec![[1.0, 2.0, 3.0]; 20];
-        c.positions
-            .extend((0..10).map(|i| [10.0 + i as f32, 0.0, 0.0]));
-        c.positions.push([100.0, 100.0, 100.0]);
+        let mut positions = vec![[1.0, 2.0, 3.0]; 20];
+        positions.extend((0..10).map(|i| [10.0 + i as f32, 0.0, 0.0]));
+        positions.push([100.0, 100.0, 100.0]);
+        let mut c = Cloud::from_positions([0.0; 3], positions);
         let p = NormalsParams {
             k: 8,
             radius_m: Some(3.0),
@@ -689,8 +688,8 @@ mod tests {
             ..Default::default()
         };
         let r = estimate_normals(&mut c, &p, &NoProgress).unwrap();
-        assert!(c.normals.as_ref().unwrap().iter().all(|n| *n == [0.0; 3]));
-        assert!(c.gamma.as_ref().unwrap().iter().all(|g| g.is_infinite()));
+        assert!(c.normals().unwrap().iter().all(|n| *n == [0.0; 3]));
+        assert!(c.gamma().unwrap().iter().all(|g| g.is_infinite()));
         assert_eq!(c.extra("curvature").unwrap().values.get(0).unwrap(), -1.0);
         assert_eq!(
             r.figures.iter().find(|f| f.0 == "no_normal").unwrap().1,
@@ -702,12 +701,14 @@ mod tests {
     fn bad_parameters_and_tiny_clouds() {
         let mut c = Cloud::default();
         assert!(estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).is_ok());
-        let mut c = Cloud::default();
-        c.positions = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
+        let mut c = Cloud::from_positions(
+            [0.0; 3],
+            vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+        );
         let r = estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).unwrap();
         assert!(r.warnings.iter().any(|w| w.contains("k = 16")));
-        assert_eq!(c.normals.as_ref().unwrap()[0], [0.0, 0.0, 1.0]);
-        assert_eq!(c.gamma.as_ref().unwrap()[0], 0.0);
+        assert_eq!(c.normals().unwrap()[0], [0.0, 0.0, 1.0]);
+        assert_eq!(c.gamma().unwrap()[0], 0.0);
         for bad in [
             NormalsParams {
                 k: 2,
@@ -736,19 +737,20 @@ mod tests {
     #[test]
     fn orientation_toward_scanner_and_viewpoint() {
         // A vertical wall x = 5 (normal +-x); a scanner at the origin must make normals face -x.
-        let mut c = Cloud::default();
+        let mut positions = Vec::new();
         for i in 0..10 {
             for j in 0..10 {
-                c.positions.push([5.0, i as f32 * 0.1, j as f32 * 0.1]);
+                positions.push([5.0, i as f32 * 0.1, j as f32 * 0.1]);
             }
         }
+        let mut c = Cloud::from_positions([0.0; 3], positions);
         c.meta.scans.push(crate::cloud::ScanInfo {
             name: "s".into(),
             points: 0..100,
             world_from_scan: Some(nalgebra::Isometry3::identity()),
         });
         let r = estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).unwrap();
-        assert!(c.normals.as_ref().unwrap().iter().all(|n| n[0] < -0.999));
+        assert!(c.normals().unwrap().iter().all(|n| n[0] < -0.999));
         assert_eq!(
             r.figures
                 .iter()
@@ -763,6 +765,6 @@ mod tests {
             ..Default::default()
         };
         estimate_normals(&mut c, &p, &NoProgress).unwrap();
-        assert!(c.normals.as_ref().unwrap().iter().all(|n| n[0] > 0.999));
+        assert!(c.normals().unwrap().iter().all(|n| n[0] > 0.999));
     }
 }

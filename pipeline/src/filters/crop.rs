@@ -65,7 +65,7 @@ pub fn crop(
     let o = cloud.origin;
     let mut mask = vec![false; cloud.len()];
     mask.par_chunks_mut(CHUNK)
-        .zip(cloud.positions.par_chunks(CHUNK))
+        .zip(cloud.positions().par_chunks(CHUNK))
         .try_for_each(|(m, pts)| {
             check_cancel(progress)?;
             for (m, p) in m.iter_mut().zip(pts) {
@@ -108,9 +108,12 @@ mod tests {
     use crate::progress::NoProgress;
 
     fn line() -> Cloud {
-        let mut c = Cloud::with_origin([1000.0, 0.0, 0.0]);
-        c.positions = (0..10).map(|i| [i as f32, 0.0, 0.0]).collect();
-        c.intensity = Some((0..10).map(|i| i as f32).collect());
+        let mut c = Cloud::from_positions(
+            [1000.0, 0.0, 0.0],
+            (0..10).map(|i| [i as f32, 0.0, 0.0]).collect(),
+        );
+        c.set_intensity(Some((0..10).map(|i| i as f32).collect()))
+            .unwrap();
         c
     }
 
@@ -123,7 +126,7 @@ mod tests {
             invert: false,
         };
         let (out, r) = crop(&c, &p, &NoProgress).unwrap();
-        assert_eq!(out.intensity, Some(vec![2.0, 3.0, 4.0, 5.0]));
+        assert_eq!(out.intensity(), Some(&[2.0, 3.0, 4.0, 5.0][..]));
         assert_eq!(r.points_out, 4);
         assert!(r.warnings.iter().any(|w| w.contains("60.0%")));
         let (inv, _) = crop(

@@ -97,7 +97,7 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
     let limit = (1u64 << 62) as f64;
     // Lowest and highest cell; min/max are order-independent, so the parallel reduction is deterministic.
     let (lo, hi) = cloud
-        .positions
+        .positions()
         .par_chunks(CHUNK)
         .map(|c| {
             let mut lo = [f64::INFINITY; 3];
@@ -157,7 +157,7 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
             check_cancel(progress)?;
             for (j, slot) in out.iter_mut().enumerate() {
                 let i = ci * CHUNK + j;
-                let cell = cell_of(o, cloud.positions[i], r);
+                let cell = cell_of(o, cloud.positions()[i], r);
                 let rel = [
                     (cell[0] - lo[0]) as u64,
                     (cell[1] - lo[1]) as u64,
@@ -215,7 +215,7 @@ impl Grid {
                 let mut best: Option<(f64, [f32; 3], usize)> = None;
                 for &(_, i) in run {
                     let i = i as usize;
-                    let p = cloud.positions[i];
+                    let p = cloud.positions()[i];
                     let mut d2 = 0.0;
                     for k in 0..3 {
                         let d = o[k] + p[k] as f64 - centre[k];
@@ -278,7 +278,7 @@ pub fn downsample(
                 drop(grid);
                 cloud.select(&keep)
             }
-            DownsampleMethod::VoxelCentroid => centroids(cloud, &grid, r),
+            DownsampleMethod::VoxelCentroid => centroids(cloud, &grid, r)?,
             DownsampleMethod::MinDistance => {
                 let keep = min_distance(cloud, &grid, r, progress)?;
                 drop(grid);
@@ -307,7 +307,8 @@ pub fn downsample(
 
 /// Mean of each cell, per ALGORITHMS.md: continuous attributes averaged, categorical ones from the point
 /// nearest the centre. Sums run over the cell's points in index order, so results are thread-independent.
-fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
+/// The means are written over the nearest points' values, in place.
+fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Result<Cloud> {
     let nearest = grid.nearest(cloud, r);
     let mut out = cloud.select(&nearest);
     let runs: Vec<&[(u64, u32)]> = (0..grid.cells()).map(|c| grid.run(c)).collect();
@@ -322,65 +323,54 @@ fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
         let n = run.len() as f64;
         [s[0] / n, s[1] / n, s[2] / n]
     };
-    out.positions = runs
-        .par_iter()
-        .map(|run| {
+    let positions = cloud.positions();
+    out.positions_mut()
+        .par_iter_mut()
+        .zip(&runs)
+        .for_each(|(o, run)| {
             let m = mean_of(run, &|i| {
-                let p = cloud.positions[i];
+                let p = positions[i];
                 [p[0] as f64, p[1] as f64, p[2] as f64]
             });
-            [m[0] as f32, m[1] as f32, m[2] as f32]
-        })
-        .collect();
-    if let Some(v) = &cloud.intensity {
-        out.intensity = Some(
-            runs.par_iter()
-                .map(|run| mean_of(run, &|i| [v[i] as f64, 0.0, 0.0])[0] as f32)
-                .collect(),
-        );
+            *o = [m[0] as f32, m[1] as f32, m[2] as f32];
+        });
+    if let (Some(o), Some(v)) = (out.intensity_mut(), cloud.intensity()) {
+        o.par_iter_mut().zip(&runs).for_each(|(o, run)| {
+            *o = mean_of(run, &|i| [v[i] as f64, 0.0, 0.0])[0] as f32;
+        });
     }
-    if let Some(v) = &cloud.time {
-        out.time = Some(
-            runs.par_iter()
-                .map(|run| mean_of(run, &|i| [v[i], 0.0, 0.0])[0])
-                .collect(),
-        );
+    if let (Some(o), Some(v)) = (out.time_mut(), cloud.time()) {
+        o.par_iter_mut().zip(&runs).for_each(|(o, run)| {
+            *o = mean_of(run, &|i| [v[i], 0.0, 0.0])[0];
+        });
     }
-    if let Some(v) = &cloud.color {
-        out.color = Some(
-            runs.par_iter()
-                .map(|run| {
-                    let m = mean_of(run, &|i| [v[i][0] as f64, v[i][1] as f64, v[i][2] as f64]);
-                    [
-                        m[0].round() as u16,
-                        m[1].round() as u16,
-                        m[2].round() as u16,
-                    ]
-                })
-                .collect(),
-        );
+    if let (Some(o), Some(v)) = (out.color_mut(), cloud.color()) {
+        o.par_iter_mut().zip(&runs).for_each(|(o, run)| {
+            let m = mean_of(run, &|i| [v[i][0] as f64, v[i][1] as f64, v[i][2] as f64]);
+            *o = [
+                m[0].round() as u16,
+                m[1].round() as u16,
+                m[2].round() as u16,
+            ];
+        });
     }
-    if let Some(v) = &cloud.normals {
-        out.normals = Some(
-            runs.par_iter()
-                .map(|run| {
-                    let m = mean_of(run, &|i| [v[i][0] as f64, v[i][1] as f64, v[i][2] as f64]);
-                    let len = (m[0] * m[0] + m[1] * m[1] + m[2] * m[2]).sqrt();
-                    // Opposite normals cancel: no direction is better than a wrong one.
-                    if len > 1e-6 {
-                        [
-                            (m[0] / len) as f32,
-                            (m[1] / len) as f32,
-                            (m[2] / len) as f32,
-                        ]
-                    } else {
-                        [0.0; 3]
-                    }
-                })
-                .collect(),
-        );
+    if let (Some(o), Some(v)) = (out.normals_mut(), cloud.normals()) {
+        o.par_iter_mut().zip(&runs).for_each(|(o, run)| {
+            let m = mean_of(run, &|i| [v[i][0] as f64, v[i][1] as f64, v[i][2] as f64]);
+            let len = (m[0] * m[0] + m[1] * m[1] + m[2] * m[2]).sqrt();
+            // Opposite normals cancel: no direction is better than a wrong one.
+            *o = if len > 1e-6 {
+                [
+                    (m[0] / len) as f32,
+                    (m[1] / len) as f32,
+                    (m[2] / len) as f32,
+                ]
+            } else {
+                [0.0; 3]
+            };
+        });
     }
-    for (d, src) in out.extra.iter_mut().zip(&cloud.extra) {
+    for (mut d, src) in out.take_extras().into_iter().zip(cloud.extras()) {
         if d.kind().is_float() {
             let get = |i: usize| src.values.get(i).unwrap_or(0.0);
             let means: Vec<f64> = runs
@@ -389,8 +379,9 @@ fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
                 .collect();
             d.values = ExtraValues::from_f64(d.kind(), &means);
         }
+        out.push_extra(d)?;
     }
-    out
+    Ok(out)
 }
 
 /// Greedy minimum-distance subsample in (cell, index) order: a point is kept when no kept point is closer than
@@ -398,7 +389,7 @@ fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Cloud {
 fn min_distance(cloud: &Cloud, grid: &Grid, r: f64, progress: &dyn Progress) -> Result<Vec<usize>> {
     let r2 = r * r;
     let pos = |i: usize| {
-        let p = cloud.positions[i];
+        let p = cloud.positions()[i];
         [p[0] as f64, p[1] as f64, p[2] as f64]
     };
     let mut kept: Vec<usize> = Vec::new();
@@ -456,14 +447,15 @@ mod tests {
 
     fn grid_cloud() -> Cloud {
         // 4 x 4 x 1 points at 0.05 m spacing, offset so cells are not aligned with the origin.
-        let mut c = Cloud::with_origin([100.0, 200.0, 0.0]);
+        let mut positions = Vec::new();
         for i in 0..4 {
             for j in 0..4 {
-                c.positions
-                    .push([0.01 + 0.05 * i as f32, 0.02 + 0.05 * j as f32, 0.03]);
+                positions.push([0.01 + 0.05 * i as f32, 0.02 + 0.05 * j as f32, 0.03]);
             }
         }
-        c.intensity = Some((0..16).map(|i| i as f32).collect());
+        let mut c = Cloud::from_positions([100.0, 200.0, 0.0], positions);
+        c.set_intensity(Some((0..16).map(|i| i as f32).collect()))
+            .unwrap();
         c
     }
 
@@ -476,42 +468,51 @@ mod tests {
         };
         let (out, r) = downsample(&c, &p, &NoProgress).unwrap();
         assert_eq!(out.len(), 4);
-        for (k, q) in out.positions.iter().enumerate() {
+        for (k, q) in out.positions().iter().enumerate() {
             let i = c
-                .positions
+                .positions()
                 .iter()
                 .position(|p| p == q)
                 .expect("an original point");
-            assert_eq!(out.intensity.as_ref().unwrap()[k], i as f32);
+            assert_eq!(out.intensity().unwrap()[k], i as f32);
         }
         assert!(r.warnings.iter().any(|w| w.contains("75.0%")));
     }
 
     #[test]
     fn voxel_centroid_averages() {
-        let mut c = Cloud::default();
-        c.positions = vec![[0.01, 0.01, 0.01], [0.03, 0.05, 0.07], [1.05, 0.0, 0.0]];
-        c.intensity = Some(vec![1.0, 3.0, 7.0]);
-        c.classification = Some(vec![2, 5, 6]);
-        c.normals = Some(vec![[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]);
+        let mut c = Cloud::from_positions(
+            [0.0; 3],
+            vec![[0.01, 0.01, 0.01], [0.03, 0.05, 0.07], [1.05, 0.0, 0.0]],
+        );
+        c.set_intensity(Some(vec![1.0, 3.0, 7.0])).unwrap();
+        c.set_classification(Some(vec![2, 5, 6])).unwrap();
+        c.set_normals(Some(vec![
+            [0.0, 0.0, 1.0],
+            [0.0, 1.0, 0.0],
+            [1.0, 0.0, 0.0],
+        ]))
+        .unwrap();
         let p = DownsampleParams {
             method: DownsampleMethod::VoxelCentroid,
             resolution_m: 0.1,
         };
         let (out, _) = downsample(&c, &p, &NoProgress).unwrap();
         assert_eq!(out.len(), 2);
-        assert!((out.positions[0][1] - 0.03).abs() < 1e-6);
-        assert_eq!(out.intensity.as_ref().unwrap()[0], 2.0);
+        assert!((out.positions()[0][1] - 0.03).abs() < 1e-6);
+        assert_eq!(out.intensity().unwrap()[0], 2.0);
         // Cell centre (0.05, 0.05, 0.05): point 1 is nearer (0.02, 0, 0.02) than point 0.
-        assert_eq!(out.classification.as_ref().unwrap()[0], 5);
-        let n = out.normals.as_ref().unwrap()[0];
+        assert_eq!(out.classification().unwrap()[0], 5);
+        let n = out.normals().unwrap()[0];
         assert!((n[1] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
     }
 
     #[test]
     fn min_distance_spacing() {
-        let mut c = Cloud::default();
-        c.positions = (0..100).map(|i| [i as f32 * 0.03, 0.0, 0.0]).collect();
+        let c = Cloud::from_positions(
+            [0.0; 3],
+            (0..100).map(|i| [i as f32 * 0.03, 0.0, 0.0]).collect(),
+        );
         let p = DownsampleParams {
             method: DownsampleMethod::MinDistance,
             resolution_m: 0.1,
@@ -519,7 +520,7 @@ mod tests {
         let (out, _) = downsample(&c, &p, &NoProgress).unwrap();
         for a in 0..out.len() {
             for b in a + 1..out.len() {
-                let d = (out.positions[a][0] - out.positions[b][0]).abs();
+                let d = (out.positions()[a][0] - out.positions()[b][0]).abs();
                 assert!(d >= 0.1 - 1e-6, "{d}");
             }
         }
@@ -557,7 +558,6 @@ mod tests {
     fn cell_keys_across_three_axes() {
         // Points in a box whose cell spans differ per axis (mixed-radix keys): min-distance must see
         // neighbours across every axis, and voxel output comes in x, then y, then z cell order.
-        let mut c = Cloud::default();
         let mut s = 12345u64;
         let mut next = || {
             s = s
@@ -565,9 +565,10 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (s >> 40) as f32 / (1u64 << 24) as f32
         };
-        c.positions = (0..3000)
+        let positions = (0..3000)
             .map(|_| [next() * 1.3, next() * 0.7, next() * 0.45])
             .collect();
+        let c = Cloud::from_positions([0.0; 3], positions);
         let r = 0.1;
         let p = DownsampleParams {
             method: DownsampleMethod::MinDistance,
@@ -580,13 +581,13 @@ mod tests {
                 .map(|d| d * d)
                 .sum::<f64>()
         };
-        for (i, &a) in out.positions.iter().enumerate() {
-            for &b in &out.positions[i + 1..] {
+        for (i, &a) in out.positions().iter().enumerate() {
+            for &b in &out.positions()[i + 1..] {
                 assert!(d2(a, b) >= r * r - 1e-9);
             }
         }
-        for &q in &c.positions {
-            assert!(out.positions.iter().any(|&k| d2(q, k) < r * r + 1e-9));
+        for &q in c.positions() {
+            assert!(out.positions().iter().any(|&k| d2(q, k) < r * r + 1e-9));
         }
         let p = DownsampleParams {
             method: DownsampleMethod::VoxelNearest,
@@ -594,7 +595,7 @@ mod tests {
         };
         let (out, _) = downsample(&c, &p, &NoProgress).unwrap();
         let cell = |q: [f32; 3]| q.map(|v| (v as f64 / r).floor() as i64);
-        let cells: Vec<[i64; 3]> = out.positions.iter().map(|&q| cell(q)).collect();
+        let cells: Vec<[i64; 3]> = out.positions().iter().map(|&q| cell(q)).collect();
         assert!(cells.windows(2).all(|w| w[0] < w[1]));
     }
 

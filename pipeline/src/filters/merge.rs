@@ -41,7 +41,7 @@ pub fn merge(
                 all_attrs.push(a);
             }
         }
-        for d in &cloud.extra {
+        for d in cloud.extras() {
             if !all_extra.contains(&d.name) {
                 all_extra.push(d.name.clone());
             }
@@ -78,13 +78,11 @@ mod tests {
 
     #[test]
     fn merges_with_transforms_and_drops_uncommon_attributes() {
-        let mut a = Cloud::with_origin([100.0, 0.0, 0.0]);
-        a.positions = vec![[1.0, 0.0, 0.0]];
-        a.intensity = Some(vec![5.0]);
-        a.ring = Some(vec![1]);
-        let mut b = Cloud::default();
-        b.positions = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]];
-        b.intensity = Some(vec![6.0, 7.0]);
+        let mut a = Cloud::from_positions([100.0, 0.0, 0.0], vec![[1.0, 0.0, 0.0]]);
+        a.set_intensity(Some(vec![5.0])).unwrap();
+        a.set_ring(Some(vec![1])).unwrap();
+        let mut b = Cloud::from_positions([0.0; 3], vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]);
+        b.set_intensity(Some(vec![6.0, 7.0])).unwrap();
         let t = TransformParams {
             translation: [200.0, 0.0, 0.0],
             ..Default::default()
@@ -93,8 +91,8 @@ mod tests {
         assert_eq!(m.len(), 3);
         assert_eq!(m.world(1), [200.0, 0.0, 0.0]);
         assert_eq!(m.world(2), [201.0, 0.0, 0.0]);
-        assert_eq!(m.intensity, Some(vec![5.0, 6.0, 7.0]));
-        assert!(m.ring.is_none());
+        assert_eq!(m.intensity(), Some(&[5.0, 6.0, 7.0][..]));
+        assert!(m.ring().is_none());
         assert!(
             r.warnings.iter().any(|w| w.contains("ring")),
             "{:?}",

@@ -35,25 +35,10 @@ pub(crate) fn check_cancel(progress: &dyn Progress) -> Result<()> {
     }
 }
 
-/// Reject clouds that break the [`Cloud`] invariants (attribute lengths, finite coordinates) instead of
-/// panicking on them later.
+/// Reject clouds whose origin or positions are not finite ([`Cloud::validate`]) instead of panicking on them
+/// later. (Attribute lengths are kept by construction.)
 pub(crate) fn check_cloud(cloud: &Cloud) -> Result<()> {
-    use rayon::prelude::*;
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
-    let bad = cloud
-        .positions
-        .par_iter()
-        .position_first(|p| !(p[0].is_finite() && p[1].is_finite() && p[2].is_finite()));
-    if let Some(i) = bad {
-        return Err(Error::parameter(
-            "cloud",
-            format!("point {i} has a non-finite coordinate"),
-        ));
-    }
-    if !cloud.origin.iter().all(|o| o.is_finite()) {
-        return Err(Error::parameter("cloud", "origin is not finite"));
-    }
-    Ok(())
+    Ok(cloud.validate()?)
 }
 
 /// [`Cloud::select`] for ascending `indices` (a subset kept in order): scan point ranges are recomputed instead
@@ -93,8 +78,8 @@ mod tests {
 
     #[test]
     fn select_subset_keeps_scan_ranges() {
-        let mut c = Cloud::default();
-        c.positions = (0..10).map(|i| [i as f32, 0.0, 0.0]).collect();
+        let mut c =
+            Cloud::from_positions([0.0; 3], (0..10).map(|i| [i as f32, 0.0, 0.0]).collect());
         c.meta.scans = vec![
             ScanInfo {
                 name: "a".into(),
@@ -115,8 +100,7 @@ mod tests {
 
     #[test]
     fn nan_cloud_is_rejected() {
-        let mut c = Cloud::default();
-        c.positions = vec![[0.0; 3], [f32::NAN, 0.0, 0.0]];
+        let c = Cloud::from_positions([0.0; 3], vec![[0.0; 3], [f32::NAN, 0.0, 0.0]]);
         assert!(matches!(check_cloud(&c), Err(Error::Parameter { .. })));
     }
 }

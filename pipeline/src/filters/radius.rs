@@ -56,7 +56,7 @@ pub fn radius_mask(
     if params.min_neighbors == 0 || n == 0 {
         return Ok(vec![true; n]);
     }
-    let nb = Neighbors::for_radius(&cloud.positions, params.radius_m)?;
+    let nb = Neighbors::for_radius(cloud.positions(), params.radius_m)?;
     progress.stage("radius outliers", n as u64);
     let counts = nb.count_within_all(params.radius_m, progress)?;
     // The count includes the point itself.
@@ -97,11 +97,13 @@ mod tests {
     #[test]
     fn count_excludes_the_point_itself() {
         // x = 0 1 2 5 6 9, radius 1: others in range: 1, 2, 1, 1, 1, 0.
-        let mut c = Cloud::default();
-        c.positions = [0.0f32, 1.0, 2.0, 5.0, 6.0, 9.0]
-            .iter()
-            .map(|&x| [x, 0.0, 0.0])
-            .collect();
+        let c = Cloud::from_positions(
+            [0.0; 3],
+            [0.0f32, 1.0, 2.0, 5.0, 6.0, 9.0]
+                .iter()
+                .map(|&x| [x, 0.0, 0.0])
+                .collect(),
+        );
         let p = |m| RadiusParams {
             radius_m: 1.0,
             min_neighbors: m,

@@ -136,7 +136,7 @@ pub fn sor_mean_distances(
     if n < 2 || divisor == 0 {
         return Ok((vec![0.0; n], divisor, warnings));
     }
-    let nb = Neighbors::for_knn(&cloud.positions, query)?;
+    let nb = Neighbors::for_knn(cloud.positions(), query)?;
     progress.stage("statistical outliers", n as u64);
     // The nearest result is at distance 0 (the point itself or an exact duplicate): dropping the first
     // result removes "the point itself" as PCL and CloudCompare do.
@@ -278,9 +278,7 @@ mod tests {
     use crate::progress::NoProgress;
 
     fn line(xs: &[f32]) -> Cloud {
-        let mut c = Cloud::default();
-        c.positions = xs.iter().map(|&x| [x, 0.0, 0.0]).collect();
-        c
+        Cloud::from_positions([0.0; 3], xs.iter().map(|&x| [x, 0.0, 0.0]).collect())
     }
 
     fn kept(c: &Cloud, k: usize, m: f64, compat: SorCompat) -> Vec<usize> {

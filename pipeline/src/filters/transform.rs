@@ -105,17 +105,20 @@ pub(crate) fn apply_affine(
     let old_origin = Vector3::from(cloud.origin);
     let new_origin = Vector3::from(crate::cloud::origin_for((l * old_origin + t).into()));
     let rigid = is_rotation(&l);
-    cloud.positions.par_chunks_mut(CHUNK).try_for_each(|pts| {
-        check_cancel(progress)?;
-        for p in pts.iter_mut() {
-            let w = old_origin + Vector3::from(*p).cast::<f64>();
-            *p = (l * w + t - new_origin).cast::<f32>().into();
-        }
-        progress.advance(pts.len() as u64);
-        Ok::<(), Error>(())
-    })?;
+    cloud
+        .positions_mut()
+        .par_chunks_mut(CHUNK)
+        .try_for_each(|pts| {
+            check_cancel(progress)?;
+            for p in pts.iter_mut() {
+                let w = old_origin + Vector3::from(*p).cast::<f64>();
+                *p = (l * w + t - new_origin).cast::<f32>().into();
+            }
+            progress.advance(pts.len() as u64);
+            Ok::<(), Error>(())
+        })?;
     cloud.origin = new_origin.into();
-    if let Some(normals) = cloud.normals.as_mut() {
+    if let Some(normals) = cloud.normals_mut() {
         // Normals transform by the inverse transpose (the rotation itself when rigid).
         let normal_map = if rigid {
             l
@@ -135,7 +138,7 @@ pub(crate) fn apply_affine(
         });
     }
     if !rigid {
-        if cloud.gamma.is_some() {
+        if cloud.gamma().is_some() {
             warnings.push("transform is not rigid: gamma was not rescaled".to_string());
         }
         if cloud.meta.scans.iter().any(|s| s.world_from_scan.is_some()) {
@@ -185,9 +188,8 @@ mod tests {
 
     #[test]
     fn yaw_rotates_points_normals_and_poses() {
-        let mut c = Cloud::with_origin([10.0, 0.0, 0.0]);
-        c.positions = vec![[1.0, 0.0, 0.0]];
-        c.normals = Some(vec![[1.0, 0.0, 0.0]]);
+        let mut c = Cloud::from_positions([10.0, 0.0, 0.0], vec![[1.0, 0.0, 0.0]]);
+        c.set_normals(Some(vec![[1.0, 0.0, 0.0]])).unwrap();
         c.meta.scans.push(crate::cloud::ScanInfo {
             name: "s".into(),
             points: 0..1,
@@ -204,7 +206,7 @@ mod tests {
             (w[0]).abs() < 1e-5 && (w[1] - 11.0).abs() < 1e-5 && (w[2] - 5.0).abs() < 1e-9,
             "{w:?}"
         );
-        let n = c.normals.as_ref().unwrap()[0];
+        let n = c.normals().unwrap()[0];
         assert!(n[0].abs() < 1e-6 && (n[1] - 1.0).abs() < 1e-6);
         let world_from_scan = c.meta.scans[0].world_from_scan.unwrap();
         let t = world_from_scan.translation.vector;
@@ -242,13 +244,13 @@ mod tests {
 
     #[test]
     fn matrix_scale_keeps_normals_unit_and_rejects_bad_input() {
-        let mut c = Cloud::default();
-        c.positions = vec![[1.0, 1.0, 0.0]];
-        c.normals = Some(vec![[
+        let mut c = Cloud::from_positions([0.0; 3], vec![[1.0, 1.0, 0.0]]);
+        c.set_normals(Some(vec![[
             std::f32::consts::FRAC_1_SQRT_2,
             std::f32::consts::FRAC_1_SQRT_2,
             0.0,
-        ]]);
+        ]]))
+        .unwrap();
         let m = [
             [2.0, 0.0, 0.0, 0.0],
             [0.0, 1.0, 0.0, 0.0],
@@ -261,7 +263,7 @@ mod tests {
         };
         transform(&mut c, &p, &NoProgress).unwrap();
         assert_eq!(c.world(0), [2.0, 1.0, 0.0]);
-        let n = c.normals.as_ref().unwrap()[0];
+        let n = c.normals().unwrap()[0];
         // Plane x + y = 2 becomes x/2 + y = 2: normal (0.5, 1) normalised.
         assert!(
             (n[0] - 0.4472136).abs() < 1e-6 && (n[1] - 0.8944272).abs() < 1e-6,

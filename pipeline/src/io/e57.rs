@@ -34,7 +34,7 @@ use e57::{
 };
 use nalgebra::{IsometryMatrix3, Point3, Vector3};
 
-use crate::cloud::origin_for;
+use crate::cloud::{Columns, origin_for};
 use crate::io::atomic::write_atomic;
 use crate::io::{ReadOptions, WriteOptions};
 use crate::pose::Isometry3;
@@ -51,16 +51,16 @@ const MAX_COORD_STEPS: f64 = 4_294_967_295.0;
 /// `meta.scans` gets one entry per scan (its point range and `world_from_scan` pose).
 pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
     let (scans, info) = decode(data, path)?;
-    Ok(assemble(&scans, &info))
+    assemble(&scans, &info, path)
 }
 
 /// Read an E57 file held in `data` as one cloud per scan (poses applied, each with one [`ScanInfo`]).
 pub fn read_scans_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Vec<Cloud>> {
     let (scans, info) = decode(data, path)?;
-    Ok(scans
+    scans
         .into_iter()
-        .map(|s| assemble(std::slice::from_ref(&s), &info))
-        .collect())
+        .map(|s| assemble(std::slice::from_ref(&s), &info, path))
+        .collect()
 }
 
 /// File-level facts every cloud read from the file carries.
@@ -809,7 +809,7 @@ fn join<T: Clone>(
     Some(out)
 }
 
-fn assemble(scans: &[ScanData], info: &FileInfo) -> Cloud {
+fn assemble(scans: &[ScanData], info: &FileInfo, path: &Path) -> Result<Cloud> {
     let mut min = [f64::INFINITY; 3];
     for p in scans.iter().flat_map(|s| &s.world) {
         for k in 0..3 {
@@ -848,18 +848,22 @@ fn assemble(scans: &[ScanData], info: &FileInfo) -> Cloud {
             extra.push(ExtraDim::new(name, values));
         }
     }
-    let mut cloud = Cloud::with_origin(origin);
-    cloud.intensity = join(scans, |s| &s.intensity);
-    cloud.color = join(scans, |s| &s.color);
-    cloud.time = join(scans, |s| &s.time);
-    cloud.return_number = join(scans, |s| &s.return_number);
-    cloud.number_of_returns = join(scans, |s| &s.number_of_returns);
-    cloud.positions = positions;
-    cloud.extra = extra;
+    let columns = Columns {
+        positions,
+        intensity: join(scans, |s| &s.intensity),
+        color: join(scans, |s| &s.color),
+        time: join(scans, |s| &s.time),
+        return_number: join(scans, |s| &s.return_number),
+        number_of_returns: join(scans, |s| &s.number_of_returns),
+        extra,
+        ..Columns::default()
+    };
+    let mut cloud = Cloud::from_columns(origin, columns)
+        .map_err(|e| Error::format(path, "points", e.to_string()))?;
     cloud.meta.format = Some(info.format.clone());
     cloud.meta.crs_wkt.clone_from(&info.crs_wkt);
     cloud.meta.scans = meta_scans;
-    cloud
+    Ok(cloud)
 }
 
 /// Map an error of the `e57` crate: unsupported features stay "unsupported", everything else is a format
@@ -891,9 +895,6 @@ fn lowercase_first(s: &str) -> String {
 /// number / count as `returnIndex` / `returnCount`. `opts.fields` selects among `intensity`, `color`,
 /// `time`, `row`, `column`, `return_number`.
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
-    if let Err(m) = cloud.validate() {
-        return Err(Error::parameter("cloud", m));
-    }
     let groups = scan_groups(cloud, path);
     write_atomic(path, |file| {
         let mut w = E57Writer::new(file, &guid(cloud, u64::MAX))
@@ -959,7 +960,7 @@ fn guid(cloud: &Cloud, salt: u64) -> String {
         h = mix(h ^ o.to_bits());
     }
     let step = (cloud.len() / 4096).max(1);
-    for p in cloud.positions.iter().step_by(step) {
+    for p in cloud.positions().iter().step_by(step) {
         h = mix(h ^ (u64::from(p[0].to_bits()) << 32 | u64::from(p[1].to_bits())));
         h = mix(h ^ u64::from(p[2].to_bits()));
     }
@@ -1071,7 +1072,7 @@ fn write_scan<F: std::io::Read + std::io::Write + std::io::Seek>(
 ) -> Result<()> {
     let place = format!("scan {k} \"{}\"", g.name);
     let range = g.points.clone();
-    let positions = cloud.positions.get(range.clone()).ok_or_else(|| {
+    let positions = cloud.positions().get(range.clone()).ok_or_else(|| {
         Error::parameter(
             "cloud",
             format!("scan {} covers points {range:?} of {}", g.name, cloud.len()),
@@ -1177,12 +1178,12 @@ impl<'a> ScanColumns<'a> {
         fn cut<'a, T>(v: Option<&'a [T]>, wanted: bool, r: &Range<usize>) -> Option<&'a [T]> {
             v.filter(|_| wanted).and_then(|v| v.get(r.clone()))
         }
-        let intensity = cut(cloud.intensity.as_deref(), opts.wants("intensity"), &range);
-        let color = cut(cloud.color.as_deref(), opts.wants("color"), &range);
-        let time = cut(cloud.time.as_deref(), opts.wants("time"), &range);
+        let intensity = cut(cloud.intensity(), opts.wants("intensity"), &range);
+        let color = cut(cloud.color(), opts.wants("color"), &range);
+        let time = cut(cloud.time(), opts.wants("time"), &range);
         let wants_returns = opts.wants("return_number");
-        let returns = cut(cloud.return_number.as_deref(), wants_returns, &range).zip(cut(
-            cloud.number_of_returns.as_deref(),
+        let returns = cut(cloud.return_number(), wants_returns, &range).zip(cut(
+            cloud.number_of_returns(),
             wants_returns,
             &range,
         ));
@@ -1425,10 +1426,7 @@ mod tests {
 
     #[test]
     fn guid_is_deterministic_and_salted() {
-        let c = Cloud {
-            positions: vec![[1.0, 2.0, 3.0]],
-            ..Cloud::default()
-        };
+        let c = Cloud::from_positions([0.0; 3], vec![[1.0, 2.0, 3.0]]);
         assert_eq!(guid(&c, 0), guid(&c, 0));
         assert_ne!(guid(&c, 0), guid(&c, 1));
         assert_eq!(guid(&c, 0).len(), 38);

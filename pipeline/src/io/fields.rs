@@ -10,7 +10,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::cloud::{ExtraDim, ScalarKind, origin_for};
+use crate::cloud::{Columns, ExtraDim, ScalarKind, origin_for};
 use crate::io::WriteOptions;
 use crate::{Cloud, Error, Result};
 
@@ -430,27 +430,27 @@ pub(crate) fn assemble(
         let i = cols.iter().position(|c| c.target == t)?;
         Some(cols.remove(i))
     };
-    let mut cloud = match positions {
-        Some((origin, positions)) => {
-            let mut cloud = Cloud::with_origin(origin);
-            cloud.positions = positions;
-            cloud
-        }
+    let (origin, positions) = match positions {
+        Some(positions) => positions,
         None => positions_from_columns(path, &mut cols)?,
     };
-    if cloud.positions.len() != n {
+    if positions.len() != n {
         return Err(Error::format(
             path,
             "positions",
-            format!("has {} points, expected {n}", cloud.positions.len()),
+            format!("has {} points, expected {n}", positions.len()),
         ));
     }
+    let mut columns = Columns {
+        positions,
+        ..Columns::default()
+    };
     let f32s = |c: Column| -> Vec<f32> { c.values.par_iter().map(|&v| v as f32).collect() };
-    cloud.intensity = take(&mut cols, Target::Intensity).map(f32s);
+    columns.intensity = take(&mut cols, Target::Intensity).map(f32s);
 
-    cloud.gamma = take(&mut cols, Target::Gamma).map(f32s);
-    cloud.time = take(&mut cols, Target::Time).map(|c| c.values);
-    cloud.ring = take(&mut cols, Target::Ring).map(|c| {
+    columns.gamma = take(&mut cols, Target::Gamma).map(f32s);
+    columns.time = take(&mut cols, Target::Time).map(|c| c.values);
+    columns.ring = take(&mut cols, Target::Ring).map(|c| {
         c.values
             .iter()
             .map(|&v| v.clamp(0.0, 65535.0) as u16)
@@ -462,9 +462,9 @@ pub(crate) fn assemble(
             .map(|&v| v.clamp(0.0, 255.0) as u8)
             .collect()
     };
-    cloud.classification = take(&mut cols, Target::Class).map(u8s);
-    cloud.return_number = take(&mut cols, Target::ReturnNumber).map(u8s);
-    cloud.number_of_returns = take(&mut cols, Target::NumberOfReturns).map(u8s);
+    columns.classification = take(&mut cols, Target::Class).map(u8s);
+    columns.return_number = take(&mut cols, Target::ReturnNumber).map(u8s);
+    columns.number_of_returns = take(&mut cols, Target::NumberOfReturns).map(u8s);
     let nx = take(&mut cols, Target::Nx);
     let ny = take(&mut cols, Target::Ny);
     let nz = take(&mut cols, Target::Nz);
@@ -475,7 +475,7 @@ pub(crate) fn assemble(
                 .copied()
                 .unwrap_or(0.0) as f32
         };
-        cloud.normals = Some(
+        columns.normals = Some(
             (0..n)
                 .into_par_iter()
                 .map(|i| [get(&nx, i), get(&ny, i), get(&nz, i)])
@@ -487,7 +487,7 @@ pub(crate) fn assemble(
     let g = take(&mut cols, Target::Green);
     let b = take(&mut cols, Target::Blue);
     if let Some(p) = packed {
-        cloud.color = Some(
+        columns.color = Some(
             p.values
                 .iter()
                 .map(|&v| {
@@ -519,14 +519,14 @@ pub(crate) fn assemble(
                 .round()
                 .clamp(0.0, 65535.0) as u16
         };
-        cloud.color = Some(
+        columns.color = Some(
             (0..n)
                 .into_par_iter()
                 .map(|i| [get(&r, i, s[0]), get(&g, i, s[1]), get(&b, i, s[2])])
                 .collect(),
         );
     }
-    cloud.extra = cols
+    columns.extra = cols
         .into_iter()
         .map(|c| {
             // `scalar_` is CloudCompare's prefix for scalar fields in PLY files, not part of the name.
@@ -538,11 +538,11 @@ pub(crate) fn assemble(
             ExtraDim::from_f64(name, c.kind, &c.values)
         })
         .collect();
-    Ok(cloud)
+    Cloud::from_columns(origin, columns).map_err(|e| Error::format(path, "fields", e.to_string()))
 }
 
-/// Positions from the x, y and z columns (removed from `cols`).
-fn positions_from_columns(path: &Path, cols: &mut Vec<Column>) -> Result<Cloud> {
+/// Positions from the x, y and z columns (removed from `cols`) and the origin they are relative to.
+fn positions_from_columns(path: &Path, cols: &mut Vec<Column>) -> Result<Positions> {
     let take = |cols: &mut Vec<Column>, t: Target| -> Option<Column> {
         let i = cols.iter().position(|c| c.target == t)?;
         Some(cols.remove(i))
@@ -588,8 +588,7 @@ fn positions_from_columns(path: &Path, cols: &mut Vec<Column>) -> Result<Cloud> 
         hi[k] = h;
     }
     let origin = origin_of(x.values.len(), lo, hi);
-    let mut cloud = Cloud::with_origin(origin);
-    cloud.positions = x
+    let positions = x
         .values
         .par_iter()
         .zip(y.values.par_iter())
@@ -602,7 +601,7 @@ fn positions_from_columns(path: &Path, cols: &mut Vec<Column>) -> Result<Cloud> 
             ]
         })
         .collect();
-    Ok(cloud)
+    Ok((origin, positions))
 }
 
 /// Keep only the values whose `keep` flag is set, in every column.
@@ -680,10 +679,10 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
         f("y", pos_kind, Src::Y),
         f("z", pos_kind, Src::Z),
     ];
-    if cloud.intensity.is_some() && wants(&["intensity"]) {
+    if cloud.intensity().is_some() && wants(&["intensity"]) {
         out.push(f("intensity", ScalarKind::F32, Src::Intensity));
     }
-    if cloud.color.is_some() && wants(&["rgb", "color", "colour", "red", "r"]) {
+    if cloud.color().is_some() && wants(&["rgb", "color", "colour", "red", "r"]) {
         match style {
             Style::Pcd => out.push(f("rgb", ScalarKind::U32, Src::RgbPacked)),
             Style::Ply => {
@@ -698,7 +697,7 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
             }
         }
     }
-    if cloud.normals.is_some() && wants(&["normals", "normal", "nx", "normal_x"]) {
+    if cloud.normals().is_some() && wants(&["normals", "normal", "nx", "normal_x"]) {
         let names = if style == Style::Pcd {
             ["normal_x", "normal_y", "normal_z"]
         } else {
@@ -708,25 +707,25 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
             out.push(f(n, ScalarKind::F32, Src::Normal(k)));
         }
     }
-    if cloud.gamma.is_some() && wants(&["gamma"]) {
+    if cloud.gamma().is_some() && wants(&["gamma"]) {
         out.push(f("gamma", ScalarKind::F32, Src::Gamma));
     }
-    if cloud.time.is_some() && wants(&["time"]) {
+    if cloud.time().is_some() && wants(&["time"]) {
         out.push(f("time", ScalarKind::F64, Src::Time));
     }
-    if cloud.ring.is_some() && wants(&["ring"]) {
+    if cloud.ring().is_some() && wants(&["ring"]) {
         out.push(f("ring", ScalarKind::U16, Src::Ring));
     }
-    if cloud.classification.is_some() && wants(&["classification", "class"]) {
+    if cloud.classification().is_some() && wants(&["classification", "class"]) {
         out.push(f("classification", ScalarKind::U8, Src::Class));
     }
-    if cloud.return_number.is_some() && wants(&["return_number"]) {
+    if cloud.return_number().is_some() && wants(&["return_number"]) {
         out.push(f("return_number", ScalarKind::U8, Src::ReturnNumber));
     }
-    if cloud.number_of_returns.is_some() && wants(&["number_of_returns"]) {
+    if cloud.number_of_returns().is_some() && wants(&["number_of_returns"]) {
         out.push(f("number_of_returns", ScalarKind::U8, Src::NumberOfReturns));
     }
-    for (i, d) in cloud.extra.iter().enumerate() {
+    for (i, d) in cloud.extras().iter().enumerate() {
         if !wants(&[d.name.as_str()]) {
             continue;
         }
@@ -763,7 +762,7 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
     out
 }
 
-/// Value of `src` for point `i` (0 where an attribute is missing; callers pass validated clouds).
+/// Value of `src` for point `i` (0 where the cloud lacks the attribute).
 #[inline]
 pub(crate) fn value(cloud: &Cloud, src: Src, i: usize) -> f64 {
     fn at<T: Copy>(v: Option<&[T]>, i: usize) -> Option<T> {
@@ -771,7 +770,7 @@ pub(crate) fn value(cloud: &Cloud, src: Src, i: usize) -> f64 {
     }
     let pos = |k: usize| {
         cloud
-            .positions
+            .positions()
             .get(i)
             .map_or(0.0, |p| cloud.origin[k] + p[k] as f64)
     };
@@ -779,21 +778,21 @@ pub(crate) fn value(cloud: &Cloud, src: Src, i: usize) -> f64 {
         Src::X => pos(0),
         Src::Y => pos(1),
         Src::Z => pos(2),
-        Src::Intensity => at(cloud.intensity.as_deref(), i).map_or(0.0, f64::from),
-        Src::Colour8(k) => at(cloud.color.as_deref(), i).map_or(0.0, |c| (c[k.min(2)] >> 8) as f64),
-        Src::RgbPacked => at(cloud.color.as_deref(), i).map_or(0.0, |c| {
+        Src::Intensity => at(cloud.intensity(), i).map_or(0.0, f64::from),
+        Src::Colour8(k) => at(cloud.color(), i).map_or(0.0, |c| (c[k.min(2)] >> 8) as f64),
+        Src::RgbPacked => at(cloud.color(), i).map_or(0.0, |c| {
             let [r, g, b] = c.map(|v| (v >> 8) as u32);
             ((r << 16) | (g << 8) | b) as f64
         }),
-        Src::Normal(k) => at(cloud.normals.as_deref(), i).map_or(0.0, |n| n[k.min(2)] as f64),
-        Src::Gamma => at(cloud.gamma.as_deref(), i).map_or(0.0, f64::from),
-        Src::Time => at(cloud.time.as_deref(), i).unwrap_or(0.0),
-        Src::Ring => at(cloud.ring.as_deref(), i).map_or(0.0, f64::from),
-        Src::Class => at(cloud.classification.as_deref(), i).map_or(0.0, f64::from),
-        Src::ReturnNumber => at(cloud.return_number.as_deref(), i).map_or(0.0, f64::from),
-        Src::NumberOfReturns => at(cloud.number_of_returns.as_deref(), i).map_or(0.0, f64::from),
+        Src::Normal(k) => at(cloud.normals(), i).map_or(0.0, |n| n[k.min(2)] as f64),
+        Src::Gamma => at(cloud.gamma(), i).map_or(0.0, f64::from),
+        Src::Time => at(cloud.time(), i).unwrap_or(0.0),
+        Src::Ring => at(cloud.ring(), i).map_or(0.0, f64::from),
+        Src::Class => at(cloud.classification(), i).map_or(0.0, f64::from),
+        Src::ReturnNumber => at(cloud.return_number(), i).map_or(0.0, f64::from),
+        Src::NumberOfReturns => at(cloud.number_of_returns(), i).map_or(0.0, f64::from),
         Src::Extra(e) => cloud
-            .extra
+            .extras()
             .get(e)
             .and_then(|d| d.values.get(i))
             .unwrap_or(0.0),

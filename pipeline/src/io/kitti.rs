@@ -44,7 +44,6 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
 /// Write `cloud` as KITTI `.bin` (world coordinates as float32; intensity 0 when absent). Other attributes
 /// cannot be stored and are dropped.
 pub fn write(cloud: &Cloud, path: &Path, _opts: &WriteOptions) -> Result<()> {
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let n = cloud.len();
     let mut buf = vec![0u8; n * RECORD];
     buf.par_chunks_mut(CHUNK * RECORD)
@@ -52,12 +51,11 @@ pub fn write(cloud: &Cloud, path: &Path, _opts: &WriteOptions) -> Result<()> {
         .for_each(|(ci, chunk)| {
             for (j, r) in chunk.chunks_exact_mut(RECORD).enumerate() {
                 let i = ci * CHUNK + j;
-                let Some(p) = cloud.positions.get(i) else {
+                let Some(p) = cloud.positions().get(i) else {
                     continue;
                 };
                 let inten = cloud
-                    .intensity
-                    .as_ref()
+                    .intensity()
                     .and_then(|v| v.get(i))
                     .copied()
                     .unwrap_or(0.0);
@@ -85,6 +83,6 @@ mod tests {
         assert!(e.to_string().contains("17"), "{e}");
         let c = read_bytes(&[0u8; 32], Path::new("a.bin"), &ReadOptions::default()).unwrap();
         assert_eq!(c.len(), 2);
-        assert!(c.intensity.is_some());
+        assert!(c.intensity().is_some());
     }
 }

@@ -38,7 +38,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::cloud::{ExtraDim, ExtraScalar, ExtraValues, ScalarKind, origin_for};
+use crate::cloud::{self, ExtraDim, ExtraScalar, ExtraValues, ScalarKind, origin_for};
 use crate::io::atomic::write_atomic;
 use crate::io::{LasVersion, ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
@@ -71,7 +71,7 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
     } else {
         read_las_points(data, path, &header, &layout)?
     };
-    Ok(cols.into_cloud(&header, &layout))
+    cols.into_cloud(&header, &layout, path)
 }
 
 /// What the file header says, with offsets already checked against the file size.
@@ -910,19 +910,22 @@ impl Columns {
         }
     }
 
-    fn into_cloud(self, header: &Header, layout: &Layout) -> Cloud {
-        let mut cloud = Cloud::with_origin(self.origin.unwrap_or_else(|| {
+    fn into_cloud(self, header: &Header, layout: &Layout, path: &Path) -> Result<Cloud> {
+        let origin = self.origin.unwrap_or_else(|| {
             if header.min.iter().all(|v| v.is_finite()) {
                 origin_for(header.min)
             } else {
                 [0.0; 3]
             }
-        }));
-        cloud.positions = self.positions;
-        cloud.intensity = Some(self.intensity);
-        cloud.return_number = Some(self.return_number);
-        cloud.number_of_returns = Some(self.number_of_returns);
-        cloud.classification = Some(self.classification);
+        });
+        let mut cloud = cloud::Columns {
+            positions: self.positions,
+            intensity: Some(self.intensity),
+            return_number: Some(self.return_number),
+            number_of_returns: Some(self.number_of_returns),
+            classification: Some(self.classification),
+            ..cloud::Columns::default()
+        };
         if layout.time_at.is_some() {
             cloud.time = Some(self.time);
         }
@@ -961,6 +964,8 @@ impl Columns {
         for (f, values) in layout.extras.iter().zip(self.extras) {
             push_extra(&mut cloud.extra, &f.name, values);
         }
+        let mut cloud = Cloud::from_columns(origin, cloud)
+            .map_err(|e| Error::format(path, "points", e.to_string()))?;
         cloud.meta.format = Some(format!(
             "{} {}.{}, point format {}",
             if header.compressed { "LAZ" } else { "LAS" },
@@ -974,7 +979,7 @@ impl Columns {
             .find(|v| v.is("LASF_Projection", 2112))
             .map(|v| String::from_utf8_lossy(c_str(v.data)).trim().to_string())
             .filter(|s| !s.is_empty());
-        cloud
+        Ok(cloud)
     }
 }
 
@@ -1790,7 +1795,7 @@ fn extra_dims<'a>(
     nir_standard: bool,
 ) -> Result<Vec<OutExtra<'a>>> {
     let mut extras = Vec::new();
-    if let Some(normals) = &cloud.normals
+    if let Some(normals) = &cloud.normals()
         && wants_any(opts, &["normal", "normals", "nx", "ny", "nz"])
         && normals.len() == cloud.len()
     {
@@ -1802,21 +1807,21 @@ fn extra_dims<'a>(
             });
         }
     }
-    if cloud.gamma.is_some() && opts.wants("gamma") {
+    if cloud.gamma().is_some() && opts.wants("gamma") {
         extras.push(OutExtra {
             name: "gamma".into(),
             kind: ScalarKind::F32,
             source: ExtraSource::Gamma,
         });
     }
-    if cloud.ring.is_some() && opts.wants("ring") {
+    if cloud.ring().is_some() && opts.wants("ring") {
         extras.push(OutExtra {
             name: "ring".into(),
             kind: ScalarKind::U16,
             source: ExtraSource::Ring,
         });
     }
-    for d in &cloud.extra {
+    for d in cloud.extras() {
         let standard = match d.name.as_str() {
             "nir" => nir_standard,
             "scan_angle" | "user_data" | "point_source_id" => true,
@@ -1886,29 +1891,19 @@ fn wants_any(opts: &WriteOptions, names: &[&str]) -> bool {
 
 impl<'a> Plan<'a> {
     fn new(cloud: &'a Cloud, opts: &WriteOptions) -> Result<Plan<'a>> {
-        let intensity = cloud
-            .intensity
-            .as_deref()
-            .filter(|_| opts.wants("intensity"));
-        let color = cloud
-            .color
-            .as_deref()
-            .filter(|_| wants_any(opts, &["color", "rgb"]));
+        let intensity = cloud.intensity().filter(|_| opts.wants("intensity"));
+        let color = cloud.color().filter(|_| wants_any(opts, &["color", "rgb"]));
         let time = cloud
-            .time
-            .as_deref()
+            .time()
             .filter(|_| wants_any(opts, &["time", "gps_time"]));
         let return_number = cloud
-            .return_number
-            .as_deref()
+            .return_number()
             .filter(|_| opts.wants("return_number"));
         let number_of_returns = cloud
-            .number_of_returns
-            .as_deref()
+            .number_of_returns()
             .filter(|_| opts.wants("number_of_returns"));
         let classification = cloud
-            .classification
-            .as_deref()
+            .classification()
             .filter(|_| wants_any(opts, &["classification", "class"]));
         let standard_extra = |name: &str| {
             cloud
@@ -2030,7 +2025,7 @@ impl<'a> Plan<'a> {
         let (_, time_at, color_at, nir_at) =
             format_layout(self.format).unwrap_or((20, None, None, None));
         for (r, i) in out.chunks_exact_mut(rl).zip(range) {
-            let p = cloud.positions[i];
+            let p = cloud.positions()[i];
             for k in 0..3 {
                 let v = ((f64::from(p[k]) + shift[k]) * inv).round() as i32;
                 r[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
@@ -2080,11 +2075,9 @@ impl<'a> Plan<'a> {
             for e in &self.extras {
                 let value = match e.source {
                     ExtraSource::Values(v) => value(v),
-                    ExtraSource::Normal(k) => {
-                        cloud.normals.as_ref().map_or(0.0, |n| f64::from(n[i][k]))
-                    }
-                    ExtraSource::Gamma => cloud.gamma.as_ref().map_or(0.0, |g| f64::from(g[i])),
-                    ExtraSource::Ring => cloud.ring.as_ref().map_or(0.0, |g| f64::from(g[i])),
+                    ExtraSource::Normal(k) => cloud.normals().map_or(0.0, |n| f64::from(n[i][k])),
+                    ExtraSource::Gamma => cloud.gamma().map_or(0.0, |g| f64::from(g[i])),
+                    ExtraSource::Ring => cloud.ring().map_or(0.0, |g| f64::from(g[i])),
                 };
                 put_scalar(&mut r[at..at + e.kind.size()], e.kind, value);
                 at += e.kind.size();

@@ -5,26 +5,30 @@
 //! - never panic on file contents; every error names the file, the place and what was expected;
 //! - never allocate from a count in a header before checking it against the bytes actually present;
 //! - reject NaN/inf coordinates;
-//! - set `Cloud::meta.format` (format and version) and `meta.source`.
+//! - set `Cloud::meta.format` (format and version) and `meta.source`;
+//! - build the cloud from [`crate::Columns`] checked once by [`Cloud::from_columns`] (one value per point).
 //!
 //! Every writer goes through [`atomic::write_atomic`], so a failure never leaves a partial file.
 //!
 //! [`read()`] and [`write()`] are the entry points; the format comes from the file name unless one is given:
 //!
 //! ```
-//! use aerie_pipeline::Cloud;
 //! use aerie_pipeline::io::{self, Encoding, ReadOptions, WriteOptions};
+//! use aerie_pipeline::{Cloud, Columns};
 //!
-//! let mut cloud = Cloud::default();
-//! cloud.positions = vec![[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]];
-//! cloud.intensity = Some(vec![10.0, 200.0]);
+//! let columns = Columns {
+//!     positions: vec![[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]],
+//!     intensity: Some(vec![10.0, 200.0]),
+//!     ..Columns::default()
+//! };
+//! let cloud = Cloud::from_columns([0.0; 3], columns)?;
 //! let dir = tempfile::tempdir().map_err(|e| aerie_pipeline::Error::io("tmp", e))?;
 //! let path = dir.path().join("two.pcd");
 //! let ascii = WriteOptions { encoding: Some(Encoding::Ascii), ..WriteOptions::default() };
 //! io::write(&cloud, &path, None, &ascii)?;
 //! let back = io::read(&path, None, &ReadOptions::default())?;
 //! assert_eq!((back.len(), back.world(1)), (2, [1.0, 2.0, 3.0]));
-//! assert_eq!(back.intensity, cloud.intensity);
+//! assert_eq!(back.intensity(), cloud.intensity());
 //! assert!(back.meta.format.as_deref().is_some_and(|f| f.starts_with("PCD")));
 //! # Ok::<(), aerie_pipeline::Error>(())
 //! ```
@@ -284,9 +288,6 @@ pub fn write(
             looked_inside: false,
         });
     };
-    if let Err(m) = cloud.validate() {
-        return Err(Error::parameter("cloud", m));
-    }
     match format {
         Format::Las => las::write(cloud, path, false, opts),
         Format::Laz => las::write(cloud, path, true, opts),

@@ -623,7 +623,6 @@ fn decode_ascii(body: &[u8], path: &Path, h: &Header) -> Result<Vec<Column>> {
 /// Write `cloud` as PCD 0.7 (see the module documentation). `opts.encoding`: `Binary` (default), `Ascii`,
 /// or `Compressed` (binary_compressed); big-endian is refused.
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let data = match opts.encoding {
         None | Some(Encoding::Binary) => Data::Binary,
         Some(Encoding::Ascii) => Data::Ascii,
@@ -721,8 +720,8 @@ mod tests {
                      1 2 3 16711680 0 0 0.5 0.25 1\n4 5 6 255 0 0 1 2 3\n";
         let c = read(text).unwrap();
         assert_eq!(c.len(), 2);
-        assert_eq!(c.color.as_ref().unwrap()[0], [65535, 0, 0]);
-        assert_eq!(c.color.as_ref().unwrap()[1], [0, 0, 65535]);
+        assert_eq!(c.color().unwrap()[0], [65535, 0, 0]);
+        assert_eq!(c.color().unwrap()[1], [0, 0, 65535]);
         assert_eq!(c.extra("fpfh_1").unwrap().values.to_f64(), vec![0.25, 2.0]);
         assert_eq!(c.meta.format.as_deref(), Some("PCD 0.7 ascii"));
     }

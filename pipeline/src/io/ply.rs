@@ -521,7 +521,6 @@ fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Col
 /// Write `cloud` as PLY (see the module documentation). `opts.encoding`: `Binary` (little endian, the
 /// default), `BinaryBigEndian` or `Ascii`; `Compressed` is refused.
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let enc = match opts.encoding {
         None | Some(Encoding::Binary) => Enc::Little,
         Some(Encoding::BinaryBigEndian) => Enc::Big,
@@ -577,9 +576,9 @@ mod tests {
                      3 0 1 2\n0\n1 2 3 255 0 1 2 0.5 0.5 7\n4 5 6 0 0 0 0 8\n";
         let c = read(text).unwrap();
         assert_eq!(c.len(), 2);
-        assert_eq!(c.color.as_ref().unwrap()[0], [65535, 0, 257]);
-        assert_eq!(c.intensity.as_ref().unwrap(), &vec![7.0, 8.0]);
-        assert_eq!(c.positions[1], [4.0, 5.0, 6.0]);
+        assert_eq!(c.color().unwrap()[0], [65535, 0, 257]);
+        assert_eq!(c.intensity().unwrap(), &vec![7.0, 8.0]);
+        assert_eq!(c.positions()[1], [4.0, 5.0, 6.0]);
     }
 
     #[test]
@@ -600,7 +599,7 @@ mod tests {
         let c = read(&d).unwrap();
         assert_eq!(c.len(), 2);
         assert_eq!(c.world(1), [100_001.5, 2.0, 3.0]);
-        assert_eq!(c.ring, Some(vec![7, 8]));
+        assert_eq!(c.ring(), Some(&[7, 8][..]));
         assert!(read(&d[..d.len() - 1]).is_err());
     }
 
@@ -616,11 +615,11 @@ mod tests {
         }
         let c = read(&d).unwrap();
         assert_eq!(
-            c.positions,
+            c.positions(),
             vec![[0.0, 1.0, 2.0], [1.0, 1.0, 2.0], [2.0, 1.0, 2.0]]
         );
-        assert_eq!(c.extra.len(), 1);
-        assert_eq!(c.extra[0].values.to_f64(), vec![10.0, 11.0, 12.0]);
+        assert_eq!(c.extras().len(), 1);
+        assert_eq!(c.extras()[0].values.to_f64(), vec![10.0, 11.0, 12.0]);
         // Point 1's y is NaN: the error names the point and the field.
         let at = header.len() + 16 + 4;
         d[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());

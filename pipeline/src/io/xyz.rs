@@ -216,7 +216,6 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
 
 /// Write `cloud` as space-separated text with a `//` header line (see the module documentation).
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
     let fields = out_fields(cloud, opts, Style::Text);
     let header = format!(
         "//{}\n",
@@ -260,8 +259,8 @@ mod tests {
     #[test]
     fn column_counts_decide_without_a_header() {
         let c = read("1 2 3 9 255 0 0\n4 5 6 8 0 255 0\n", None).unwrap();
-        assert_eq!(c.intensity, Some(vec![9.0, 8.0]));
-        assert_eq!(c.color.unwrap()[1], [0, 65535, 0]);
+        assert_eq!(c.intensity(), Some(&[9.0, 8.0][..]));
+        assert_eq!(c.color().unwrap()[1], [0, 65535, 0]);
         let c = read("1,2,3,4,5\n", None).unwrap();
         assert_eq!(c.extra("col_5").unwrap().values.to_f64(), vec![5.0]);
         let c = read("1\t2\t3\n", None).unwrap();
@@ -271,12 +270,12 @@ mod tests {
     #[test]
     fn headers_and_explicit_columns() {
         let c = read("//X,Y,Z,R,G,B,Scalar field\n1,2,3,10,20,30,0.5\n", None).unwrap();
-        assert_eq!(c.color.as_ref().unwrap()[0], [2570, 5140, 7710]);
+        assert_eq!(c.color().unwrap()[0], [2570, 5140, 7710]);
         assert_eq!(c.extra("Scalar field").unwrap().values.to_f64(), vec![0.5]);
         let c = read("x;y;z;ring\n1;2;3;7\n", None).unwrap();
-        assert_eq!(c.ring, Some(vec![7]));
+        assert_eq!(c.ring(), Some(&[7][..]));
         let c = read("2\n9 1 2 3\n9 4 5 6\n", Some(&["_", "x", "y", "z"])).unwrap();
-        assert_eq!(c.positions[1], [4.0, 5.0, 6.0]);
+        assert_eq!(c.positions()[1], [4.0, 5.0, 6.0]);
     }
 
     #[test]

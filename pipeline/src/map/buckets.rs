@@ -121,21 +121,7 @@ fn check_parameters(cloud: &Cloud, resolution: f32) -> Result<()> {
             ),
         ));
     }
-    cloud.validate().map_err(|m| Error::parameter("cloud", m))?;
-    if !cloud.origin.iter().all(|v| v.is_finite()) {
-        return Err(Error::parameter("cloud", "the origin is not finite"));
-    }
-    if let Some(i) = cloud
-        .positions
-        .iter()
-        .position(|p| !p.iter().all(|v| v.is_finite()))
-    {
-        return Err(Error::parameter(
-            "cloud",
-            format!("point {i} has a non-finite coordinate"),
-        ));
-    }
-    Ok(())
+    Ok(cloud.validate()?)
 }
 
 /// Mean number of points per occupied bucket for bucket size `l`, estimated on an even stride of at most
@@ -144,7 +130,7 @@ fn mean_occupancy(cloud: &Cloud, l: f64) -> f64 {
     let n = cloud.len();
     let stride = n.div_ceil(AUTO_SAMPLE_POINTS).max(1);
     let mut occupied = HashSet::new();
-    for p in cloud.positions.iter().step_by(stride) {
+    for p in cloud.positions().iter().step_by(stride) {
         occupied.insert(grid_of(cloud.origin, *p, l));
     }
     n as f64 / occupied.len().max(1) as f64
@@ -334,7 +320,7 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
     let origin = cloud.origin;
     // Bucket coordinates are computed twice (bounds, then keys) rather than held: 24 bytes per point less.
     let (lo, hi) = cloud
-        .positions
+        .positions()
         .par_iter()
         .fold(
             || ([i64::MAX; 3], [i64::MIN; 3]),
@@ -370,7 +356,7 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
     }
     // Every coordinate minus lo lies in 0..2^21 (checked above), so the casts are exact.
     let mut keyed: Vec<(u64, u32)> = cloud
-        .positions
+        .positions()
         .par_iter()
         .enumerate()
         .map(|(i, p)| {
@@ -409,7 +395,7 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
             let local: Vec<[f64; 3]> = ids
                 .iter()
                 .map(|&i| {
-                    let p = cloud.positions[i as usize];
+                    let p = cloud.positions()[i as usize];
                     let mut q = [0.0; 3];
                     for a in 0..3 {
                         bmin[a] = bmin[a].min(p[a]);
@@ -522,28 +508,28 @@ impl PackedMap {
         }
         // An optional attribute in map order; an owned cloud's copy is freed at once.
         macro_rules! pick {
-            ($field:ident) => {{
-                let out = cloud.$field.as_deref().map(|v| reorder(v, &b.order));
+            ($field:ident, $take:ident) => {{
+                let out = cloud.$field().map(|v| reorder(v, &b.order));
                 if let Cow::Owned(c) = &mut cloud {
-                    c.$field = None;
+                    drop(c.$take());
                 }
                 out
             }};
         }
-        let intensity = pick!(intensity);
+        let intensity = pick!(intensity, take_intensity);
         let refl = intensity.as_deref().and_then(reflectance_from_intensity);
         let mut dropped = Vec::new();
         for (present, name) in [
-            (cloud.time.is_some(), "time"),
-            (cloud.return_number.is_some(), "return_number"),
-            (cloud.number_of_returns.is_some(), "number_of_returns"),
-            (cloud.ring.is_some(), "ring"),
+            (cloud.time().is_some(), "time"),
+            (cloud.return_number().is_some(), "return_number"),
+            (cloud.number_of_returns().is_some(), "number_of_returns"),
+            (cloud.ring().is_some(), "ring"),
         ] {
             if present {
                 dropped.push(name.to_string());
             }
         }
-        dropped.extend(cloud.extra.iter().map(|d| d.name.clone()));
+        dropped.extend(cloud.extras().iter().map(|d| d.name.clone()));
         let max_count = b
             .buckets
             .iter()
@@ -597,16 +583,16 @@ impl PackedMap {
                 vec![r]
             },
         };
-        let positions = reorder(&cloud.positions, &b.order);
-        if let Cow::Owned(c) = &mut cloud {
-            c.positions = Vec::new();
-        }
-        let normals = pick!(normals);
-        let gamma = pick!(gamma);
-        let color = pick!(color);
-        let classification = pick!(classification);
+        let normals = pick!(normals, take_normals);
+        let gamma = pick!(gamma, take_gamma);
+        let color = pick!(color, take_color);
+        let classification = pick!(classification, take_classification);
+        // Positions last: they cannot leave a cloud that has points, so an owned cloud is dropped with them.
+        let origin = cloud.origin;
+        let positions = reorder(cloud.positions(), &b.order);
+        drop(cloud);
         let mut map = PackedMap {
-            origin: cloud.origin,
+            origin,
             resolution,
             bucket_size: b.bucket_size,
             morton_offset: b.morton_offset,
@@ -746,15 +732,14 @@ mod tests {
     }
 
     fn grid_cloud(extent: f64, step: f64) -> Cloud {
-        let mut c = Cloud::with_origin([1000.0, -2000.0, 10.0]);
         let k = (extent / step) as usize;
+        let mut positions = Vec::new();
         for i in 0..k {
             for j in 0..k {
-                c.positions
-                    .push([(i as f64 * step) as f32, (j as f64 * step) as f32, 0.5]);
+                positions.push([(i as f64 * step) as f32, (j as f64 * step) as f32, 0.5]);
             }
         }
-        c
+        Cloud::from_positions([1000.0, -2000.0, 10.0], positions)
     }
 
     #[test]
@@ -770,9 +755,8 @@ mod tests {
         let sparse = grid_cloud(100.0, 2.0);
         assert_eq!(auto_bucket_size(&sparse, 0.5).unwrap(), 20.0);
         assert_eq!(auto_bucket_size(&sparse, 0.1).unwrap(), 20.0);
-        let mut dense = Cloud::default();
         let mut rng = Rng(1);
-        dense.positions = (0..20_000)
+        let positions = (0..20_000)
             .map(|_| {
                 [
                     rng.unit() as f32 * 0.1,
@@ -781,6 +765,7 @@ mod tests {
                 ]
             })
             .collect();
+        let dense = Cloud::from_positions([0.0; 3], positions);
         assert_eq!(auto_bucket_size(&dense, 0.01).unwrap(), 0.08);
     }
 
@@ -796,7 +781,7 @@ mod tests {
             let g = bucket_coords(bk.key, b.morton_offset);
             for &i in &b.order[bk.first as usize..(bk.first + bk.count) as usize] {
                 let w = c.world(i as usize);
-                let p = c.positions[i as usize];
+                let p = c.positions()[i as usize];
                 for a in 0..3 {
                     assert_eq!((w[a] / 4.0).floor() as i64, g[a]);
                     assert!(bk.min[a] <= p[a] && p[a] <= bk.max[a]);
@@ -828,12 +813,11 @@ mod tests {
         assert!(bucketize(&c, f32::NAN, None).is_err());
         assert!(bucketize(&c, 0.1, Some(0.05)).is_err());
         assert!(bucketize(&c, 0.1, Some(f32::INFINITY)).is_err());
-        let mut far = c.clone();
-        far.positions.push([1.0e7, 0.0, 0.0]);
+        let far = Cloud::from_positions(c.origin, [c.positions(), &[[1.0e7, 0.0, 0.0]]].concat());
         let e = bucketize(&far, 0.001, Some(0.001)).unwrap_err().to_string();
         assert!(e.contains("buckets long along x"), "{e}");
         let mut nan = c.clone();
-        nan.positions[1][2] = f32::NAN;
+        nan.positions_mut()[1][2] = f32::NAN;
         assert!(
             bucketize(&nan, 0.1, None)
                 .unwrap_err()

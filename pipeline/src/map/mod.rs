@@ -7,8 +7,8 @@
 //! use aerie_pipeline::Cloud;
 //! use aerie_pipeline::map::{AmapFile, PackedMap, amap};
 //!
-//! let mut cloud = Cloud::with_origin([500_000.0, 4_000_000.0, 100.0]);
-//! cloud.positions = (0..1000).map(|i| [(i % 40) as f32 * 0.1, (i / 40) as f32 * 0.1, 0.0]).collect();
+//! let positions = (0..1000).map(|i| [(i % 40) as f32 * 0.1, (i / 40) as f32 * 0.1, 0.0]).collect();
+//! let cloud = Cloud::from_positions([500_000.0, 4_000_000.0, 100.0], positions);
 //! // Bucket at r_map 0.1 m (bucket size chosen from density), write, and map the file back.
 //! let map = PackedMap::from_cloud(&cloud, 0.1, None)?;
 //! let dir = tempfile::tempdir().map_err(|e| aerie_pipeline::Error::io("tmp", e))?;
@@ -72,9 +72,9 @@ use serde::{Deserialize, Serialize};
 pub use amap::AmapFile;
 pub use buckets::{morton_decode, morton_encode};
 
-use crate::cloud::ScanInfo;
+use crate::cloud::{Columns, ScanInfo};
 use crate::pose::Isometry3;
-use crate::{Cloud, Result, StageReport};
+use crate::{Cloud, LengthMismatch, Result, StageReport};
 
 /// What the metadata section of a map says (UTF-8 TOML, see docs/amap-format.md). Every field has a default
 /// and unknown keys are ignored, so maps written by newer minor versions still read.
@@ -235,7 +235,8 @@ impl PackedMap {
     /// # Errors
     ///
     /// [`crate::Error::Parameter`] when `metadata_toml` does not parse: the cloud would silently lose its CRS and
-    /// scanner poses. (An opened [`amap::AmapFile`] parsed its metadata on open, so its `to_cloud` cannot fail.)
+    /// scanner poses; or when an attribute does not have one value per point. (An opened [`amap::AmapFile`]
+    /// checked both on open, so its `to_cloud` cannot fail.)
     pub fn to_cloud(&self) -> Result<Cloud> {
         let meta = self.metadata()?;
         Ok(cloud_from_parts(
@@ -249,7 +250,7 @@ impl PackedMap {
                 classification: self.classification.as_deref(),
             },
             &meta,
-        ))
+        )?)
     }
 
     /// Check the invariants; the message names the first broken one.
@@ -327,14 +328,21 @@ pub(crate) struct CloudParts<'a> {
     pub classification: Option<&'a [u8]>,
 }
 
-pub(crate) fn cloud_from_parts(p: CloudParts<'_>, meta: &MapMetadata) -> Cloud {
-    let mut cloud = Cloud::with_origin(p.origin);
-    cloud.positions = p.positions.to_vec();
-    cloud.normals = p.normals.map(<[_]>::to_vec);
-    cloud.gamma = p.gamma.map(<[_]>::to_vec);
-    cloud.intensity = p.intensity.map(<[_]>::to_vec);
-    cloud.color = p.color.map(<[_]>::to_vec);
-    cloud.classification = p.classification.map(<[_]>::to_vec);
+/// The cloud of a map's arrays (copied) and metadata; fails when an attribute does not have one value per point.
+pub(crate) fn cloud_from_parts(
+    p: CloudParts<'_>,
+    meta: &MapMetadata,
+) -> std::result::Result<Cloud, LengthMismatch> {
+    let columns = Columns {
+        positions: p.positions.to_vec(),
+        normals: p.normals.map(<[_]>::to_vec),
+        gamma: p.gamma.map(<[_]>::to_vec),
+        intensity: p.intensity.map(<[_]>::to_vec),
+        color: p.color.map(<[_]>::to_vec),
+        classification: p.classification.map(<[_]>::to_vec),
+        ..Columns::default()
+    };
+    let mut cloud = Cloud::from_columns(p.origin, columns)?;
     cloud.meta.format = Some(format!(
         "aerie map {}.{}",
         amap::VERSION_MAJOR,
@@ -350,7 +358,7 @@ pub(crate) fn cloud_from_parts(p: CloudParts<'_>, meta: &MapMetadata) -> Cloud {
             world_from_scan: Some(s.world_from_scan),
         })
         .collect();
-    cloud
+    Ok(cloud)
 }
 
 #[cfg(test)]

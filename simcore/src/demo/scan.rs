@@ -21,7 +21,7 @@
 
 use std::f64::consts::TAU;
 
-use aerie_pipeline::{Cloud, ExtraDim, ScanInfo};
+use aerie_pipeline::{Cloud, Columns, ExtraDim, ScanInfo};
 use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
 
@@ -306,34 +306,41 @@ fn silhouette_jump<'a>(
 /// pose) and each point's label.
 pub(crate) fn assemble(site: &DemoSite, scans: Vec<StationScan>) -> (Cloud, Vec<Label>) {
     let n: usize = scans.iter().map(|s| s.points.len()).sum();
-    let mut cloud = Cloud::with_origin([0.0; 3]);
-    cloud.positions.reserve(n);
-    let (mut intensity, mut time, mut source, mut labels) = (
+    let (mut positions, mut intensity, mut time, mut source, mut labels) = (
+        Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
+    let mut station_scans = Vec::with_capacity(scans.len());
     for (k, (scan, station)) in scans.into_iter().zip(&site.stations).enumerate() {
-        let first = cloud.positions.len();
+        let first = positions.len();
         for p in scan.points {
-            cloud.positions.push(p.world.map(|v| v as f32));
+            positions.push(p.world.map(|v| v as f32));
             intensity.push(p.intensity);
             time.push(p.time_s);
             source.push(u16::try_from(k + 1).unwrap_or(u16::MAX));
             labels.push(p.label);
         }
-        cloud.meta.scans.push(ScanInfo {
+        station_scans.push(ScanInfo {
             name: format!("station {}", k + 1),
-            points: first..cloud.positions.len(),
+            points: first..positions.len(),
             world_from_scan: Some(Isometry3::from_parts(
                 Translation3::from(station.position_m),
                 UnitQuaternion::from_axis_angle(&Vector3::z_axis(), station.yaw_rad),
             )),
         });
     }
-    cloud.intensity = Some(intensity);
-    cloud.time = Some(time);
-    cloud.extra.push(ExtraDim::new("point_source_id", source));
+    let columns = Columns {
+        positions,
+        intensity: Some(intensity),
+        time: Some(time),
+        extra: vec![ExtraDim::new("point_source_id", source)],
+        ..Columns::default()
+    };
+    let mut cloud = Cloud::from_columns([0.0; 3], columns)
+        .expect("every point pushes one value onto each column");
+    cloud.meta.scans = station_scans;
     (cloud, labels)
 }

@@ -2,7 +2,7 @@
 //! out the way the sensor's own driver lays them out (rings by columns for spinning LiDARs, pixels for depth
 //! cameras, azimuth across and elevation down for Livox).
 
-use aerie_pipeline::Cloud;
+use aerie_pipeline::{Cloud, Columns};
 use nalgebra::Point3;
 
 use super::Frame;
@@ -41,13 +41,13 @@ impl Frame {
     /// `in_map_frame`, where they are placed by the frame's pose (origin at the pose, rounded down to metres,
     /// so georeferenced maps keep their precision).
     pub fn to_cloud(&self, time_offset_s: f64, in_map_frame: bool) -> Cloud {
-        let mut cloud = Cloud::default();
+        let mut cloud = Columns::default();
         let pose = &self.world_from_sensor;
+        let mut o = [0.0; 3];
         if in_map_frame {
             let t = pose.translation.vector;
-            cloud.origin = [t.x.floor(), t.y.floor(), t.z.floor()];
+            o = [t.x.floor(), t.y.floor(), t.z.floor()];
         }
-        let o = cloud.origin;
         cloud.positions = self
             .points
             .iter()
@@ -71,7 +71,7 @@ impl Frame {
                 .collect(),
         );
         cloud.ring = Some(self.points.iter().map(|p| p.ring).collect());
-        cloud
+        Cloud::from_columns(o, cloud).expect("one value per point in every column")
     }
 
     /// Range along each beam, as the sensor's native image (see the module doc); the nearest return wins
