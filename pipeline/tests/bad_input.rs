@@ -100,3 +100,21 @@ fn wrong_magic_is_an_error() {
         );
     }
 }
+
+/// Found by the `las` fuzz target: a LAZ chunk table offset 1-7 bytes past the point data's start (inside the
+/// 8-byte offset field) made the compressed length wrap around, which lifted the bound on the chunk count, and
+/// `laz` then tried to allocate 25 GB for the table (a panic in debug builds).
+#[test]
+fn laz_chunk_table_offset_inside_its_own_field_is_an_error() {
+    let rel = "las/las11_airborne_small.laz";
+    let Some(path) = shared_file(rel) else { return };
+    let data = std::fs::read(&path).unwrap();
+    let start = u32::from_le_bytes(data[96..100].try_into().unwrap()) as usize;
+    for past in 1..8 {
+        let mut bad = data.clone();
+        bad[start..start + 8].copy_from_slice(&((start + past) as i64).to_le_bytes());
+        let err = read(&bad, rel, Format::Las)
+            .expect_err("a chunk table inside its own offset was accepted");
+        assert!(err.contains("chunk table"), "{err}");
+    }
+}

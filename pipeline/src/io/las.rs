@@ -1493,7 +1493,18 @@ fn read_chunk_table(
             )
         })? as usize;
     let table_at = table_at as usize;
-    let compressed_len = table_at - start - 8;
+    // The table follows the 8-byte offset itself; an offset inside those bytes would make the length wrap
+    // around and lift the bound below.
+    let compressed_len = table_at.checked_sub(start + 8).ok_or_else(|| {
+        Error::format(
+            path,
+            place.clone(),
+            format!(
+                "chunk table offset {table_at} points inside the offset itself (bytes {start}..{})",
+                start + 8
+            ),
+        )
+    })?;
     // Every chunk holds at least its first point uncompressed; bound the table before `laz` allocates it.
     if n_chunks > compressed_len / header.record_len.max(1) + 1 {
         return Err(Error::format(
