@@ -53,6 +53,7 @@ pub mod cloud;
 pub mod error;
 pub mod features;
 pub mod filters;
+mod grid;
 pub mod io;
 pub mod map;
 mod mmap;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{CHUNK, check_cancel, check_cloud};
 use crate::cloud::{Cloud, ExtraValues};
 use crate::error::{Error, Result};
+use crate::grid::world_cell;
 use crate::progress::Progress;
 use crate::report::StageReport;
 
@@ -84,26 +85,18 @@ impl Grid {
     }
 }
 
-fn cell_of(origin: [f64; 3], p: [f32; 3], r: f64) -> [f64; 3] {
-    [
-        ((origin[0] + p[0] as f64) / r).floor(),
-        ((origin[1] + p[1] as f64) / r).floor(),
-        ((origin[2] + p[2] as f64) / r).floor(),
-    ]
-}
-
 fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
     let o = cloud.origin;
-    let limit = (1u64 << 62) as f64;
+    let limit = 1u64 << 62;
     // Lowest and highest cell; min/max are order-independent, so the parallel reduction is deterministic.
     let (lo, hi) = cloud
         .positions()
         .par_chunks(CHUNK)
         .map(|c| {
-            let mut lo = [f64::INFINITY; 3];
-            let mut hi = [f64::NEG_INFINITY; 3];
+            let mut lo = [i64::MAX; 3];
+            let mut hi = [i64::MIN; 3];
             for &p in c {
-                let cell = cell_of(o, p, r);
+                let cell = world_cell(o, p, r);
                 for k in 0..3 {
                     lo[k] = lo[k].min(cell[k]);
                     hi[k] = hi[k].max(cell[k]);
@@ -112,7 +105,7 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
             (lo, hi)
         })
         .reduce(
-            || ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]),
+            || ([i64::MAX; 3], [i64::MIN; 3]),
             |a, b| {
                 (
                     [a.0[0].min(b.0[0]), a.0[1].min(b.0[1]), a.0[2].min(b.0[2])],
@@ -127,7 +120,7 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
         )
     };
     for k in 0..3 {
-        if !(lo[k].abs() < limit && hi[k].abs() < limit) {
+        if !(lo[k].unsigned_abs() < limit && hi[k].unsigned_abs() < limit) {
             return Err(too_small(format!("cell index beyond 2^62 along axis {k}")));
         }
     }
@@ -142,7 +135,7 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
             dims[0], dims[1], dims[2]
         )));
     }
-    let base = [lo[0] as i64, lo[1] as i64, lo[2] as i64];
+    let base = lo;
     let mut grid = Grid {
         sorted: Vec::new(),
         starts: Vec::new(),
@@ -157,12 +150,8 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
             check_cancel(progress)?;
             for (j, slot) in out.iter_mut().enumerate() {
                 let i = ci * CHUNK + j;
-                let cell = cell_of(o, cloud.positions()[i], r);
-                let rel = [
-                    (cell[0] - lo[0]) as u64,
-                    (cell[1] - lo[1]) as u64,
-                    (cell[2] - lo[2]) as u64,
-                ];
+                let cell = world_cell(o, cloud.positions()[i], r);
+                let rel = [0, 1, 2].map(|k| (cell[k] - lo[k]) as u64);
                 *slot = (grid.pack(rel), i as u32);
             }
             Ok::<(), Error>(())

@@ -15,12 +15,13 @@
 //! - Automatic bucket size: see [`auto_bucket_size`].
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::time::Instant;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashSet;
 
 use super::{Bucket, BucketingInfo, MapMetadata, MapSource, PackedMap, ReflectanceInfo, ScanPose};
+use crate::grid::world_cell;
 use crate::{Cloud, Error, Result};
 
 /// Bits per axis in a bucket key.
@@ -88,16 +89,6 @@ pub fn bucket_coords(key: u64, morton_offset: [i64; 3]) -> [i64; 3] {
     ]
 }
 
-/// Bucket grid coordinates of a world point for bucket size `l` (f64 arithmetic, as the format specifies).
-fn grid_of(origin: [f64; 3], p: [f32; 3], l: f64) -> [i64; 3] {
-    // Values are finite (checked) and |world / l| is far below 2^63 for any physical map, and `as` saturates.
-    [
-        ((origin[0] + f64::from(p[0])) / l).floor() as i64,
-        ((origin[1] + f64::from(p[1])) / l).floor() as i64,
-        ((origin[2] + f64::from(p[2])) / l).floor() as i64,
-    ]
-}
-
 fn check_parameters(cloud: &Cloud, resolution: f32) -> Result<()> {
     if !(resolution.is_finite() && resolution > 0.0) {
         return Err(Error::parameter(
@@ -129,10 +120,21 @@ fn check_parameters(cloud: &Cloud, resolution: f32) -> Result<()> {
 fn mean_occupancy(cloud: &Cloud, l: f64) -> f64 {
     let n = cloud.len();
     let stride = n.div_ceil(AUTO_SAMPLE_POINTS).max(1);
-    let mut occupied = HashSet::new();
-    for p in cloud.positions().iter().step_by(stride) {
-        occupied.insert(grid_of(cloud.origin, *p, l));
-    }
+    // Sets per chunk, then their union: the count does not depend on the split. Fx hashing, not SipHash: the
+    // keys are not attacker-chosen, and the search hashes the whole sample up to 26 times.
+    let occupied = cloud
+        .positions()
+        .par_iter()
+        .step_by(stride)
+        .fold(FxHashSet::default, |mut set, p| {
+            set.insert(world_cell(cloud.origin, *p, l));
+            set
+        })
+        .reduce(FxHashSet::default, |a, b| {
+            let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+            big.extend(small);
+            big
+        });
     n as f64 / occupied.len().max(1) as f64
 }
 
@@ -325,7 +327,7 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
         .fold(
             || ([i64::MAX; 3], [i64::MIN; 3]),
             |(mut lo, mut hi), p| {
-                let g = grid_of(origin, *p, l);
+                let g = world_cell(origin, *p, l);
                 for a in 0..3 {
                     lo[a] = lo[a].min(g[a]);
                     hi[a] = hi[a].max(g[a]);
@@ -360,7 +362,7 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
         .par_iter()
         .enumerate()
         .map(|(i, p)| {
-            let g = grid_of(origin, *p, l);
+            let g = world_cell(origin, *p, l);
             (
                 morton_encode([
                     (g[0] - lo[0]) as u32,
