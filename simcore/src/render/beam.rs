@@ -2,9 +2,10 @@
 //! 8 x 8 x 8 fine cells; empty blocks and empty cells are skipped) and takes the nearest disk it crosses
 //! (oriented disks of radius sqrt(3)/2 * r_map for points on planes, disks facing the beam for the others). A
 //! point is listed in every fine cell its disk can reach, so the first cell holding a hit nearer than the
-//! cell's exit ends the march. A cell's points are stored four to a pack (structure of arrays, with the normal
-//! and plane thickness the exact test needs beside the coordinates) and screened four at a time with SSE before
-//! the exact test. On large maps a beam's time is mostly waiting for cache misses (block table, occupancy, cell
+//! cell's exit ends the march. A cell's points are stored four to a pack (structure of arrays in one cache
+//! line: the coordinates and the packed normals the exact test needs) and screened four at a time with SSE
+//! before the exact test; what only an accepted hit reads (map index, plane thickness) lies in a table of its
+//! own. On large maps a beam's time is mostly waiting for cache misses (block table, occupancy, cell
 //! starts, packs), so each table a beam reads is laid out to cost one miss: the block's occupied-cell box sits in
 //! the block table, each block's occupancy is one cache line. Beams are independent, so the result does not
 //! depend on the number of threads.
@@ -33,14 +34,10 @@ const EMPTY: u32 = u32::MAX;
 const HAS_NORMAL: u32 = 1 << 31;
 const PLANAR: u32 = 1 << 30;
 const OCT_MAX: f32 = 32767.0;
-/// `HAS_NORMAL` and `PLANAR` shifted to a byte (a [`Pack`]'s flags).
-const FLAG_SHIFT: u32 = 24;
-const HAS_NORMAL_FLAG: u8 = (HAS_NORMAL >> FLAG_SHIFT) as u8;
-const PLANAR_FLAG: u8 = (PLANAR >> FLAG_SHIFT) as u8;
 
 /// A unit normal in 32 bits: octahedral coordinates, 15 bits each (about 5e-5 rad), plus whether the point has
 /// a normal and whether it lies on a plane (plane thickness below the index's gamma_max). One word per point
-/// keeps the table the exact test reads 8 times smaller than full records, so it stays in cache.
+/// lets a pack of four points fit one cache line.
 fn pack_normal(n: Option<[f32; 3]>, planar: bool) -> u32 {
     let Some(n) = n.filter(|n| n.iter().all(|v| v.is_finite())) else {
         return 0;
@@ -59,9 +56,11 @@ fn pack_normal(n: Option<[f32; 3]>, planar: bool) -> u32 {
     HAS_NORMAL | if planar { PLANAR } else { 0 } | (q(x) << 15) | q(y)
 }
 
-/// The unit normal of a packed word (meaningful when `HAS_NORMAL` is set).
-#[inline]
-fn unpack_normal(v: u32) -> [f32; 3] {
+/// The direction of a packed normal (meaningful when `HAS_NORMAL` is set), not normalised: its L1 norm is 1.
+/// The disk test is scale-free except for the cosine of incidence, which divides by the length once a hit is
+/// accepted; so the square root and divisions of a unit normal are only paid for hits.
+#[inline(always)]
+fn normal_direction(v: u32) -> [f32; 3] {
     let d = |q: u32| (q & 0x7FFF) as f32 * (2.0 / OCT_MAX) - 1.0;
     let (mut x, mut y) = (d(v >> 15), d(v));
     let z = 1.0 - x.abs() - y.abs();
@@ -70,47 +69,45 @@ fn unpack_normal(v: u32) -> [f32; 3] {
         let sy = if y >= 0.0 { 1.0 } else { -1.0 };
         (x, y) = ((1.0 - y.abs()) * sx, (1.0 - x.abs()) * sy);
     }
-    let l = (x * x + y * y + z * z).sqrt();
-    [x / l, y / l, z / l]
+    [x, y, z]
 }
 
 /// Lanes of a [`Pack`].
 const LANES: usize = 4;
 
 /// Four points of a fine cell in structure-of-arrays form: the screening test runs on all four lanes at once
-/// (SIMD), where records one after the other made the compiler test them one by one. Everything the exact test
-/// reads (normal, flags, plane thickness) sits in the pack beside the coordinates: per-point tables indexed by
-/// map point cost two more cache misses per exact test. 128 bytes, two cache lines. A cell's last pack is
-/// padded with NaN coordinates, which fail every test.
+/// (SIMD), where records one after the other made the compiler test them one by one. 64 bytes, one cache line:
+/// the march is bound by cache misses, and the exact test needs nothing but the coordinates and the packed
+/// normal ([`pack_normal`]: direction, has-normal and planar bits). A cell's last pack is padded with NaN
+/// coordinates, which fail every test.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct Pack {
     x: [f32; LANES],
     y: [f32; LANES],
     z: [f32; LANES],
-    /// Unit normal of each point, decoded from its packed form ([`unpack_normal`] of [`pack_normal`]) when
-    /// the index is built rather than per exact test (a square root and three divisions each).
-    nx: [f32; LANES],
-    ny: [f32; LANES],
-    nz: [f32; LANES],
-    /// Index of each point in the map.
-    idx: [u32; LANES],
-    /// Whether each point has a normal (`HAS_NORMAL` bit) and lies on a plane (`PLANAR`), shifted to a byte.
-    flags: [u8; LANES],
-    /// Plane thickness of each point, millimetres (saturating; `u16::MAX` where there is no plane): how deep
-    /// the surface layer behind a hit on it reaches.
-    gamma: [u16; LANES],
+    normal: [u32; LANES],
 }
 
 const EMPTY_PACK: Pack = Pack {
     x: [f32::NAN; LANES],
     y: [f32::NAN; LANES],
     z: [f32::NAN; LANES],
-    nx: [0.0; LANES],
-    ny: [0.0; LANES],
-    nz: [0.0; LANES],
+    normal: [0; LANES],
+};
+
+/// What only a hit offered to the beam's layer reads of a pack's points (one entry per pack, same index).
+#[derive(Clone, Copy, Debug)]
+struct PackInfo {
+    /// Index of each point in the map.
+    idx: [u32; LANES],
+    /// Plane thickness of each point, millimetres (saturating; `u16::MAX` where there is no plane): how deep
+    /// the surface layer behind a hit on it reaches.
+    gamma: [u16; LANES],
+}
+
+const EMPTY_INFO: PackInfo = PackInfo {
     idx: [0; LANES],
-    flags: [0; LANES],
     gamma: [u16::MAX; LANES],
 };
 
@@ -152,6 +149,8 @@ pub struct BeamIndex {
     /// Points grouped by fine cell (a point appears in every cell its disk can reach), then in map order, four
     /// to a pack.
     packs: Vec<Pack>,
+    /// Per pack, its points' map indices and plane thicknesses.
+    infos: Vec<PackInfo>,
     /// Plane thickness below which the packed normals say "planar".
     gamma_max: f32,
 }
@@ -319,6 +318,7 @@ impl BeamIndex {
             *s = n_packs;
         }
         let mut packs = vec![EMPTY_PACK; n_packs as usize];
+        let mut infos = vec![EMPTY_INFO; n_packs as usize];
         let mut prev_cell = usize::MAX;
         let mut lane = 0usize;
         let mut at = 0usize;
@@ -337,22 +337,13 @@ impl BeamIndex {
             let p = positions.get(i).copied().unwrap_or([f32::NAN; 3]);
             let gamma = map.gamma.and_then(|g| g.get(i)).copied();
             let normal = map.normals.and_then(|n| n.get(i)).copied();
-            if let Some(pack) = packs.get_mut(at) {
+            if let (Some(pack), Some(info)) = (packs.get_mut(at), infos.get_mut(at)) {
                 pack.x[lane] = p[0];
                 pack.y[lane] = p[1];
                 pack.z[lane] = p[2];
-                pack.idx[lane] = idx;
-                let packed = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max);
-                let n = if packed & HAS_NORMAL != 0 {
-                    unpack_normal(packed)
-                } else {
-                    [0.0; 3]
-                };
-                pack.nx[lane] = n[0];
-                pack.ny[lane] = n[1];
-                pack.nz[lane] = n[2];
-                pack.flags[lane] = (packed >> FLAG_SHIFT) as u8;
-                pack.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
+                pack.normal[lane] = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max);
+                info.idx[lane] = idx;
+                info.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
             }
             lane += 1;
         }
@@ -374,6 +365,7 @@ impl BeamIndex {
             starts,
             occupied,
             packs,
+            infos,
             gamma_max,
         }
     }
@@ -389,6 +381,7 @@ impl BeamIndex {
             + self.top.len() * std::mem::size_of::<Block>()
             + self.occupied.len() * std::mem::size_of::<Occupancy>()
             + self.packs.len() * std::mem::size_of::<Pack>()
+            + self.infos.len() * std::mem::size_of::<PackInfo>()
     }
 }
 
@@ -605,27 +598,19 @@ fn trace_block(
             && let (Some(&a), Some(&b)) = (index.starts.get(cell), index.starts.get(cell + 1))
         {
             // Screen four points at a time into a bit mask, then test exactly the few that pass.
-            for pack in index.packs.get(a as usize..b as usize).unwrap_or(&[]) {
+            let (a, b) = (a as usize, b as usize);
+            for (at, pack) in (a..b).zip(index.packs.get(a..b).unwrap_or(&[])) {
                 let (mut mask, lanes) = screen(ray, pack);
                 while mask != 0 {
                     let j = mask.trailing_zeros() as usize;
                     mask &= mask - 1;
-                    if let (
-                        Some(&idx),
-                        Some(&flags),
-                        Some(&gamma),
-                        Some(&nx),
-                        Some(&ny),
-                        Some(&nz),
-                    ) = (
-                        pack.idx.get(j),
-                        pack.flags.get(j),
-                        pack.gamma.get(j),
-                        pack.nx.get(j),
-                        pack.ny.get(j),
-                        pack.nz.get(j),
-                    ) {
-                        exact(ray, &lanes, j, idx, flags, [nx, ny, nz], gamma, t_end, best);
+                    if let Some(&word) = pack.normal.get(j)
+                        && let Some((t, cos, off2)) = exact(ray, &lanes, j, word)
+                        && t <= t_end
+                        && let Some(info) = index.infos.get(at)
+                        && let (Some(&idx), Some(&gamma)) = (info.idx.get(j), info.gamma.get(j))
+                    {
+                        best.offer(t, idx, cos, 1.0 - off2 / ray.rho2, gamma);
                     }
                 }
             }
@@ -671,27 +656,13 @@ fn screen(ray: &RayCtx, pack: &Pack) -> (u32, Lanes) {
     (pass.to_bitmask(), lanes)
 }
 
-/// The exact disk test of screened point `j` of a pack; offers the hit to the beam's layer of candidates.
-#[allow(clippy::too_many_arguments)]
+/// The exact disk test of screened point `j` of a pack with packed normal `word`: (t, cos of incidence,
+/// squared distance from the disk's centre) of its hit.
 #[inline]
-fn exact(
-    ray: &RayCtx,
-    lanes: &Lanes,
-    j: usize,
-    idx: u32,
-    flags: u8,
-    n: [f32; 3],
-    gamma_mm: u16,
-    t_end: f32,
-    best: &mut Layer,
-) {
+fn exact(ray: &RayCtx, lanes: &Lanes, j: usize, word: u32) -> Option<(f32, f32, f32)> {
     let lane = |v: &[f32; LANES]| v.get(j).copied().unwrap_or(f32::NAN);
     let rel = lanes.rel.each_ref().map(lane);
-    if let Some((t, cos, off2)) = disk_hit(ray, flags, n, rel, lane(&lanes.tp), lane(&lanes.perp2))
-        && t <= t_end
-    {
-        best.offer(t, idx, cos, 1.0 - off2 / ray.rho2, gamma_mm);
-    }
+    disk_hit(ray, word, rel, lane(&lanes.tp), lane(&lanes.perp2))
 }
 
 /// Disk intersection of a screened point (`rel` from the ray origin, `tp` its projection on the ray, `perp2`
@@ -700,30 +671,34 @@ fn exact(
 #[inline(always)]
 fn disk_hit(
     ray: &RayCtx,
-    flags: u8,
-    n: [f32; 3],
+    word: u32,
     rel: [f32; 3],
     tp: f32,
     perp2: f32,
 ) -> Option<(f32, f32, f32)> {
     let u = ray.u;
-    if ray.planes && flags & PLANAR_FLAG != 0 {
+    // |n . u| / |n| for a normal direction n of any length.
+    let cos_of = |n: [f32; 3], denom: f32| (denom.abs() / dot(n, n).sqrt()).min(1.0);
+    if ray.planes && word & PLANAR != 0 {
+        let n = normal_direction(word);
         let denom = dot(n, u);
-        if denom.abs() >= MIN_COS_PLANE {
+        // |cos| >= MIN_COS_PLANE without the square root.
+        if denom * denom >= MIN_COS_PLANE * MIN_COS_PLANE * dot(n, n) {
             let t = dot(n, rel) / denom;
             if !(t > 0.0) {
                 return None;
             }
             let miss = [t * u[0] - rel[0], t * u[1] - rel[1], t * u[2] - rel[2]];
             let off2 = dot(miss, miss);
-            return (off2 <= ray.rho2).then_some((t, denom.abs().min(1.0), off2));
+            return (off2 <= ray.rho2).then(|| (t, cos_of(n, denom), off2));
         }
     }
     if !(tp > 0.0 && perp2 <= ray.rho2) {
         return None;
     }
-    let cos = if flags & HAS_NORMAL_FLAG != 0 {
-        dot(n, u).abs().min(1.0)
+    let cos = if word & HAS_NORMAL != 0 {
+        let n = normal_direction(word);
+        cos_of(n, dot(n, u))
     } else {
         1.0
     };
@@ -748,7 +723,9 @@ mod tests {
             let n = [n[0] / l, n[1] / l, n[2] / l];
             let v = pack_normal(Some(n), true);
             assert!(v & HAS_NORMAL != 0 && v & PLANAR != 0);
-            let m = unpack_normal(v);
+            let m = normal_direction(v);
+            let l = dot(m, m).sqrt();
+            let m = m.map(|c| c / l);
             // Within 1e-4 rad (15-bit octahedral coordinates: about 5e-5).
             let c = super::super::cross(m, n);
             assert!(dot(c, c).sqrt() < 1e-4 && dot(m, n) > 0.0, "{n:?} {m:?}");
