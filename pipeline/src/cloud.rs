@@ -517,6 +517,17 @@ macro_rules! attribute_accessors {
                 }
                 Ok(())
             }
+
+            /// Every present attribute of `self` at `indices`, in that order, into `out`.
+            fn select_attributes(&self, indices: &[usize], out: &mut Columns) {
+                $(out.$name = self.$name.as_deref().map(|v| indices.iter().map(|&i| v[i]).collect());)*
+            }
+
+            /// Append `other`'s attributes to `self`'s, dropping each that either side lacks (it would leave
+            /// holes), except that `first` (self holds no points yet) takes `other`'s as they are.
+            fn join_attributes(&mut self, other: &Columns, first: bool) {
+                $(join_column(&mut self.$name, other.$name.as_deref(), first);)*
+            }
         }
 
         impl Cloud {
@@ -562,6 +573,15 @@ macro_rules! attribute_accessors {
             )*
         }
     };
+}
+
+/// One attribute column of [`Columns::join_attributes`].
+fn join_column<T: Copy>(a: &mut Option<Vec<T>>, b: Option<&[T]>, first: bool) {
+    match (a.as_mut(), b) {
+        (Some(a), Some(b)) => a.extend_from_slice(b),
+        (None, Some(b)) if first => *a = Some(b.to_vec()),
+        _ => *a = None,
+    }
 }
 
 /// How length errors name a modelled attribute.
@@ -723,35 +743,26 @@ impl Cloud {
     /// A new cloud holding the points at `indices`, in that order, with every attribute and the metadata
     /// (scan ranges are dropped because they no longer describe contiguous runs).
     pub fn select(&self, indices: &[usize]) -> Cloud {
-        fn pick<T: Copy>(v: Option<&[T]>, idx: &[usize]) -> Option<Vec<T>> {
-            v.map(|v| idx.iter().map(|&i| v[i]).collect())
-        }
         let mut meta = self.meta.clone();
         meta.scans.iter_mut().for_each(|s| s.points = 0..0);
         meta.scans.retain(|s| s.world_from_scan.is_some());
         let c = &self.columns;
+        let mut columns = Columns {
+            positions: indices.iter().map(|&i| c.positions[i]).collect(),
+            extra: c
+                .extra
+                .iter()
+                .map(|d| ExtraDim {
+                    name: d.name.clone(),
+                    values: d.values.select(indices),
+                })
+                .collect(),
+            ..Columns::default()
+        };
+        c.select_attributes(indices, &mut columns);
         Cloud {
             origin: self.origin,
-            columns: Columns {
-                positions: indices.iter().map(|&i| c.positions[i]).collect(),
-                intensity: pick(c.intensity.as_deref(), indices),
-                color: pick(c.color.as_deref(), indices),
-                normals: pick(c.normals.as_deref(), indices),
-                gamma: pick(c.gamma.as_deref(), indices),
-                time: pick(c.time.as_deref(), indices),
-                return_number: pick(c.return_number.as_deref(), indices),
-                number_of_returns: pick(c.number_of_returns.as_deref(), indices),
-                classification: pick(c.classification.as_deref(), indices),
-                ring: pick(c.ring.as_deref(), indices),
-                extra: c
-                    .extra
-                    .iter()
-                    .map(|d| ExtraDim {
-                        name: d.name.clone(),
-                        values: d.values.select(indices),
-                    })
-                    .collect(),
-            },
+            columns,
             meta,
         }
     }
@@ -782,35 +793,8 @@ impl Cloud {
         ];
         let self_was_empty =
             self.is_empty() && self.attributes().is_empty() && self.extras().is_empty();
-        fn join<T: Copy>(a: &mut Option<Vec<T>>, b: Option<&[T]>, first: bool) {
-            match (a.as_mut(), b) {
-                (Some(a), Some(b)) => a.extend_from_slice(b),
-                (None, Some(b)) if first => *a = Some(b.to_vec()),
-                _ => *a = None,
-            }
-        }
         let (a, b) = (&mut self.columns, &other.columns);
-        join(&mut a.intensity, b.intensity.as_deref(), self_was_empty);
-        join(&mut a.color, b.color.as_deref(), self_was_empty);
-        join(&mut a.normals, b.normals.as_deref(), self_was_empty);
-        join(&mut a.gamma, b.gamma.as_deref(), self_was_empty);
-        join(&mut a.time, b.time.as_deref(), self_was_empty);
-        join(
-            &mut a.return_number,
-            b.return_number.as_deref(),
-            self_was_empty,
-        );
-        join(
-            &mut a.number_of_returns,
-            b.number_of_returns.as_deref(),
-            self_was_empty,
-        );
-        join(
-            &mut a.classification,
-            b.classification.as_deref(),
-            self_was_empty,
-        );
-        join(&mut a.ring, b.ring.as_deref(), self_was_empty);
+        a.join_attributes(b, self_was_empty);
         if self_was_empty {
             a.extra.clone_from(&b.extra);
         } else {
