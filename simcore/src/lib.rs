@@ -28,8 +28,6 @@
 //! # let _ = Isometry3::<f64>::identity();
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod control;
 pub mod demo;
 pub mod flight;
