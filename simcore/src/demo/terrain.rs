@@ -34,7 +34,7 @@ pub struct Wave {
     pub amplitude_m: f64,
 }
 
-/// The ground: a sum of plane waves over the rectangle |x| <= half_extent[0], |y| <= half_extent[1].
+/// The ground: a sum of plane waves over the rectangle `|x| <= half_extent[0]`, `|y| <= half_extent[1]`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Terrain {
     /// Half sizes of the rectangle along x and y, metres; centred on the origin.
