@@ -104,9 +104,10 @@ pub fn sym_eigen3(m: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
     let det = (b00 * c00 - a01 * c01 + a02 * c02) / (p * p * p);
     let half_det = (0.5 * det).clamp(-1.0, 1.0);
     let angle = half_det.acos() / 3.0;
-    const TWO_THIRDS_PI: f64 = 2.0 * std::f64::consts::PI / 3.0;
-    let beta2 = 2.0 * angle.cos();
-    let beta0 = 2.0 * (angle + TWO_THIRDS_PI).cos();
+    // cos(angle + 2 pi / 3) from cos and sin of angle (in [0, pi / 3], so sin >= 0): one libm cosine less.
+    let (s, c) = angle.sin_cos();
+    let beta2 = 2.0 * c;
+    let beta0 = -c - 3f64.sqrt() * s;
     let beta1 = -(beta0 + beta2);
     // Increasing: l0 <= l1 <= l2.
     let l = [q + p * beta0, q + p * beta1, q + p * beta2];
@@ -178,7 +179,8 @@ fn eigenvector_in_complement(a: &[[f64; 3]; 3], w: [f64; 3], l: f64) -> [f64; 3]
     } else {
         (m01, m11)
     };
-    let len = r0.hypot(r1);
+    // The matrix is scaled to entries of at most 1, so the sum of squares cannot overflow: no libm `hypot`.
+    let len = (r0 * r0 + r1 * r1).sqrt();
     if len == 0.0 {
         return u;
     }
