@@ -2,7 +2,8 @@
 //!
 //! A cell of side `s` holds the world points with `floor(world / s) = c` on each axis, world = the cloud's
 //! f64 origin + the f32 position, so two clouds (or two tiles of one map) bin a point the same way whatever
-//! their origins.
+//! their origins. This is also how the .amap format defines bucket coordinates (docs/amap-format.md), so
+//! bucketing must bin through it.
 
 /// `v.floor() as i64`, with the same results (saturating; NaN gives 0), without the call into libm that
 /// `f64::floor` compiles to on the x86-64 baseline (no SSE4.1): binning runs it three times per point, and the

@@ -5,10 +5,10 @@
 //! cell's exit ends the march. A cell's points are stored four to a pack (structure of arrays in one cache
 //! line: the coordinates and the packed normals the exact test needs) and screened four at a time with SSE
 //! before the exact test; what only an accepted hit reads (map index, plane thickness) lies in a table of its
-//! own. On large maps a beam's time is mostly waiting for cache misses (block table, occupancy, cell
-//! starts, packs), so each table a beam reads is laid out to cost one miss: the block's occupied-cell box sits in
-//! the block table, each block's occupancy is one cache line. Beams are independent, so the result does not
-//! depend on the number of threads.
+//! own. Each table a beam reads is laid out to cost one cache line: the block's occupied-cell box sits in the
+//! block table, each block's occupancy is one line. Even so a beam's time is instructions, not misses (about
+//! 6,800 per Avia beam in an 8M-point map at ~1.6 per cycle; docs/benchmarks.md): the work per beam is what
+//! sets the speed. Beams are independent, so the result does not depend on the number of threads.
 
 use rayon::prelude::*;
 use wide::f32x4;
@@ -77,9 +77,10 @@ const LANES: usize = 4;
 
 /// Four points of a fine cell in structure-of-arrays form: the screening test runs on all four lanes at once
 /// (SIMD), where records one after the other made the compiler test them one by one. 64 bytes, one cache line:
-/// the march is bound by cache misses, and the exact test needs nothing but the coordinates and the packed
-/// normal ([`pack_normal`]: direction, has-normal and planar bits). A cell's last pack is padded with NaN
-/// coordinates, which fail every test.
+/// the exact test needs nothing but the coordinates and the packed normal ([`pack_normal`]: direction,
+/// has-normal and planar bits), and a point is listed in about three cells, so the pack's size sets most of the
+/// index's memory (78 bytes per map point against 111 with decoded normals and the rest beside them). A cell's
+/// last pack is padded with NaN coordinates, which fail every test.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct Pack {
