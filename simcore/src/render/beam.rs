@@ -17,8 +17,10 @@ use aerie_pipeline::map::MapView;
 
 use super::{Ctx, Hit, Layer, MIN_COS_PLANE, dot, gamma_mm};
 
-/// Fine cell edge in units of r_map: ~16 points of a surface per cell, each listed in ~3 cells.
-const FINE_CELL: f32 = 4.0;
+/// Fine cell edge in units of r_map: ~64 points of a surface per cell, each listed in ~1.5 cells. Measured
+/// against 3, 4, 5, 6, 10 and 12 (docs/benchmarks.md, 2026-11-24): 8 is the fastest on the tiled map and level
+/// in the hall, and the index is about half the size of 4's. The output does not depend on it.
+const FINE_CELL: f32 = 8.0;
 /// Block edge in fine cells (8^3 = 512 cells: eight 64-bit occupancy words).
 const BLOCK: i32 = 8;
 const BLOCK_CELLS: usize = 512;
@@ -78,8 +80,8 @@ const LANES: usize = 4;
 /// Four points of a fine cell in structure-of-arrays form: the screening test runs on all four lanes at once
 /// (SIMD), where records one after the other made the compiler test them one by one. 64 bytes, one cache line:
 /// the exact test needs nothing but the coordinates and the packed normal ([`pack_normal`]: direction,
-/// has-normal and planar bits), and a point is listed in about three cells, so the pack's size sets most of the
-/// index's memory (78 bytes per map point against 111 with decoded normals and the rest beside them). A cell's
+/// has-normal and planar bits), and a point is listed in one or two cells, so the pack's size sets most of the
+/// index's memory (43 bytes per map point of the tiled map; 111 with decoded normals and 4 r_map cells). A cell's
 /// last pack is padded with NaN coordinates, which fail every test.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
@@ -571,8 +573,10 @@ fn trace_block(
         return;
     };
     let ta = ta.max(t_enter);
-    let tb = tb.min(t_end).min(best.limit());
-    if !(ta <= tb) {
+    let tb = tb.min(t_end);
+    // A hit that matters lies at or before the layer's limit, and one before `ta` would have been met in an
+    // earlier block; the limit can only move once a nearer hit is found, so the march itself re-reads it.
+    if !(ta <= tb.min(best.limit())) {
         return;
     }
     let mut dda = Dda::new(

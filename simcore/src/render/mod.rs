@@ -486,6 +486,10 @@ const LAYER_CAP: usize = 16;
 /// behind it. A map fused from many scans holds a surface as a layer a few centimetres thick; the real sensor
 /// sees it near the middle of that layer, so the beam's range is the footprint-weighted mean of the hits in
 /// the layer rather than the nearest one (which reads short).
+///
+/// The result depends only on the set of hits offered, not on their order (so not on how a renderer walks
+/// its cells): hits are kept up to `cap` (the largest window) behind the nearest so far, and the nearest
+/// hit's window is applied when the layer is resolved.
 pub(crate) struct Layer {
     /// Depth of the layer behind the nearest hit: `k * gamma / cos(incidence)` of the nearest hit's point,
     /// at most `cap`.
@@ -493,7 +497,9 @@ pub(crate) struct Layer {
     k: f32,
     cap: f32,
     n: usize,
+    /// The nearest hit so far, by (range, point).
     t_min: f32,
+    p_min: u32,
     /// (t, point, cos(incidence), weight).
     hits: [(f32, u32, f32, f32); LAYER_CAP],
 }
@@ -506,6 +512,7 @@ impl Layer {
             cap,
             n: 0,
             t_min: f32::INFINITY,
+            p_min: u32::MAX,
             hits: [(0.0, 0, 0.0, 0.0); LAYER_CAP],
         }
     }
@@ -519,21 +526,26 @@ impl Layer {
     /// Offers a hit with its footprint weight (1 at the disk's centre, 0 at its rim).
     #[inline]
     pub fn offer(&mut self, t: f32, point: u32, cos: f32, weight: f32, gamma_mm: u16) {
-        if !(t <= self.limit()) {
+        if !(t <= self.t_min + self.cap) {
             return;
         }
-        if t < self.t_min {
+        // A point is listed in every cell its disk reaches, so a beam crossing several of them meets it again.
+        if self.hits[..self.n].iter().any(|h| h.1 == point) {
+            return;
+        }
+        if (t, point) < (self.t_min, self.p_min) {
             self.t_min = t;
+            self.p_min = point;
             let gamma = if gamma_mm == u16::MAX {
                 self.cap
             } else {
                 gamma_mm as f32 * 1e-3
             };
             self.window = (self.k * gamma / cos.max(0.2)).min(self.cap);
-            let limit = self.limit();
+            let keep = self.t_min + self.cap;
             let mut k = 0;
             for i in 0..self.n {
-                if self.hits[i].0 <= limit {
+                if self.hits[i].0 <= keep {
                     self.hits[k] = self.hits[i];
                     k += 1;
                 }
@@ -554,9 +566,9 @@ impl Layer {
         }
     }
 
-    /// The beam's hit: the weighted mean range of the layer, with the nearest hit's point and incidence.
-    /// Sums run in a fixed order (sorted by range, then point), so the result does not depend on the order
-    /// in which the march met the points.
+    /// The beam's hit: the weighted mean range of the hits within the nearest hit's window, with the nearest
+    /// hit's point and incidence. Sums run in a fixed order (sorted by range, then point), so the result does
+    /// not depend on the order in which the march met the points.
     pub fn resolve(&self) -> Option<Hit> {
         if self.n == 0 {
             return None;
@@ -569,8 +581,9 @@ impl Layer {
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         let (first, _) = hits.split_first()?;
+        let limit = self.limit();
         let (mut sw, mut swt) = (0.0f32, 0.0f32);
-        for h in hits.iter() {
+        for h in hits.iter().take_while(|h| h.0 <= limit) {
             sw += h.3;
             swt += h.3 * (h.0 - first.0);
         }
