@@ -6,9 +6,11 @@
 //! line: the coordinates and the packed normals the exact test needs) and screened four at a time with SSE
 //! before the exact test; what only an accepted hit reads (map index, plane thickness) lies in a table of its
 //! own. Each table a beam reads is laid out to cost one cache line: the block's occupied-cell box sits in the
-//! block table, each block's occupancy is one line. Even so a beam's time is instructions, not misses (about
-//! 6,800 per Avia beam in an 8M-point map at ~1.6 per cycle; docs/benchmarks.md): the work per beam is what
-//! sets the speed. Beams are independent, so the result does not depend on the number of threads.
+//! block table, each block's occupancy is one line. What sets a beam's time is neither misses nor the
+//! instruction count alone (docs/benchmarks.md, 2026-11-24): cells of 8 r_map run ~7,450 instructions per Avia
+//! beam in an 8M-point map against 6,760 with cells of 4 and are faster; bounding spheres over packs cut them to
+//! ~6,100 and were slower. The branchy steps (block and cell DDA, the loops over set bits) weigh more than the
+//! regular SIMD screening. Beams are independent, so the result does not depend on the number of threads.
 
 use rayon::prelude::*;
 use wide::f32x4;
