@@ -1346,6 +1346,52 @@ mod tests {
     }
 
     #[test]
+    fn layer_depends_on_the_set_of_hits_not_their_order() {
+        // (t, point, cos, weight, gamma mm): a thick layer whose nearest hit (point 7) arrives late, a hit
+        // beyond the first hit's window but inside the nearest's, a point offered twice (two cells), and
+        // hits beyond every window.
+        let hits = [
+            (5.00f32, 3u32, 0.9f32, 0.5f32, 20u16),
+            (5.03, 4, 0.8, 0.9, 20),
+            (5.09, 5, 0.7, 0.2, 60),
+            (4.98, 7, 0.9, 0.7, 60),
+            (5.03, 4, 0.8, 0.9, 20),
+            (5.40, 9, 1.0, 1.0, 20),
+            (5.11, 11, 0.6, 0.4, 60),
+        ];
+        let resolve = |order: &[usize]| {
+            let mut layer = Layer::new((2.0, 0.2));
+            for &i in order {
+                let (t, p, c, w, g) = hits[i];
+                layer.offer(t, p, c, w, g);
+            }
+            layer.resolve().unwrap()
+        };
+        let forward = resolve(&[0, 1, 2, 3, 4, 5, 6]);
+        for order in [
+            [6, 5, 4, 3, 2, 1, 0],
+            [3, 0, 1, 2, 4, 5, 6],
+            [0, 5, 1, 6, 4, 2, 3],
+        ] {
+            assert_eq!(resolve(&order), forward, "{order:?}");
+        }
+        assert_eq!(forward.point, 7);
+        // The window of the nearest (2 * 0.06 / 0.9 = 0.133) holds points 7, 3, 4, 5 and 11, point 4 once.
+        let (sw, swt) = [
+            (4.98, 0.7),
+            (5.00, 0.5),
+            (5.03, 0.9),
+            (5.09, 0.2),
+            (5.11, 0.4),
+        ]
+        .iter()
+        .fold((0.0f32, 0.0f32), |(a, b), &(t, w)| {
+            (a + w, b + w * (t - 4.98))
+        });
+        assert!((forward.t - (4.98 + swt / sw)).abs() < 1e-6, "{forward:?}");
+    }
+
+    #[test]
     fn params_serde_defaults() {
         let p: RenderParams = toml::from_str("method = \"splat\"\nseed = 3\n").unwrap();
         assert_eq!(p.method, Method::Splat);
