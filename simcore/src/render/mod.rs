@@ -1197,13 +1197,13 @@ impl<'a> Ctx<'a> {
                 let d_true = hit.t as f64;
                 let sigma =
                     ph.range_sigma_m as f64 + ph.range_sigma_quadratic as f64 * d_true * d_true;
-                // The range sample is the first pair of the beam's stream (the direction jitter the second),
+                // The range sample is the first draw of the beam's stream (the direction jitter the next two),
                 // drawn here so that beams that hit nothing pay nothing for it.
                 let d = d_true
                     + if sigma > 0.0 {
                         let mut rng =
                             crate::rng::BeamRng::new(self.params.seed, self.frame_index, i as u64);
-                        sigma * rng.gaussian_pair().0
+                        sigma * rng.normal()
                     } else {
                         0.0
                     };
@@ -1285,10 +1285,9 @@ fn jittered_dir(beam: &Beam, seed: u64, frame_index: u64, sigma: f32, i: usize) 
         return b;
     }
     let mut rng = crate::rng::BeamRng::new(seed, frame_index, i as u64);
-    // The first pair is the range sample (drawn in the finishing pass): skip its two words.
+    // The first draw is the range sample (taken in the finishing pass): skip its word.
     rng.next_u64();
-    rng.next_u64();
-    let (g1, g2) = rng.gaussian_pair();
+    let (g1, g2) = (rng.normal(), rng.normal());
     // An orthonormal pair perpendicular to b.
     let helper = if b[0].abs() < 0.9 {
         [1.0, 0.0, 0.0]
