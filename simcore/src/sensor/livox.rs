@@ -270,28 +270,47 @@ impl Sweep {
         let lo = f64::from(self.elevation_range_deg[0]).to_radians();
         let span = f64::from(self.elevation_range_deg[1]).to_radians() - lo;
         let lines = u64::from(self.lines.max(1));
-        let beam = |k: u64| {
-            let time = k as f64 / self.points_per_second;
-            let line = k % lines;
-            let share = line as f64 / lines as f64;
-            let turns = base_az + (self.azimuth_rev_per_s * time).fract() + share;
-            let azimuth = std::f64::consts::TAU * (turns.rem_euclid(1.0) - 0.5);
-            let elevation = lo
-                + span * triangle(base_el + (self.elevation_cycles_per_s * time).fract() + share);
-            let (sin_az, cos_az) = azimuth.sin_cos();
-            let (sin_el, cos_el) = elevation.sin_cos();
-            Beam {
-                dir: unit([cos_el * cos_az, cos_el * sin_az, sin_el]),
-                time_s: time as f32,
-                ring: line as u16,
-            }
-        };
-        // Parallel, as for the rosette: each point depends only on its index.
-        (0..n)
-            .into_par_iter()
-            .with_min_len(1024)
-            .map(|k| beam(k as u64))
-            .collect_into_vec(out);
+        let tau = std::f64::consts::TAU;
+        // The azimuth (turns) is base + rate * time + line / lines, less half a turn: its cosine and sine
+        // follow from a phasor advanced by rotation from point to point (exact every block of points, as in
+        // `Rosette::generate`) turned by the line's share. The elevation's triangle wave turns every few
+        // hundred points and keeps its own sine and cosine.
+        let step = (tau * self.azimuth_rev_per_s / self.points_per_second).sin_cos();
+        let shares: Vec<(f64, f64)> = (0..lines)
+            .map(|line| (tau * (line as f64 / lines as f64)).sin_cos())
+            .collect();
+        let rotate = |(s, c): (f64, f64), (ds, dc): (f64, f64)| (s * dc + c * ds, c * dc - s * ds);
+        let shares = &shares;
+        out.clear();
+        out.par_extend(
+            (0..n.div_ceil(PHASE_BLOCK))
+                .into_par_iter()
+                .flat_map_iter(move |block| {
+                    let first = block * PHASE_BLOCK;
+                    let t0 = first as f64 / self.points_per_second;
+                    let mut z = (tau * (base_az + (self.azimuth_rev_per_s * t0).fract())).sin_cos();
+                    (first..(first + PHASE_BLOCK).min(n)).map(move |k| {
+                        let time = k as f64 / self.points_per_second;
+                        let line = k as u64 % lines;
+                        let share = line as f64 / lines as f64;
+                        // Half a turn back: both sine and cosine change sign.
+                        let (s, c) = rotate(z, shares[line as usize]);
+                        let (sin_az, cos_az) = (-s, -c);
+                        z = rotate(z, step);
+                        let elevation = lo
+                            + span
+                                * triangle(
+                                    base_el + (self.elevation_cycles_per_s * time).fract() + share,
+                                );
+                        let (sin_el, cos_el) = elevation.sin_cos();
+                        Beam {
+                            dir: unit([cos_el * cos_az, cos_el * sin_az, sin_el]),
+                            time_s: time as f32,
+                            ring: line as u16,
+                        }
+                    })
+                }),
+        );
     }
 
     pub(crate) fn fov(&self) -> Fov {
