@@ -924,7 +924,8 @@ impl PoseTable {
         let last = self.matrices.len().saturating_sub(1);
         let (i, f) = if self.dt > 0.0 {
             let x = ((t - self.t0) / self.dt).clamp(0.0, last as f64);
-            let i = (x.floor() as usize).min(last.saturating_sub(1));
+            // x >= 0 after the clamp, so truncation is the floor (f64::floor is a libm call on x86-64).
+            let i = (x as usize).min(last.saturating_sub(1));
             (i, x - i as f64)
         } else {
             (0, 0.0)
