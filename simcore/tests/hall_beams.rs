@@ -33,6 +33,44 @@ struct Figures {
     ratio: f64,
 }
 
+/// Least hit, in10_all and cov25, most beam_med and |beam_sgn|; the point ratio must lie in 0.5..=2.
+struct Bounds {
+    hit: f64,
+    in10_all: f64,
+    beam_med: f64,
+    beam_sgn: f64,
+    cov25: f64,
+}
+
+/// Issue 8's figures.
+const GOAL: Bounds = Bounds {
+    hit: 0.97,
+    in10_all: 0.72,
+    beam_med: 0.045,
+    beam_sgn: 0.015,
+    cov25: 0.95,
+};
+
+/// Guards set below what the shipped presets reach today.
+const REGRESSION: Bounds = Bounds {
+    hit: 0.97,
+    in10_all: 0.64,
+    beam_med: 0.06,
+    beam_sgn: 0.02,
+    cov25: 0.94,
+};
+
+impl Figures {
+    fn assert_within(&self, label: &str, b: &Bounds) {
+        assert!(self.hit >= b.hit, "{label}: {self:?}");
+        assert!(self.in10_all >= b.in10_all, "{label}: {self:?}");
+        assert!(self.beam_med <= b.beam_med, "{label}: {self:?}");
+        assert!(self.beam_sgn.abs() <= b.beam_sgn, "{label}: {self:?}");
+        assert!(self.cov25 >= b.cov25, "{label}: {self:?}");
+        assert!((0.5..=2.0).contains(&self.ratio), "{label}: {self:?}");
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -159,12 +197,7 @@ fn hall_scan_beam_by_beam() {
         );
         let f = compare(sim.positions(), real.positions());
         println!("{preset}: {f:?}");
-        assert!(f.hit >= 0.97, "{preset}: {f:?}");
-        assert!(f.in10_all >= 0.64, "{preset}: {f:?}");
-        assert!(f.beam_med <= 0.06, "{preset}: {f:?}");
-        assert!(f.beam_sgn.abs() <= 0.02, "{preset}: {f:?}");
-        assert!(f.cov25 >= 0.94, "{preset}: {f:?}");
-        assert!((0.5..=2.0).contains(&f.ratio), "{preset}: {f:?}");
+        f.assert_within(preset, &REGRESSION);
     }
 }
 
@@ -200,14 +233,11 @@ fn surface_model_along_the_real_beams() {
     let points: Vec<[f32; 3]> = frame.points.iter().map(|p| p.xyz).collect();
     let f = compare(&points, real.positions());
     println!("os0_64 physics along the real beams: {f:?}");
-    assert!(f.hit >= 0.97, "{f:?}");
-    assert!(f.in10_all >= 0.72, "{f:?}");
-    assert!(f.beam_med <= 0.045, "{f:?}");
-    assert!(f.beam_sgn.abs() <= 0.015, "{f:?}");
-    assert!(f.cov25 >= 0.95, "{f:?}");
+    f.assert_within("along the real beams", &GOAL);
 
-    // The generic preset with parts of Ouster's sensor-frame geometry removed (diagnostic, not a goal).
-    for (lift_mm, offset_mm) in [(36.18, 27.67), (36.18, 0.0), (0.0, 27.67), (0.0, 0.0)] {
+    // The generic preset with parts of Ouster's sensor-frame geometry removed (diagnostic, not a goal; the
+    // shipped geometry is `hall_scan_beam_by_beam`'s).
+    for (lift_mm, offset_mm) in [(36.18, 0.0), (0.0, 27.67), (0.0, 0.0)] {
         let mut model = SensorModel::preset("os0_64").expect("preset");
         if let Pattern::Spinning(p) = &mut model.pattern {
             p.lidar_origin_z_mm = lift_mm;

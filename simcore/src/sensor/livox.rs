@@ -116,6 +116,55 @@ fn phase_at_frame(turns_per_frame: f64, frame_index: u64) -> f64 {
     (turns_per_frame.fract() * frame_index as f64).fract()
 }
 
+/// The sine and cosine of an angle, advanced by rotation: an angle that grows by a fixed step per point
+/// costs two multiplies and adds per point instead of a `sin_cos`.
+#[derive(Clone, Copy, Debug)]
+struct Phasor {
+    sin: f64,
+    cos: f64,
+}
+
+impl Phasor {
+    /// The angle of `turns` full turns.
+    fn of_turns(turns: f64) -> Phasor {
+        let (sin, cos) = (std::f64::consts::TAU * turns).sin_cos();
+        Phasor { sin, cos }
+    }
+
+    /// The phase `base + rate * time` (turns) of point `k` at `points_per_second`, evaluated exactly.
+    fn at_point(base: f64, rate: f64, k: usize, points_per_second: f64) -> Phasor {
+        Phasor::of_turns(base + (rate * (k as f64 / points_per_second)).fract())
+    }
+
+    /// This angle plus `by`'s.
+    fn turned(self, by: Phasor) -> Phasor {
+        Phasor {
+            sin: self.sin * by.cos + self.cos * by.sin,
+            cos: self.cos * by.cos - self.sin * by.sin,
+        }
+    }
+}
+
+/// Fills `out` with the `n` beams of a frame, in parallel over fixed blocks of [`PHASE_BLOCK`] points:
+/// `block(first)` sets up the block starting at point `first` (its phasors evaluated exactly) and returns the
+/// beam of each point `k` of the block, called in order. Fixed blocks keep the result independent of the
+/// number of threads, and the rounding a block accumulates (~1e-14 rad) far below the f32 directions.
+fn beams_in_blocks<F, B>(n: usize, out: &mut Vec<Beam>, block: B)
+where
+    B: Fn(usize) -> F + Sync + Send,
+    F: FnMut(usize) -> Beam,
+{
+    out.clear();
+    out.par_extend(
+        (0..n.div_ceil(PHASE_BLOCK))
+            .into_par_iter()
+            .flat_map_iter(|b| {
+                let first = b * PHASE_BLOCK;
+                (first..(first + PHASE_BLOCK).min(n)).map(block(first))
+            }),
+    );
+}
+
 impl Rosette {
     /// Half-extent of one line's own pattern, `[horizontal, vertical]`, radians.
     fn line_half_extent_rad(&self) -> [f64; 2] {
@@ -163,44 +212,28 @@ impl Rosette {
         let shift = f64::from(self.line_offset_deg).to_radians();
         let centre = f64::from(self.lines.saturating_sub(1)) / 2.0;
         let lines = u64::from(self.lines.max(1));
-        let tau = std::f64::consts::TAU;
-        // Each prism's phase advances by a fixed angle from one point to the next, so its cosine and sine
-        // follow by rotation (two multiplies and adds each) from an exact evaluation at the start of every
-        // block of points; blocks are fixed, so the result does not depend on the number of threads, and the
-        // rounding a block accumulates (~1e-14 rad) is far below the f32 directions. The trigonometry was
-        // about a tenth of a beam-rendered Avia frame.
-        let phase = |base: f64, f: f64, k: usize| {
-            let time = k as f64 / self.points_per_second;
-            (tau * (base + (f * time).fract())).sin_cos()
-        };
-        let step1 = (tau * f1 / self.points_per_second).sin_cos();
-        let step2 = (tau * f2 / self.points_per_second).sin_cos();
-        let rotate = |(s, c): (f64, f64), (ds, dc): (f64, f64)| (s * dc + c * ds, c * dc - s * ds);
-        out.clear();
-        out.par_extend(
-            (0..n.div_ceil(PHASE_BLOCK))
-                .into_par_iter()
-                .flat_map_iter(move |block| {
-                    let first = block * PHASE_BLOCK;
-                    let mut z1 = phase(base1, f1, first);
-                    let mut z2 = phase(base2, f2, first);
-                    (first..(first + PHASE_BLOCK).min(n)).map(move |k| {
-                        let time = k as f64 / self.points_per_second;
-                        let rx = 0.5 * (z1.1 + z2.1);
-                        let ry = 0.5 * (z1.0 + z2.0);
-                        z1 = rotate(z1, step1);
-                        z2 = rotate(z2, step2);
-                        let line = k as u64 % lines;
-                        let u = rx * half_h;
-                        let v = ry * half_v + (line as f64 - centre) * shift;
-                        Beam {
-                            dir: polar_about_x(u, v),
-                            time_s: time as f32,
-                            ring: line as u16,
-                        }
-                    })
-                }),
-        );
+        // Each prism's phase advances by a fixed angle per point: a `Phasor` per prism, exact at the start
+        // of every block. The trigonometry was about a tenth of a beam-rendered Avia frame.
+        let pps = self.points_per_second;
+        let (step1, step2) = (Phasor::of_turns(f1 / pps), Phasor::of_turns(f2 / pps));
+        beams_in_blocks(n, out, |first| {
+            let mut z1 = Phasor::at_point(base1, f1, first, pps);
+            let mut z2 = Phasor::at_point(base2, f2, first, pps);
+            move |k| {
+                let rx = 0.5 * (z1.cos + z2.cos);
+                let ry = 0.5 * (z1.sin + z2.sin);
+                z1 = z1.turned(step1);
+                z2 = z2.turned(step2);
+                let line = k as u64 % lines;
+                let u = rx * half_h;
+                let v = ry * half_v + (line as f64 - centre) * shift;
+                Beam {
+                    dir: polar_about_x(u, v),
+                    time_s: (k as f64 / pps) as f32,
+                    ring: line as u16,
+                }
+            }
+        });
     }
 
     pub(crate) fn fov(&self) -> Fov {
@@ -270,47 +303,35 @@ impl Sweep {
         let lo = f64::from(self.elevation_range_deg[0]).to_radians();
         let span = f64::from(self.elevation_range_deg[1]).to_radians() - lo;
         let lines = u64::from(self.lines.max(1));
-        let tau = std::f64::consts::TAU;
-        // The azimuth (turns) is base + rate * time + line / lines, less half a turn: its cosine and sine
-        // follow from a phasor advanced by rotation from point to point (exact every block of points, as in
-        // `Rosette::generate`) turned by the line's share. The elevation's triangle wave turns every few
-        // hundred points and keeps its own sine and cosine.
-        let step = (tau * self.azimuth_rev_per_s / self.points_per_second).sin_cos();
-        let shares: Vec<(f64, f64)> = (0..lines)
-            .map(|line| (tau * (line as f64 / lines as f64)).sin_cos())
+        // The azimuth (turns) is base + rate * time + line / lines, less half a turn: a `Phasor` advanced
+        // point by point (exact at the start of every block) turned by the line's share. The elevation's
+        // triangle wave turns every few hundred points and keeps its own sine and cosine.
+        let pps = self.points_per_second;
+        let rate = self.azimuth_rev_per_s;
+        let step = Phasor::of_turns(rate / pps);
+        let shares: Vec<Phasor> = (0..lines)
+            .map(|line| Phasor::of_turns(line as f64 / lines as f64))
             .collect();
-        let rotate = |(s, c): (f64, f64), (ds, dc): (f64, f64)| (s * dc + c * ds, c * dc - s * ds);
         let shares = &shares;
-        out.clear();
-        out.par_extend(
-            (0..n.div_ceil(PHASE_BLOCK))
-                .into_par_iter()
-                .flat_map_iter(move |block| {
-                    let first = block * PHASE_BLOCK;
-                    let t0 = first as f64 / self.points_per_second;
-                    let mut z = (tau * (base_az + (self.azimuth_rev_per_s * t0).fract())).sin_cos();
-                    (first..(first + PHASE_BLOCK).min(n)).map(move |k| {
-                        let time = k as f64 / self.points_per_second;
-                        let line = k as u64 % lines;
-                        let share = line as f64 / lines as f64;
-                        // Half a turn back: both sine and cosine change sign.
-                        let (s, c) = rotate(z, shares[line as usize]);
-                        let (sin_az, cos_az) = (-s, -c);
-                        z = rotate(z, step);
-                        let elevation = lo
-                            + span
-                                * triangle(
-                                    base_el + (self.elevation_cycles_per_s * time).fract() + share,
-                                );
-                        let (sin_el, cos_el) = elevation.sin_cos();
-                        Beam {
-                            dir: unit([cos_el * cos_az, cos_el * sin_az, sin_el]),
-                            time_s: time as f32,
-                            ring: line as u16,
-                        }
-                    })
-                }),
-        );
+        beams_in_blocks(n, out, |first| {
+            let mut z = Phasor::at_point(base_az, rate, first, pps);
+            move |k| {
+                let time = k as f64 / pps;
+                let line = k as u64 % lines;
+                // Half a turn back: both sine and cosine change sign.
+                let az = z.turned(shares[line as usize]);
+                let (sin_az, cos_az) = (-az.sin, -az.cos);
+                z = z.turned(step);
+                let share = line as f64 / lines as f64;
+                let cycle = base_el + (self.elevation_cycles_per_s * time).fract() + share;
+                let (sin_el, cos_el) = (lo + span * triangle(cycle)).sin_cos();
+                Beam {
+                    dir: unit([cos_el * cos_az, cos_el * sin_az, sin_el]),
+                    time_s: time as f32,
+                    ring: line as u16,
+                }
+            }
+        });
     }
 
     pub(crate) fn fov(&self) -> Fov {
