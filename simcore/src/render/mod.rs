@@ -60,6 +60,12 @@ pub trait Occluder: Sync {
         dir: &Vector3<f64>,
         max_t: f64,
     ) -> Option<(f64, Vector3<f64>)>;
+
+    /// True when there is nothing to hit (no obstacle, no other vehicle): the renderer skips the occluder,
+    /// and a frame with only empty ones skips the per-beam pass altogether.
+    fn is_empty(&self) -> bool {
+        false
+    }
 }
 
 /// Which renderer to use.
@@ -442,8 +448,13 @@ impl Renderer {
             }
             _ => splat::render(&ctx),
         };
+        let occluders: Vec<&dyn Occluder> = occluders
+            .iter()
+            .copied()
+            .filter(|o| !o.is_empty())
+            .collect();
         if !occluders.is_empty() {
-            ctx.occlude(&mut hits, occluders);
+            ctx.occlude(&mut hits, &occluders);
         }
         let mut frame = ctx.finish(&hits);
         frame.start_s = frame_start_s;

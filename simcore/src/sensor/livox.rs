@@ -5,7 +5,6 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::spinning::unit;
 use super::{Beam, Fov, SensorError, check_range};
 
 /// A Risley-prism rosette (MARSIM's closed form, ALGORITHMS.md section 6): at time `t` the pattern point is
@@ -260,18 +259,27 @@ impl Rosette {
 
 /// The direction at angle `hypot(u, v)` off the +x axis, tilted towards +y by `u` and towards +z by `v`: a
 /// beam at `(u, 0)` has azimuth `u`, one at `(0, v)` elevation `v`.
+///
+/// The vector is of unit length by construction (cos^2 + sin^2 (u^2 + v^2) / theta^2 = 1) to f64 rounding,
+/// far below f32's, so it is not normalised again; `hypot`'s care for overflow is not needed for angles.
 fn polar_about_x(u: f64, v: f64) -> [f32; 3] {
-    let theta = u.hypot(v);
+    let theta = (u * u + v * v).sqrt();
     if theta < 1e-12 {
         return [1.0, 0.0, 0.0];
     }
-    let s = theta.sin() / theta;
-    unit([theta.cos(), s * u, s * v])
+    let (sin, cos) = theta.sin_cos();
+    let s = sin / theta;
+    [cos as f32, (s * u) as f32, (s * v) as f32]
 }
 
 /// Triangle wave over one cycle: 0 at phase 0, 1 at phase 0.5, back to 0 at phase 1.
 fn triangle(phase: f64) -> f64 {
-    let p = phase.rem_euclid(1.0);
+    // Phases are non-negative here: truncation by a cast, where `rem_euclid` is a libm call (both exact).
+    let p = if (0.0..9e15).contains(&phase) {
+        phase - (phase as u64) as f64
+    } else {
+        phase.rem_euclid(1.0)
+    };
     1.0 - (2.0 * p - 1.0).abs()
 }
 
@@ -325,8 +333,9 @@ impl Sweep {
                 let share = line as f64 / lines as f64;
                 let cycle = base_el + (self.elevation_cycles_per_s * time).fract() + share;
                 let (sin_el, cos_el) = (lo + span * triangle(cycle)).sin_cos();
+                // Unit length by construction; the phasors drift from it by ~1e-15 over a block.
                 Beam {
-                    dir: unit([cos_el * cos_az, cos_el * sin_az, sin_el]),
+                    dir: [cos_el * cos_az, cos_el * sin_az, sin_el].map(|c| c as f32),
                     time_s: time as f32,
                     ring: line as u16,
                 }

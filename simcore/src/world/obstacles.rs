@@ -330,6 +330,10 @@ impl Occluder for Obstacles {
         }
         best
     }
+
+    fn is_empty(&self) -> bool {
+        self.shapes.is_empty()
+    }
 }
 
 /// Spheres standing in for other vehicles, seen by LiDARs.
@@ -350,5 +354,9 @@ impl Occluder for Spheres {
             }
         }
         best
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
