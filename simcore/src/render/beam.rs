@@ -461,17 +461,23 @@ impl Dda {
 
     /// Steps to the next cell; false when it leaves the grid.
     #[inline]
+    ///
+    /// Branch-free: which axis steps next is close to random along a beam, so a branch on it mispredicts
+    /// often; each axis is updated under a mask instead (the same arithmetic, so the same cells).
     fn advance(&mut self, dims: [i32; 3]) -> bool {
-        let k = if self.t_next[0] <= self.t_next[1] && self.t_next[0] <= self.t_next[2] {
-            0
-        } else if self.t_next[1] <= self.t_next[2] {
-            1
-        } else {
-            2
-        };
-        self.cell[k] += self.step[k];
-        self.t_next[k] += self.t_delta[k];
-        self.cell[k] >= 0 && self.cell[k] < dims[k]
+        let [t0, t1, t2] = self.t_next;
+        let x = t0 <= t1 && t0 <= t2;
+        let y = !x && t1 <= t2;
+        let z = !x && !y;
+        let mut inside = true;
+        for (k, on) in [x, y, z].into_iter().enumerate() {
+            let mask = -i32::from(on);
+            self.cell[k] += self.step[k] & mask;
+            let next = self.t_next[k] + self.t_delta[k];
+            self.t_next[k] = if on { next } else { self.t_next[k] };
+            inside &= (self.cell[k] as u32) < dims[k] as u32;
+        }
+        inside
     }
 }
 
