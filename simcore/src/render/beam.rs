@@ -19,7 +19,7 @@ use wide::f32x4;
 
 use aerie_pipeline::map::MapView;
 
-use super::{Ctx, Hit, Layer, MIN_COS_PLANE, dot, gamma_mm};
+use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, dot, gamma_mm};
 
 /// Fine cell edge in units of r_map: ~64 points of a surface per cell, each listed in ~1.5 cells. Measured
 /// against 3, 4, 5, 6, 10 and 12 (docs/benchmarks.md, 2026-11-24): 8 is the fastest on the tiled map and level
@@ -483,11 +483,20 @@ impl Dda {
     }
 }
 
-pub(crate) fn render(ctx: &Ctx, index: &BeamIndex) -> Vec<Option<Hit>> {
+/// Each beam's hit: the map's through the index, or an occluder's where one is nearer (tested on the same
+/// ray, computed once).
+pub(crate) fn render(
+    ctx: &Ctx,
+    index: &BeamIndex,
+    occluders: &[&dyn Occluder],
+) -> Vec<Option<Hit>> {
     (0..ctx.beams.len())
         .into_par_iter()
         .with_min_len(64)
-        .map(|i| cast(ctx, index, i))
+        .map(|i| {
+            let ray = ctx.ray(i);
+            ctx.occlude_beam(ray, cast(ctx, index, ray), occluders)
+        })
         .collect()
 }
 
@@ -501,8 +510,7 @@ struct RayCtx {
     planes: bool,
 }
 
-fn cast(ctx: &Ctx, index: &BeamIndex, i: usize) -> Option<Hit> {
-    let (o, u) = ctx.ray(i);
+fn cast(ctx: &Ctx, index: &BeamIndex, (o, u): ([f32; 3], [f32; 3])) -> Option<Hit> {
     let inv = u.map(|c| 1.0 / c);
     let t_max = ctx.physics.max_range_m.max(0.0) + index.rho;
     let bc = BLOCK as f32 * index.cell;

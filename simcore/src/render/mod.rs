@@ -429,7 +429,14 @@ impl Renderer {
             },
             ..ctx
         };
-        let (mut hits, slices, rasterised) = match method {
+        // Occluders with nothing to hit are skipped; the beam renderer tests the others on each beam's ray as it
+        // marches it.
+        let occluders: Vec<&dyn Occluder> = occluders
+            .iter()
+            .copied()
+            .filter(|o| !o.is_empty())
+            .collect();
+        let (hits, slices, rasterised) = match method {
             Method::Beam => {
                 let key = MapKey::of(map);
                 let index = match &self.index {
@@ -444,18 +451,14 @@ impl Renderer {
                         index
                     }
                 };
-                (beam::render(&ctx, &index), 1, 0)
+                (beam::render(&ctx, &index, &occluders), 1, 0)
             }
-            _ => splat::render(&ctx),
+            _ => {
+                let (mut hits, slices, rasterised) = splat::render(&ctx);
+                ctx.occlude(&mut hits, &occluders);
+                (hits, slices, rasterised)
+            }
         };
-        let occluders: Vec<&dyn Occluder> = occluders
-            .iter()
-            .copied()
-            .filter(|o| !o.is_empty())
-            .collect();
-        if !occluders.is_empty() {
-            ctx.occlude(&mut hits, &occluders);
-        }
         let mut frame = ctx.finish(&hits);
         frame.start_s = frame_start_s;
         frame.world_from_sensor = trajectory.world_from_sensor(frame_start_s);
@@ -1171,27 +1174,37 @@ impl<'a> Ctx<'a> {
     /// Replaces each beam's map hit by an occluder's where the occluder is nearer. Occluder hits carry the
     /// point index `u32::MAX` (no map point: default reflectance).
     fn occlude(&self, hits: &mut [Option<Hit>], occluders: &[&dyn Occluder]) {
-        let origin = Vector3::from(self.map.origin);
-        let max_range = self.physics.max_range_m as f64;
         hits.par_iter_mut()
             .enumerate()
             .with_min_len(1024)
-            .for_each(|(i, hit)| {
-                let (o, u) = self.ray(i);
-                let o = Point3::new(o[0] as f64, o[1] as f64, o[2] as f64) + origin;
-                let u = Vector3::new(u[0] as f64, u[1] as f64, u[2] as f64);
-                let mut max_t = hit.map_or(max_range, |h| h.t as f64);
-                for occ in occluders {
-                    if let Some((t, n)) = occ.raycast(&o, &u, max_t) {
-                        max_t = t;
-                        *hit = Some(Hit {
-                            t: t as f32,
-                            point: u32::MAX,
-                            cos_incidence: n.dot(&u).abs().min(1.0) as f32,
-                        });
-                    }
-                }
-            });
+            .for_each(|(i, hit)| *hit = self.occlude_beam(self.ray(i), *hit, occluders));
+    }
+
+    /// `hit` on the ray `(o, u)` (map-relative), or an occluder's hit where one is nearer.
+    #[inline]
+    pub fn occlude_beam(
+        &self,
+        (o, u): ([f32; 3], [f32; 3]),
+        mut hit: Option<Hit>,
+        occluders: &[&dyn Occluder],
+    ) -> Option<Hit> {
+        if occluders.is_empty() {
+            return hit;
+        }
+        let o = Point3::new(o[0] as f64, o[1] as f64, o[2] as f64) + Vector3::from(self.map.origin);
+        let u = Vector3::new(u[0] as f64, u[1] as f64, u[2] as f64);
+        let mut max_t = hit.map_or(self.physics.max_range_m as f64, |h| h.t as f64);
+        for occ in occluders {
+            if let Some((t, n)) = occ.raycast(&o, &u, max_t) {
+                max_t = t;
+                hit = Some(Hit {
+                    t: t as f32,
+                    point: u32::MAX,
+                    cos_incidence: n.dot(&u).abs().min(1.0) as f32,
+                });
+            }
+        }
+        hit
     }
 
     /// Turns per-beam hits into the frame: range noise, intensity, dropout, range limits, output frame.
