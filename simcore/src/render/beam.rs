@@ -462,10 +462,10 @@ impl Dda {
     }
 
     /// Steps to the next cell; false when it leaves the grid.
-    #[inline]
     ///
     /// Branch-free: which axis steps next is close to random along a beam, so a branch on it mispredicts
     /// often; each axis is updated under a mask instead (the same arithmetic, so the same cells).
+    #[inline]
     fn advance(&mut self, dims: [i32; 3]) -> bool {
         let [t0, t1, t2] = self.t_next;
         let x = t0 <= t1 && t0 <= t2;

@@ -61,8 +61,8 @@ pub trait Occluder: Sync {
         max_t: f64,
     ) -> Option<(f64, Vector3<f64>)>;
 
-    /// True when there is nothing to hit (no obstacle, no other vehicle): the renderer skips the occluder,
-    /// and a frame with only empty ones skips the per-beam pass altogether.
+    /// True when there is nothing to hit (no obstacle, no other vehicle): the renderer skips the occluder
+    /// instead of testing every beam against it.
     fn is_empty(&self) -> bool {
         false
     }
@@ -1174,6 +1174,9 @@ impl<'a> Ctx<'a> {
     /// Replaces each beam's map hit by an occluder's where the occluder is nearer. Occluder hits carry the
     /// point index `u32::MAX` (no map point: default reflectance).
     fn occlude(&self, hits: &mut [Option<Hit>], occluders: &[&dyn Occluder]) {
+        if occluders.is_empty() {
+            return;
+        }
         hits.par_iter_mut()
             .enumerate()
             .with_min_len(1024)
