@@ -17,7 +17,7 @@ use crate::mission::{self, Grid, Leg, Mission, PlanError};
 use crate::record::{RecordError, Recorder, TrackSample, ros2};
 use crate::render::{Frame, Occluder, RenderParams};
 use crate::sensor::SensorModel;
-use crate::simulator::{Map, SensorId, Simulator};
+use crate::simulator::{FrameJob, Map, SensorId, Simulator};
 use crate::trajectory::{Tum, pose_from_xyz_rpy};
 use crate::vehicle::{Imu, QuadParams, QuadState, Quadrotor, RotorCommand, VehicleError};
 use crate::world::{CollisionEvent, Obstacles, Shape, Spheres, World};
@@ -399,9 +399,13 @@ impl Flight {
             // Everyone has landed: one more second of data, then stop.
             self.end_s = self.end_s.min(t + 1.0);
         }
-        for i in 0..self.crafts.len() {
+        for c in &mut self.crafts {
+            c.history.push((t, c.quad.state().pose()));
+        }
+        let frames = self.render_due(t);
+        for (i, frames) in frames.into_iter().enumerate() {
             self.sample(i, t)?;
-            self.render_due(i, t, on_frame)?;
+            self.emit(i, frames, on_frame)?;
         }
         Ok(())
     }
@@ -433,12 +437,11 @@ impl Flight {
         }
     }
 
-    /// IMU, odometry, /tf and the pose history of vehicle `i` at time `t`.
+    /// IMU, odometry and /tf of vehicle `i` at time `t`.
     fn sample(&mut self, i: usize, t: f64) -> Result<(), FlightError> {
         let c = &mut self.crafts[i];
         let s = *c.quad.state();
         let world_from_body = s.pose();
-        c.history.push((t, world_from_body));
         let base = c.base_frame.as_str();
         if t + 1e-9 >= c.next_imu {
             let f = c.quad.specific_force_body();
@@ -476,67 +479,117 @@ impl Flight {
         Ok(())
     }
 
-    /// Renders every frame of vehicle `i` whose period has passed.
-    fn render_due(
+    /// Renders every frame whose period has passed at `t`, of all vehicles side by side: per vehicle, its
+    /// (sensor, frame) pairs. A sensor's frame sees the map, the obstacles and the other vehicles as they are
+    /// now, and the poses its body took during the frame.
+    fn render_due(&mut self, t: f64) -> Vec<Vec<(usize, Frame)>> {
+        struct Due {
+            craft: usize,
+            sensor: usize,
+            id: SensorId,
+            start: f64,
+            index: u64,
+            trajectory: Tum,
+            others: usize,
+        }
+        let mut due = Vec::new();
+        let mut others = Vec::new();
+        for (i, c) in self.crafts.iter().enumerate() {
+            for (k, s) in c.sensors.iter().enumerate() {
+                if t + 1e-9 < s.next_start + s.period {
+                    continue;
+                }
+                let (start, period) = (s.next_start, s.period);
+                let samples: Vec<(f64, Isometry3<f64>)> = c
+                    .history
+                    .iter()
+                    .filter(|(ht, _)| *ht >= start - 2e-3 && *ht <= start + period + 2e-3)
+                    .copied()
+                    .collect();
+                let Ok(trajectory) = Tum::from_samples(samples) else {
+                    continue;
+                };
+                if others.last().is_none_or(|&(j, _)| j != i) {
+                    others.push((i, self.other_vehicles(i)));
+                }
+                due.push(Due {
+                    craft: i,
+                    sensor: k,
+                    id: s.id,
+                    start,
+                    index: s.frame_index,
+                    trajectory,
+                    others: others.len() - 1,
+                });
+            }
+        }
+        let mut out: Vec<Vec<(usize, Frame)>> = self.crafts.iter().map(|_| Vec::new()).collect();
+        if due.is_empty() {
+            return out;
+        }
+        let occluders: Vec<[&dyn Occluder; 2]> = others
+            .iter()
+            .map(|(_, o)| [&self.world.obstacles as &dyn Occluder, o])
+            .collect();
+        let jobs: Vec<FrameJob<'_>> = due
+            .iter()
+            .map(|d| FrameJob {
+                sensor: d.id,
+                world_from_body: &d.trajectory,
+                frame_start_s: d.start,
+                frame_index: d.index,
+                occluders: &occluders[d.others],
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let frames = self.sim.render_many(&jobs);
+        self.render_s += started.elapsed().as_secs_f64();
+        for (d, frame) in due.iter().zip(frames) {
+            out[d.craft].push((d.sensor, frame));
+        }
+        out
+    }
+
+    /// The vehicles other than `i`, as spheres (occluders of `i`'s sensors).
+    fn other_vehicles(&self, i: usize) -> Spheres {
+        Spheres(
+            self.crafts
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, c)| Shape::Sphere {
+                    centre: c.quad.state().position.into(),
+                    radius: c.quad.params().radius_m,
+                })
+                .collect(),
+        )
+    }
+
+    /// Hands vehicle `i`'s rendered frames to `on_frame` and the recording, moves its sensors on to their next
+    /// frame, and forgets the poses no frame needs any more.
+    fn emit(
         &mut self,
         i: usize,
-        t: f64,
+        frames: Vec<(usize, Frame)>,
         on_frame: &mut dyn FnMut(&str, &Frame),
     ) -> Result<(), FlightError> {
-        for k in 0..self.crafts[i].sensors.len() {
-            let (start, period) = {
-                let s = &self.crafts[i].sensors[k];
-                (s.next_start, s.period)
-            };
-            if t + 1e-9 < start + period {
-                continue;
-            }
-            let others = Spheres(
-                self.crafts
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != i)
-                    .map(|(_, c)| Shape::Sphere {
-                        centre: c.quad.state().position.into(),
-                        radius: c.quad.params().radius_m,
-                    })
-                    .collect(),
-            );
-            let c = &self.crafts[i];
-            let samples: Vec<(f64, Isometry3<f64>)> = c
-                .history
-                .iter()
-                .filter(|(ht, _)| *ht >= start - 2e-3 && *ht <= start + period + 2e-3)
-                .copied()
-                .collect();
-            let Ok(traj) = Tum::from_samples(samples) else {
-                continue;
-            };
-            let s = &c.sensors[k];
-            let (id, index, topic, frame_id) =
-                (s.id, s.frame_index, s.topic.clone(), s.frame_id.clone());
-            let occluders: [&dyn Occluder; 2] = [&self.world.obstacles, &others];
-            let started = std::time::Instant::now();
-            let frame = self.sim.render_with(id, &traj, start, index, &occluders);
-            self.render_s += started.elapsed().as_secs_f64();
-            let c = &mut self.crafts[i];
+        let c = &mut self.crafts[i];
+        for (k, frame) in frames {
             c.frames += 1;
             c.points += frame.points.len() as u64;
             on_frame(&c.name, &frame);
+            let s = &mut c.sensors[k];
             if let Some(rec) = self.recorder.as_mut() {
                 rec.write(
-                    &topic,
+                    &s.topic,
                     ros2::POINT_CLOUD2,
-                    start + period,
-                    &ros2::point_cloud2(start, &frame_id, &frame.points),
+                    s.next_start + s.period,
+                    &ros2::point_cloud2(s.next_start, &s.frame_id, &frame.points),
                 )?;
             }
-            let s = &mut c.sensors[k];
             s.frame_index += 1;
-            s.next_start += period;
+            s.next_start += s.period;
         }
-        // Forget poses no frame needs any more.
-        let c = &mut self.crafts[i];
         let keep_from = c
             .sensors
             .iter()

@@ -13,6 +13,7 @@ use aerie_pipeline::map::{AmapFile, MapView, PackedMap};
 use aerie_pipeline::prepare::{Recipe, prepare};
 use aerie_pipeline::{NoProgress, io};
 use nalgebra::Isometry3;
+use rayon::prelude::*;
 
 use crate::render::{BeamIndex, Frame, Method, Occluder, RenderParams, Renderer};
 use crate::sensor::{Beam, Pattern, SensorModel};
@@ -107,6 +108,54 @@ struct Mounted {
     origins: Vec<[f32; 3]>,
     /// Frame index the pattern in `beams` belongs to (Livox patterns run on from frame to frame).
     beams_frame: Option<u64>,
+}
+
+impl Mounted {
+    /// Renders `job` (whose sensor this is); `index` is the shared beam index when the renderer uses it.
+    fn render(
+        &mut self,
+        view: &MapView,
+        index: Option<&Arc<BeamIndex>>,
+        job: &FrameJob<'_>,
+    ) -> Frame {
+        let runs_on = matches!(self.model.pattern, Pattern::Rosette(_) | Pattern::Sweep(_));
+        if runs_on && self.beams_frame != Some(job.frame_index) {
+            self.model.beams(job.frame_index, &mut self.beams);
+            self.model.beam_origins_m(&self.beams, &mut self.origins);
+            self.renderer.set_beams(&self.beams);
+            self.renderer.set_beam_origins(&self.origins);
+            self.beams_frame = Some(job.frame_index);
+        }
+        if let Some(index) = index {
+            self.renderer.set_index(view, index.clone());
+        }
+        let trajectory = Through {
+            world_from_body: job.world_from_body,
+            body_from_sensor: self.body_from_sensor,
+        };
+        self.renderer.render_with(
+            view,
+            &trajectory,
+            job.frame_start_s,
+            job.frame_index,
+            job.occluders,
+        )
+    }
+}
+
+/// One frame for [`Simulator::render_many`]: the arguments of [`Simulator::render_with`].
+#[derive(Clone, Copy)]
+pub struct FrameJob<'a> {
+    /// The sensor to render.
+    pub sensor: SensorId,
+    /// The body's motion during the frame.
+    pub world_from_body: &'a dyn Trajectory,
+    /// When the frame starts, on the trajectory's clock, seconds.
+    pub frame_start_s: f64,
+    /// The frame's index (seeds its noise; Livox patterns run on with it).
+    pub frame_index: u64,
+    /// Moving things the map does not hold.
+    pub occluders: &'a [&'a dyn Occluder],
 }
 
 /// A trajectory of the body seen through a fixed mounting: the sensor's trajectory.
@@ -264,24 +313,54 @@ impl Simulator {
     ) -> Frame {
         let index = self.wants_index(id).then(|| self.beam_index());
         let view = self.map.view();
-        let s = &mut self.sensors[id.0];
-        let runs_on = matches!(s.model.pattern, Pattern::Rosette(_) | Pattern::Sweep(_));
-        if runs_on && s.beams_frame != Some(frame_index) {
-            s.model.beams(frame_index, &mut s.beams);
-            s.model.beam_origins_m(&s.beams, &mut s.origins);
-            s.renderer.set_beams(&s.beams);
-            s.renderer.set_beam_origins(&s.origins);
-            s.beams_frame = Some(frame_index);
+        self.sensors[id.0].render(
+            &view,
+            index.as_ref(),
+            &FrameJob {
+                sensor: id,
+                world_from_body,
+                frame_start_s,
+                frame_index,
+                occluders,
+            },
+        )
+    }
+
+    /// Renders several frames at once, in parallel, one per job, in the jobs' order: what
+    /// [`Simulator::render_with`] returns for each, computed side by side (the flight loop renders the frames
+    /// its vehicles finish in the same physics step this way, so that frames too small to keep every core
+    /// busy on their own still do together). A sensor named by more than one job has them rendered one after
+    /// the other, in order.
+    pub fn render_many(&mut self, jobs: &[FrameJob<'_>]) -> Vec<Frame> {
+        let wants: Vec<bool> = jobs.iter().map(|j| self.wants_index(j.sensor)).collect();
+        let index = wants.contains(&true).then(|| self.beam_index());
+        let view = self.map.view();
+        let mut slots: Vec<Option<&mut Mounted>> = self.sensors.iter_mut().map(Some).collect();
+        let mut work: Vec<(&mut Mounted, &FrameJob<'_>, bool)> = Vec::with_capacity(jobs.len());
+        for (job, &wants) in jobs.iter().zip(&wants) {
+            match slots[job.sensor.0].take() {
+                Some(s) => work.push((s, job, wants)),
+                None => {
+                    // The same sensor twice: its frames depend on each other's order.
+                    drop(work);
+                    return jobs
+                        .iter()
+                        .map(|j| {
+                            self.render_with(
+                                j.sensor,
+                                j.world_from_body,
+                                j.frame_start_s,
+                                j.frame_index,
+                                j.occluders,
+                            )
+                        })
+                        .collect();
+                }
+            }
         }
-        if let Some(index) = index {
-            s.renderer.set_index(&view, index);
-        }
-        let trajectory = Through {
-            world_from_body,
-            body_from_sensor: s.body_from_sensor,
-        };
-        s.renderer
-            .render_with(&view, &trajectory, frame_start_s, frame_index, occluders)
+        work.into_par_iter()
+            .map(|(s, job, wants)| s.render(&view, index.as_ref().filter(|_| wants), job))
+            .collect()
     }
 
     /// Whether the sensor's renderer uses the beam index (so that the shared one is handed to it).
@@ -289,5 +368,79 @@ impl Simulator {
         let view = self.map.view();
         let s = &mut self.sensors[id.0];
         s.renderer.choose(&view) == Method::Beam
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::synthetic_map;
+    use crate::trajectory::{Static, pose_from_xyz_rpy};
+    use crate::world::{Shape, Spheres};
+
+    fn sim() -> (Simulator, Vec<SensorId>) {
+        let mut sim = Simulator::new(synthetic_map(20_000, 0.1, 3).unwrap());
+        let ids = ["mid360", "os0_64", "avia"]
+            .iter()
+            .map(|p| {
+                let model = SensorModel::preset(p).unwrap();
+                let mount = pose_from_xyz_rpy(0.0, 0.0, 0.1, 0.0, 0.0, 0.0);
+                sim.add_sensor(*p, model, mount).unwrap()
+            })
+            .collect();
+        (sim, ids)
+    }
+
+    #[test]
+    fn render_many_equals_rendering_one_frame_after_another() {
+        let bodies = [
+            Static(pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.0)),
+            Static(pose_from_xyz_rpy(3.0, -2.0, 1.0, 0.0, 0.1, 0.7)),
+        ];
+        let ball = Spheres(vec![Shape::Sphere {
+            centre: [1.0, 0.0, 1.5].into(),
+            radius: 0.5,
+        }]);
+        let occluders: [&dyn Occluder; 1] = [&ball];
+        let (mut one, ids) = sim();
+        let (mut many, _) = sim();
+        for frame_index in 0..3u64 {
+            // Two frames of the first sensor in one call: they run one after the other.
+            let mut jobs: Vec<FrameJob<'_>> = ids
+                .iter()
+                .enumerate()
+                .map(|(k, &sensor)| FrameJob {
+                    sensor,
+                    world_from_body: &bodies[k % 2],
+                    frame_start_s: 0.1 * frame_index as f64,
+                    frame_index,
+                    occluders: &occluders,
+                })
+                .collect();
+            if frame_index == 2 {
+                jobs.push(FrameJob {
+                    frame_index: 3,
+                    ..jobs[0]
+                });
+            }
+            let expected: Vec<Frame> = jobs
+                .iter()
+                .map(|j| {
+                    one.render_with(
+                        j.sensor,
+                        j.world_from_body,
+                        j.frame_start_s,
+                        j.frame_index,
+                        j.occluders,
+                    )
+                })
+                .collect();
+            let got = many.render_many(&jobs);
+            assert_eq!(got.len(), jobs.len());
+            for (g, e) in got.iter().zip(&expected) {
+                assert!(e.points.len() > 100);
+                assert!(g == e, "frame {frame_index} differs");
+            }
+        }
     }
 }
