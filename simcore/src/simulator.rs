@@ -311,19 +311,19 @@ impl Simulator {
         frame_index: u64,
         occluders: &[&dyn Occluder],
     ) -> Frame {
-        let index = self.wants_index(id).then(|| self.beam_index());
+        self.render_job(&FrameJob {
+            sensor: id,
+            world_from_body,
+            frame_start_s,
+            frame_index,
+            occluders,
+        })
+    }
+
+    fn render_job(&mut self, job: &FrameJob<'_>) -> Frame {
+        let index = self.wants_index(job.sensor).then(|| self.beam_index());
         let view = self.map.view();
-        self.sensors[id.0].render(
-            &view,
-            index.as_ref(),
-            &FrameJob {
-                sensor: id,
-                world_from_body,
-                frame_start_s,
-                frame_index,
-                occluders,
-            },
-        )
+        self.sensors[job.sensor.0].render(&view, index.as_ref(), job)
     }
 
     /// Renders several frames at once, in parallel, one per job, in the jobs' order: what
@@ -343,18 +343,7 @@ impl Simulator {
                 None => {
                     // The same sensor twice: its frames depend on each other's order.
                     drop(work);
-                    return jobs
-                        .iter()
-                        .map(|j| {
-                            self.render_with(
-                                j.sensor,
-                                j.world_from_body,
-                                j.frame_start_s,
-                                j.frame_index,
-                                j.occluders,
-                            )
-                        })
-                        .collect();
+                    return jobs.iter().map(|j| self.render_job(j)).collect();
                 }
             }
         }
