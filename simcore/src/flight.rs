@@ -20,7 +20,7 @@ use crate::sensor::SensorModel;
 use crate::simulator::{FrameJob, Map, SensorId, Simulator};
 use crate::trajectory::{Tum, pose_from_xyz_rpy};
 use crate::vehicle::{Imu, QuadParams, QuadState, Quadrotor, RotorCommand, VehicleError};
-use crate::world::{CollisionEvent, Obstacles, Shape, Spheres, World};
+use crate::world::{CollisionEvent, Obstacles, Spheres, World};
 
 /// Physics and control rate, Hz.
 pub const PHYSICS_HZ: f64 = 1000.0;
@@ -552,17 +552,12 @@ impl Flight {
 
     /// The vehicles other than `i`, as spheres (occluders of `i`'s sensors).
     fn other_vehicles(&self, i: usize) -> Spheres {
-        Spheres(
-            self.crafts
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, c)| Shape::Sphere {
-                    centre: c.quad.state().position.into(),
-                    radius: c.quad.params().radius_m,
-                })
-                .collect(),
-        )
+        self.crafts
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, c)| (c.quad.state().position.into(), c.quad.params().radius_m))
+            .collect()
     }
 
     /// Hands vehicle `i`'s rendered frames to `on_frame` and the recording, moves its sensors on to their next

@@ -365,7 +365,7 @@ mod tests {
     use super::*;
     use crate::synthetic::synthetic_map;
     use crate::trajectory::{Static, pose_from_xyz_rpy};
-    use crate::world::{Shape, Spheres};
+    use crate::world::Spheres;
 
     fn sim() -> (Simulator, Vec<SensorId>) {
         let mut sim = Simulator::new(synthetic_map(20_000, 0.1, 3).unwrap());
@@ -386,10 +386,7 @@ mod tests {
             Static(pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.0)),
             Static(pose_from_xyz_rpy(3.0, -2.0, 1.0, 0.0, 0.1, 0.7)),
         ];
-        let ball = Spheres(vec![Shape::Sphere {
-            centre: [1.0, 0.0, 1.5].into(),
-            radius: 0.5,
-        }]);
+        let ball: Spheres = [([1.0, 0.0, 1.5].into(), 0.5)].into_iter().collect();
         let occluders: [&dyn Occluder; 1] = [&ball];
         let (mut one, ids) = sim();
         let (mut many, _) = sim();

@@ -106,15 +106,7 @@ impl Shape {
     ) -> Option<(f64, Vector3<f64>)> {
         match *self {
             Shape::Sphere { centre, radius } => {
-                let oc = o - centre;
-                let b = oc.dot(u);
-                let c = oc.norm_squared() - radius * radius;
-                let disc = b * b - c;
-                if disc < 0.0 {
-                    return None;
-                }
-                let t = -b - disc.sqrt();
-                (t > 0.0 && t <= max_t).then(|| (t, (o + u * t - centre) / radius))
+                ray_sphere(o, u, &centre, radius, max_t).map(|t| (t, (o + u * t - centre) / radius))
             }
             Shape::Cube { centre, half } => {
                 let (mut t0, mut t1, mut axis) = (f64::NEG_INFINITY, f64::INFINITY, 0);
@@ -336,8 +328,51 @@ impl Occluder for Obstacles {
     }
 }
 
-/// Spheres standing in for other vehicles, seen by LiDARs.
-pub struct Spheres(pub Vec<Shape>);
+/// Where the ray `o + t u` (`u` unit) enters the sphere, for `0 < t <= max_t` (nothing when it starts inside).
+#[inline(always)]
+fn ray_sphere(
+    o: &Point3<f64>,
+    u: &Vector3<f64>,
+    centre: &Point3<f64>,
+    radius: f64,
+    max_t: f64,
+) -> Option<f64> {
+    let oc = o - centre;
+    let b = oc.dot(u);
+    let c = oc.norm_squared() - radius * radius;
+    let disc = b * b - c;
+    if disc < 0.0 {
+        return None;
+    }
+    let t = -b - disc.sqrt();
+    (t > 0.0 && t <= max_t).then_some(t)
+}
+
+/// Spheres standing in for other vehicles, seen by LiDARs. Centres and radii lie in arrays of their own
+/// rather than as [`Shape`]s: every beam of every frame tests all of them, in one tight loop.
+#[derive(Clone, Debug, Default)]
+pub struct Spheres {
+    centres: Vec<Point3<f64>>,
+    radii: Vec<f64>,
+}
+
+impl Spheres {
+    /// Adds a sphere (map frame, metres).
+    pub fn push(&mut self, centre: Point3<f64>, radius: f64) {
+        self.centres.push(centre);
+        self.radii.push(radius);
+    }
+}
+
+impl FromIterator<(Point3<f64>, f64)> for Spheres {
+    fn from_iter<I: IntoIterator<Item = (Point3<f64>, f64)>>(iter: I) -> Spheres {
+        let mut s = Spheres::default();
+        for (centre, radius) in iter {
+            s.push(centre, radius);
+        }
+        s
+    }
+}
 
 impl Occluder for Spheres {
     fn raycast(
@@ -346,17 +381,18 @@ impl Occluder for Spheres {
         u: &Vector3<f64>,
         max_t: f64,
     ) -> Option<(f64, Vector3<f64>)> {
-        let mut best: Option<(f64, Vector3<f64>)> = None;
-        for s in &self.0 {
+        let mut best: Option<(f64, usize)> = None;
+        for (k, (centre, &radius)) in self.centres.iter().zip(&self.radii).enumerate() {
             let limit = best.map_or(max_t, |b| b.0);
-            if let Some(hit) = s.raycast(o, u, limit) {
-                best = Some(hit);
+            if let Some(t) = ray_sphere(o, u, centre, radius, limit) {
+                best = Some((t, k));
             }
         }
-        best
+        let (t, k) = best?;
+        Some((t, (o + u * t - self.centres[k]) / self.radii[k]))
     }
 
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.radii.is_empty()
     }
 }
