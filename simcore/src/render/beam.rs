@@ -803,6 +803,7 @@ fn disk_hit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::BeamRng;
 
     #[test]
     fn packed_normals_round_trip() {
@@ -834,13 +835,8 @@ mod tests {
     /// A room (floor, ceiling, four walls) a few centimetres thick, with normals, and poles: every point listed
     /// once, in one bucket.
     fn room_map(seed: u64) -> (Vec<[f32; 3]>, Vec<[f32; 3]>, Vec<f32>) {
-        let mut state = seed;
-        let mut rnd = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32) / (1u64 << 24) as f32
-        };
+        let mut rng = BeamRng::new(seed, 0, 0);
+        let mut rnd = move || rng.uniform_open0() as f32;
         let (mut pos, mut nor, mut gam) = (Vec::new(), Vec::new(), Vec::new());
         let mut push = |p: [f32; 3], n: [f32; 3], g: f32| {
             pos.push(p);
@@ -906,13 +902,8 @@ mod tests {
             reflectance: None,
         };
         let index = BeamIndex::build(&map);
-        let mut state = 11u64;
-        let mut rnd = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32) / (1u64 << 24) as f32
-        };
+        let mut rng = BeamRng::new(11, 0, 0);
+        let mut rnd = move || rng.uniform_open0() as f32;
         let (mut hits, mut flat) = (0, 0);
         for i in 0..3000 {
             let o = [1.0 + rnd() * 8.0, 1.0 + rnd() * 6.0, 0.3 + rnd() * 2.4];
