@@ -284,11 +284,10 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
         s = e;
     }
     // (rank, code) pairs are unique (ranks count up within a cell): sorting by both is the sort of the triples.
+    // By code, then stably by rank: each key fits its own 64 bits (codes take up to 60).
     let rank_bits = u32::BITS - rest.iter().map(|r| r.0).max().unwrap_or(0).leading_zeros();
-    let code_bits = 3 * levels;
-    radix_sort(&mut rest, code_bits + rank_bits, |r| {
-        (u64::from(r.0) << code_bits) | r.1
-    });
+    radix_sort(&mut rest, 3 * levels, |r| r.1);
+    radix_sort(&mut rest, rank_bits, |r| u64::from(r.0));
     out.extend(rest.iter().map(|&(_, _, pos)| pts[pos].1));
     out
 }
@@ -695,6 +694,15 @@ mod tests {
             radix_sort(&mut got, bits, |x| x.0);
             assert_eq!(got, want, "n {n}, bits {bits}");
         }
+    }
+
+    /// At 20 levels a finest cell's code takes 60 bits: duplicates ranked 16 and up must still come out in
+    /// rank order (a key of rank and code together would not fit 64 bits).
+    #[test]
+    fn duplicates_at_the_deepest_level_keep_their_order() {
+        let local = vec![[0.3, 0.6, 0.9]; 100];
+        let want: Vec<u32> = (0..100).collect();
+        assert_eq!(coarse_to_fine(&local, 20), want);
     }
 
     #[test]

@@ -108,7 +108,8 @@ const EMPTY_PACK: Pack = Pack {
 };
 
 /// Sorts each cell's run of `(cell << 32 | point)` keys by the point's height (then by point), so that a beam
-/// near horizontal tests only the packs of a cell within its own height range there (`trace_block`). The
+/// near horizontal, or one that clips the cell, tests only the packs within its own height range there
+/// (`trace_block`). The
 /// order of a cell's points does not change a beam's hit: the layer keeps the same set of hits whatever the
 /// order of the offers. (Sorting each cell along its points' widest axis instead, and cutting any beam near
 /// perpendicular to it, measured no faster: the cut pays where beams cross walls and trunks.)
@@ -881,8 +882,8 @@ mod tests {
     }
 
     /// Every beam's hit through the march equals the hit of a layer offered every point of the index: the
-    /// march's early exit and its cuts (empty blocks and cells, packs outside a flat beam's height range)
-    /// never drop a hit that matters.
+    /// march's early exit and its cuts (empty blocks and cells, packs outside the height range of a flat beam
+    /// or of a steep one that clips a cell) never drop a hit that matters.
     #[test]
     fn the_march_finds_what_testing_every_point_finds() {
         let (positions, normals, gamma) = room_map(7);
