@@ -697,6 +697,7 @@ fn trace_block(
                     test_listed(ray, index, &listed[..n], t_end, best);
                     n = 0;
                 }
+                // n <= SCREENED - LANES here (the flush above), so the store always fits.
                 let (lanes, count) = COMPACT[screen(ray, pack) as usize & 15];
                 let codes = u32x4::splat((at as u32) << 2) | u32x4::from(lanes);
                 if let Some(slots) = listed.get_mut(n..n + LANES) {
