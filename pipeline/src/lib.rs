@@ -51,6 +51,7 @@ pub mod features;
 pub mod filters;
 mod grid;
 pub mod io;
+pub mod lanes;
 pub mod map;
 mod mmap;
 pub mod pose;

@@ -12,10 +12,14 @@
 //! - the "main" level is chosen from the point density (or the query radius) so that a typical point shares its
 //!   cell with a handful of points; occupied main cells are found through a small open-addressing table;
 //! - k-nearest queries for every point: the 2x2x2 main cells of one cell a level up share the 4x4x4 block of
-//!   main cells around them, gathered once and bucketed by (y row, x column) at a resolution that follows the
-//!   block's density. A query first guesses its k-th distance from the previous point's (1.2 times it), and
-//!   scans only the buckets within that distance in x and y; when fewer than k lie within the guess, it scans
-//!   again within a bound that holds (the farthest of the previous point's k neighbours). Its answer is final
+//!   main cells around them, gathered once and bucketed by (row, column) along the two axes onto which the
+//!   block's points spread most evenly (x and y for ground, the wall's own axes for a wall: a quarter fewer
+//!   distances on TLS scans), at a resolution that follows the block's density. A query first guesses its k-th
+//!   distance from the previous point's (1.2 times it), and scans only the buckets within that distance on
+//!   both axes, four candidates at a time, listing those within it; the k nearest of the listed are found by
+//!   rank (each one's count of nearer ones, with no branch) rather than by a sort, which was the largest cost
+//!   of a query. When fewer than k lie within the guess, it scans again within a bound that holds (the
+//!   farthest of the previous point's k neighbours). Its answer is final
 //!   when the k-th is nearer than the block's nearest face; otherwise the cells within the k-th distance are
 //!   scanned directly, or, without a bound, the search is redone on a block (at a coarser level when needed)
 //!   that provably contains every closer point. Results are exact.
@@ -28,9 +32,11 @@
 //! vectorise over plain arrays.
 
 use rayon::prelude::*;
+use wide::{f32x4, u32x4};
 
 use crate::error::{Error, Result};
 use crate::filters::check_cancel;
+use crate::lanes::{COMPACT, LANES};
 use crate::progress::Progress;
 
 /// One neighbour: its index in the positions slice and its squared distance to the query, in m^2.
@@ -95,11 +101,12 @@ pub struct Neighbors {
     cell_codes: Vec<u64>,
     /// Start of each occupied main cell in `sorted`, then `len`.
     cell_start: Vec<u32>,
-    /// x of each sorted position within its main cell, in 1/256 of the cell ([`Neighbors::coarse`] & 255):
-    /// within a main cell the points are sorted by it, so the points of a cell within an x range are one
-    /// run, found by binary search.
+    /// x of each sorted position within its main cell, in 1/256 of the cell (the low byte of its [`coarse`]
+    /// coordinate): within a main cell the points are sorted by it, so the points of a cell within an x range
+    /// are one run, found by binary search.
     sx: Vec<u8>,
-    /// y of each sorted position within its main cell, in 1/256 of the cell.
+    /// y of each sorted position within its main cell, in 1/256 of the cell. (z is computed where needed:
+    /// storing it measured no faster.)
     sy: Vec<u8>,
     /// Open-addressing table: main-cell code -> index in `cell_codes` (`u32::MAX` = empty).
     table: Vec<u32>,
@@ -192,6 +199,12 @@ struct Candidates {
     /// Original index of each candidate.
     orig: Vec<u32>,
     d2: Vec<f32>,
+    /// Slots of the candidates within the bound, in slot order.
+    listed: Vec<u32>,
+    /// Their squared distances, padded for [`select_by_rank`].
+    near: Vec<f32>,
+    /// [`select_by_rank`]'s output.
+    head: Vec<u64>,
     /// (squared distance bits, slot) keys of the candidates within the bound.
     keys: Vec<u64>,
     /// (squared distance bits, sorted index) keys of [`Candidates::scan_box`].
@@ -200,10 +213,14 @@ struct Candidates {
     bucket: Vec<u32>,
     /// `start[b]..start[b + 1]`: the candidates of bucket `b`.
     start: Vec<u32>,
-    /// Sorted-index ranges of the block's cells and their x and y cell coordinates (used while filling).
-    ranges: Vec<(std::ops::Range<usize>, [u32; 2])>,
-    /// Coarse coordinates where the block starts in x and y, the shifts from coarse coordinates to buckets,
-    /// and the buckets per row (along x) and rows (along y).
+    /// Sorted-index ranges of the block's cells and their cell coordinates (used while filling).
+    ranges: Vec<(std::ops::Range<usize>, [u32; 3])>,
+    /// The axes of columns and rows: the pair onto which the block's points spread the most evenly (x and y
+    /// for ground, a wall's own two axes for a wall), so a query's square of buckets holds few points beyond
+    /// its sphere.
+    axes: [usize; 2],
+    /// Coarse coordinates where the block starts along the column and row axes, the shifts from coarse
+    /// coordinates to buckets, and the buckets per row and rows.
     x0: i64,
     y0: i64,
     shift: [u32; 2],
@@ -234,6 +251,32 @@ impl Candidates {
         (((cy as i64 - self.y0).max(0) >> self.shift[1]) as usize).min(self.ny - 1)
     }
 
+    /// The (column, row) axes onto which the points of `self.ranges` (cells within `span`) spread the most
+    /// evenly: the projection whose columns of cells have the least sum of squared point counts, which is
+    /// about the candidates a query's square of buckets meets. Ties keep x and y.
+    fn spread_axes(&self, span: [[u32; 2]; 3]) -> [usize; 2] {
+        const PAIRS: [[usize; 2]; 3] = [[0, 1], [0, 2], [1, 2]];
+        let mut best = (u64::MAX, PAIRS[0]);
+        let mut counts = [0u64; 64];
+        for [u, v] in PAIRS {
+            let side = (span[u][1] - span[u][0] + 1) as usize;
+            let cols = side * (span[v][1] - span[v][0] + 1) as usize;
+            if cols > counts.len() {
+                return PAIRS[0];
+            }
+            counts[..cols].fill(0);
+            for (r, c) in &self.ranges {
+                let at = (c[v] - span[v][0]) as usize * side + (c[u] - span[u][0]) as usize;
+                counts[at] += r.len() as u64;
+            }
+            let cost: u64 = counts[..cols].iter().map(|n| n * n).sum();
+            if cost < best.0 {
+                best = (cost, [u, v]);
+            }
+        }
+        best.1
+    }
+
     /// The points of the main cells `lo..=hi` (per axis, clipped to the grid), bucketed by (row, column):
     /// rows along y and columns along x, finer where the block is dense.
     fn fill(&mut self, nb: &Neighbors, lo: [i64; 3], hi: [i64; 3]) {
@@ -255,7 +298,7 @@ impl Candidates {
                     if nb.cell_start[ci] < nb.cell_start[ci + 1] {
                         self.ranges.push((
                             nb.cell_start[ci] as usize..nb.cell_start[ci + 1] as usize,
-                            [x, y],
+                            [x, y, z],
                         ));
                     }
                 }
@@ -264,25 +307,28 @@ impl Candidates {
         let m: usize = self.ranges.iter().map(|(r, _)| r.len()).sum();
         // Rows of about 1/2^l of a cell, l growing with the block's points (a few per bucket on a surface);
         // columns at least 8 per cell.
+        self.axes = self.spread_axes(span);
+        let [u, v] = self.axes;
         let mut l = 0u32;
-        let cells2 = ((hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1)) as usize;
+        let cells2 = ((hi[u] - lo[u] + 1) * (hi[v] - lo[v] + 1)) as usize;
         while l < 6 && (cells2 << (2 * l)) * BUCKET_FILL < m {
             l += 1;
         }
         let lx = l.clamp(X_BUCKET_BITS, SUB_BITS);
         let ly = l.min(SUB_BITS);
         self.shift = [SUB_BITS - lx, SUB_BITS - ly];
-        self.x0 = lo[0] << SUB_BITS;
-        self.y0 = lo[1] << SUB_BITS;
-        self.nx = ((hi[0] - lo[0] + 1) as usize) << lx;
-        self.ny = ((hi[1] - lo[1] + 1) as usize) << ly;
+        self.x0 = lo[u] << SUB_BITS;
+        self.y0 = lo[v] << SUB_BITS;
+        self.nx = ((hi[u] - lo[u] + 1) as usize) << lx;
+        self.ny = ((hi[v] - lo[v] + 1) as usize) << ly;
         self.start.clear();
         self.start.resize(self.nx * self.ny + 1, 0);
         self.bucket.clear();
         for (r, c) in &self.ranges {
-            let (cx, cy) = (c[0] << SUB_BITS, c[1] << SUB_BITS);
-            for (&sx, &sy) in nb.sx[r.clone()].iter().zip(&nb.sy[r.clone()]) {
-                let b = self.row(cy | sy as u32) * self.nx + self.col(cx | sx as u32);
+            let (cu, cv) = (c[u] << SUB_BITS, c[v] << SUB_BITS);
+            for j in r.clone() {
+                let b =
+                    self.row(cv | nb.sub_byte(j, v)) * self.nx + self.col(cu | nb.sub_byte(j, u));
                 self.bucket.push(b as u32);
                 self.start[b + 1] += 1;
             }
@@ -296,13 +342,17 @@ impl Candidates {
         }
         // start[b + 1] is now where bucket b begins; placing each candidate moves it to where bucket b ends,
         // which is where bucket b + 1 begins, and start[0] stays 0.
-        self.xs.resize(m, 0.0);
-        self.ys.resize(m, 0.0);
-        self.zs.resize(m, 0.0);
+        // Padded by LANES - 1 for `select`'s reads of four at a time (the padding's lanes are masked off).
+        self.xs.resize(m + LANES - 1, 0.0);
+        self.ys.resize(m + LANES - 1, 0.0);
+        self.zs.resize(m + LANES - 1, 0.0);
         self.orig.resize(m, 0);
-        self.d2.resize(m, 0.0);
-        if self.keys.len() < m + 1 {
-            self.keys.resize(m + 1, 0);
+        self.d2.resize(m + LANES - 1, 0.0);
+        self.listed.resize(m + LANES, 0);
+        self.near.resize(m + LANES, 0.0);
+        self.head.resize(RANK_SLOTS, 0);
+        if self.keys.len() < m + LANES {
+            self.keys.resize(m + LANES, 0);
         }
         let mut t = 0;
         for (r, _) in &self.ranges {
@@ -334,34 +384,63 @@ impl Candidates {
         top: &mut Vec<Entry>,
     ) -> usize {
         let r = (tau.sqrt() * (1.0 + 1e-5) + 1e-22) as f64;
-        let c0 = self.col(nb.coarse_of(q[0] as f64 - r, 0));
-        let c1 = self.col(nb.coarse_of(q[0] as f64 + r, 0));
-        let r0 = self.row(nb.coarse_of(q[1] as f64 - r, 1));
-        let r1 = self.row(nb.coarse_of(q[1] as f64 + r, 1));
+        let [u, v] = self.axes;
+        let c0 = self.col(nb.coarse_of(q[u] as f64 - r, u));
+        let c1 = self.col(nb.coarse_of(q[u] as f64 + r, u));
+        let r0 = self.row(nb.coarse_of(q[v] as f64 - r, v));
+        let r1 = self.row(nb.coarse_of(q[v] as f64 + r, v));
+        let [qx, qy, qz] = q.map(f32x4::splat);
+        let tau4 = f32x4::splat(tau);
         let mut n = 0usize;
         for row in r0..=r1 {
             let (a, e) = (
                 self.start[row * self.nx + c0] as usize,
                 self.start[row * self.nx + c1 + 1] as usize,
             );
-            let d2 = &mut self.d2[a..e];
-            for (((d, &x), &y), &z) in d2
-                .iter_mut()
-                .zip(&self.xs[a..e])
-                .zip(&self.ys[a..e])
-                .zip(&self.zs[a..e])
+            // Four candidates at a time (the arrays are padded by LANES - 1): the squared distances as
+            // [`dist2`] computes them, and the slots of those within tau listed with one store.
+            for i in (a..e).step_by(LANES) {
+                let lanes =
+                    |v: &[f32]| f32x4::from(<[f32; LANES]>::try_from(&v[i..i + LANES]).unwrap());
+                let (dx, dy, dz) = (
+                    lanes(&self.xs) - qx,
+                    lanes(&self.ys) - qy,
+                    lanes(&self.zs) - qz,
+                );
+                let d = dx * dx + dy * dy + dz * dz;
+                self.d2[i..i + LANES].copy_from_slice(&d.to_array());
+                let valid = (1u32 << (e - i).min(LANES)) - 1;
+                let (set, count) = COMPACT[(d.simd_le(tau4).to_bitmask() & valid) as usize];
+                let slots = u32x4::splat(i as u32) + u32x4::from(set);
+                self.listed[n..n + LANES].copy_from_slice(&slots.to_array());
+                n += count as usize;
+            }
+        }
+        for ((key, near), &t) in self
+            .keys
+            .iter_mut()
+            .zip(&mut self.near)
+            .zip(&self.listed[..n])
+        {
+            *near = self.d2[t as usize];
+            *key = ((near.to_bits() as u64) << 32) | t as u64;
+        }
+        if n <= RANKED && k <= n {
+            self.near[n..n + LANES].fill(f32::INFINITY);
+            if let Some(head) =
+                select_by_rank(&self.near[..n + LANES], n, &self.keys, k, &mut self.head)
             {
-                *d = dist2([x, y, z], q);
+                top.clear();
+                top.extend(head.iter().map(|&key| {
+                    let t = key as u32 as usize;
+                    Entry {
+                        d2: f32::from_bits((key >> 32) as u32),
+                        index: self.orig[t],
+                        pos: [self.xs[t], self.ys[t], self.zs[t]],
+                    }
+                }));
+                return n;
             }
-            // Branch-free compaction of the (squared distance bits, slot) keys within tau: every slot is
-            // written, only those within tau advance the end. The keys order like (d2, slot) for d2 >= 0.
-            let buf = &mut self.keys[n..n + (e - a) + 1];
-            let mut w = 0usize;
-            for (t, &d) in d2.iter().enumerate() {
-                buf[w] = ((d.to_bits() as u64) << 32) | (a + t) as u64;
-                w += (d <= tau) as usize;
-            }
-            n += w;
         }
         let (xs, ys, zs, orig) = (&self.xs, &self.ys, &self.zs, &self.orig);
         select_keys(
@@ -452,6 +531,44 @@ impl Candidates {
         self.box_keys = keys;
         true
     }
+}
+
+/// Candidates selected by [`select_by_rank`] when no more are within the bound.
+const RANKED: usize = 60;
+/// Slots of [`select_by_rank`]'s output: every rank of up to `RANKED` candidates and their padding.
+const RANK_SLOTS: usize = 64;
+
+/// The `k` nearest of `n` candidates (`k <= n <= RANKED`) by rank, without a sort: candidate i's rank is the
+/// number of candidates strictly nearer (`near`, padded to a multiple of `LANES` past `n`), computed four
+/// at a time with no branch, and its key goes to slot rank. The keys of the k nearest, in (d2, slot) order as
+/// a sort would give, when the k nearest all have distinct distances; None when two share one (they would
+/// share a slot; the sort with the original index as tie-break decides then).
+fn select_by_rank<'h>(
+    near: &[f32],
+    n: usize,
+    keys: &[u64],
+    k: usize,
+    head: &'h mut [u64],
+) -> Option<&'h [u64]> {
+    let wanted = (1u64 << k) - 1;
+    let (mut seen, mut clash) = (0u64, 0u64);
+    for i in (0..n).step_by(LANES) {
+        let di = f32x4::from(<[f32; LANES]>::try_from(&near[i..i + LANES]).unwrap());
+        let mut rank = u32x4::splat(0);
+        for &dj in &near[..n] {
+            // A set mask is all ones: subtracting it counts one.
+            rank -= f32x4::splat(dj).simd_lt(di).to_bits();
+        }
+        for (lane, &r) in rank.to_array().iter().enumerate() {
+            // Padding lanes rank n (nothing is nearer than infinity but the n candidates) and land in
+            // unread slots.
+            let bit = (1u64 << r) & wanted;
+            clash |= seen & bit;
+            seen |= bit;
+            head[r as usize] = keys[i + lane];
+        }
+    }
+    (clash == 0 && seen == wanted).then(|| &head[..k])
 }
 
 /// Up to this many keys are sorted whole rather than selected first.
@@ -845,6 +962,17 @@ impl Neighbors {
             bound = (bound - s * MARGIN).max(0.0) * (1.0 - MARGIN);
         }
         bound
+    }
+
+    /// Sorted point `j`'s coordinate along axis `a` within its main cell, in 1/256 of the cell (the low byte
+    /// of its [`coarse`] coordinate): stored for x and y, computed for z.
+    #[inline]
+    fn sub_byte(&self, j: usize, a: usize) -> u32 {
+        match a {
+            0 => self.sx[j] as u32,
+            1 => self.sy[j] as u32,
+            _ => self.coarse_of(self.sorted[j][2] as f64, 2) & 255,
+        }
     }
 
     /// The [`coarse`] coordinate of `v` (metres, relative to the cloud's origin) along axis `a`.
@@ -1599,6 +1727,42 @@ mod tests {
                     assert_eq!(one.len() as u32, got[i]);
                 }
             }
+        }
+    }
+
+    /// Walls along each axis (blocks bucketed by each pair of axes) and a lattice, where many candidates lie
+    /// at equal distances (the rank selection's ties fall back to the sort).
+    #[test]
+    fn walls_and_lattices_match_brute_force() {
+        let mut s = 11u64;
+        let mut pts = Vec::new();
+        for i in 0..4000 {
+            let (a, b) = (rng(&mut s) * 6.0, rng(&mut s) * 6.0);
+            pts.push(match i % 4 {
+                0 => [2.0, a, b],
+                1 => [a, 4.0, b],
+                2 => [a, b, 0.5],
+                _ => [
+                    (i % 7) as f32 * 0.1,
+                    (i / 7 % 9) as f32 * 0.1,
+                    (i / 63) as f32 * 0.1,
+                ],
+            });
+        }
+        for k in [1usize, 8, 17, 40] {
+            let nb = Neighbors::for_knn(&pts, k).unwrap();
+            nb.knn_all(
+                k,
+                None,
+                &NoProgress,
+                || (),
+                |_, i, _, nbrs, _| {
+                    let want = brute(&pts, pts[i], k, f32::INFINITY);
+                    let got: Vec<(u32, f32)> = nbrs.iter().map(|n| (n.index, n.dist2)).collect();
+                    assert_eq!(got, want, "point {i} k {k}");
+                },
+            )
+            .unwrap();
         }
     }
 

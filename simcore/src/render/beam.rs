@@ -21,6 +21,7 @@
 use rayon::prelude::*;
 use wide::{f32x4, u32x4};
 
+use aerie_pipeline::lanes::{COMPACT, LANES};
 use aerie_pipeline::map::MapView;
 
 use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, dot, gamma_mm};
@@ -81,9 +82,6 @@ fn normal_direction(v: u32) -> [f32; 3] {
     }
     [x, y, z]
 }
-
-/// Lanes of a [`Pack`].
-const LANES: usize = 4;
 
 /// Four points of a fine cell in structure-of-arrays form: the screening test runs on all four lanes at once
 /// (SIMD), where records one after the other made the compiler test them one by one. 64 bytes, one cache line:
@@ -720,26 +718,6 @@ fn trace_block(
 /// 2026-11-24): 0.75 makes hall Mid-360 frames 5-8% faster and leaves the tiled map level or a little faster;
 /// cutting every beam made views from 20 m up 5-10% slower. The output does not depend on it.
 const CUT_SPAN: f32 = 0.75;
-
-/// For each 4-bit screening mask, its set lanes in ascending order (the other slots repeat lane 0, never
-/// read) and their count: a pack's passing lanes are listed with one 16-byte store, where a store and an add
-/// per lane cost as much as the screening itself.
-const COMPACT: [([u32; LANES], u32); 16] = {
-    let mut table = [([0u32; LANES], 0u32); 16];
-    let mut mask = 0;
-    while mask < 16 {
-        let mut lane = 0;
-        while lane < LANES {
-            if mask & (1 << lane) != 0 {
-                table[mask].0[table[mask].1 as usize] = lane as u32;
-                table[mask].1 += 1;
-            }
-            lane += 1;
-        }
-        mask += 1;
-    }
-    table
-};
 
 /// Screened points listed per cell before their exact tests (a multiple of [`LANES`]).
 const SCREENED: usize = 64;
