@@ -399,22 +399,40 @@ impl Candidates {
             );
             // Four candidates at a time (the arrays are padded by LANES - 1): the squared distances as
             // [`dist2`] computes them, and the slots of those within tau listed with one store.
-            for i in (a..e).step_by(LANES) {
+            let len = (e - a).div_ceil(LANES) * LANES;
+            let (xs, ys, zs) = (
+                &self.xs[a..a + len],
+                &self.ys[a..a + len],
+                &self.zs[a..a + len],
+            );
+            // Each store advances by at most LANES, so the run's stores stay within `len` slots.
+            let listed = &mut self.listed[n..n + len];
+            let mut w = 0;
+            for (c, ((x, y), (z, d2))) in xs
+                .chunks_exact(LANES)
+                .zip(ys.chunks_exact(LANES))
+                .zip(
+                    zs.chunks_exact(LANES)
+                        .zip(self.d2[a..a + len].chunks_exact_mut(LANES)),
+                )
+                .enumerate()
+            {
                 let lanes =
-                    |v: &[f32]| f32x4::from(<[f32; LANES]>::try_from(&v[i..i + LANES]).unwrap());
-                let (dx, dy, dz) = (
-                    lanes(&self.xs) - qx,
-                    lanes(&self.ys) - qy,
-                    lanes(&self.zs) - qz,
-                );
+                    |v: &[f32]| f32x4::from(<[f32; LANES]>::try_from(v).unwrap_or_default());
+                let (dx, dy, dz) = (lanes(x) - qx, lanes(y) - qy, lanes(z) - qz);
                 let d = dx * dx + dy * dy + dz * dz;
-                self.d2[i..i + LANES].copy_from_slice(&d.to_array());
-                let valid = (1u32 << (e - i).min(LANES)) - 1;
+                d2.copy_from_slice(&d.to_array());
+                let i = c * LANES;
+                let valid = (1u32 << (e - a - i).min(LANES)) - 1;
                 let (set, count) = COMPACT[(d.simd_le(tau4).to_bitmask() & valid) as usize];
-                let slots = u32x4::splat(i as u32) + u32x4::from(set);
-                self.listed[n..n + LANES].copy_from_slice(&slots.to_array());
-                n += count as usize;
+                if let Some(slots) = listed.get_mut(w..w + LANES) {
+                    slots.copy_from_slice(
+                        &(u32x4::splat((a + i) as u32) + u32x4::from(set)).to_array(),
+                    );
+                }
+                w += count as usize;
             }
+            n += w;
         }
         for ((key, near), &t) in self
             .keys
