@@ -36,6 +36,7 @@ use wide::{f32x4, u32x4};
 
 use crate::error::{Error, Result};
 use crate::filters::check_cancel;
+use crate::grid::{CellRuns, sort_into_runs};
 use crate::lanes::{COMPACT, LANES};
 use crate::progress::Progress;
 
@@ -110,50 +111,6 @@ pub struct Neighbors {
     sy: Vec<u8>,
     /// Open-addressing table: main-cell code -> index in `cell_codes` (`u32::MAX` = empty).
     table: Vec<u32>,
-}
-
-/// Points `0..n` sorted by (`key(i)`, i), keys of at most `3 (FINE_BITS - main) + main` bits: the point order,
-/// and the occupied main cells (`key >> main`) with where each starts in that order, then `n`. The pairs are
-/// packed into one u64 when both fit (for a few million points, unless the main cells are tiny): the sort
-/// then moves half the bytes, where it was a tenth of a prepare.
-fn sort_by_cell(
-    n: usize,
-    main: u32,
-    key: impl Fn(usize) -> u64 + Sync,
-) -> (Vec<u32>, Vec<u64>, Vec<u32>) {
-    let key_bits = 3 * (FINE_BITS - main) + main;
-    let index_bits = usize::BITS - n.saturating_sub(1).leading_zeros();
-    let cells = |code_at: &dyn Fn(usize) -> u64| {
-        let (mut codes, mut starts) = (Vec::new(), Vec::new());
-        for j in 0..n {
-            let c = code_at(j) >> main;
-            if codes.last() != Some(&c) {
-                codes.push(c);
-                starts.push(j as u32);
-            }
-        }
-        starts.push(n as u32);
-        (codes, starts)
-    };
-    if key_bits + index_bits <= 64 {
-        let mut packed: Vec<u64> = (0..n)
-            .into_par_iter()
-            .map(|i| (key(i) << index_bits) | i as u64)
-            .collect();
-        // Keys are unique (they hold the index), so the unstable sort is deterministic.
-        packed.par_sort_unstable();
-        let (codes, starts) = cells(&|j| packed[j] >> index_bits);
-        let mask = (1u64 << index_bits) - 1;
-        let order = packed.par_iter().map(|&k| (k & mask) as u32).collect();
-        (order, codes, starts)
-    } else {
-        let mut keyed: Vec<(u64, u32)> =
-            (0..n).into_par_iter().map(|i| (key(i), i as u32)).collect();
-        keyed.par_sort_unstable();
-        let (codes, starts) = cells(&|j| keyed[j].0);
-        let order = keyed.par_iter().map(|&(_, i)| i).collect();
-        (order, codes, starts)
-    }
 }
 
 /// Spread the low 21 bits of `v` to every third bit.
@@ -824,8 +781,13 @@ impl Neighbors {
         } else {
             fine
         };
-        let (order, cell_codes, cell_start) =
-            sort_by_cell(n, main, |i| key_of(&positions[i], fine, main));
+        let CellRuns {
+            order,
+            keys: cell_codes,
+            starts: cell_start,
+        } = sort_into_runs(n, 3 * (FINE_BITS - main) + main, main, |i| {
+            key_of(&positions[i], fine, main)
+        });
         let sorted: Vec<[f32; 3]> = order.par_iter().map(|&i| positions[i as usize]).collect();
         let sub = |a: usize| -> Vec<u8> {
             sorted

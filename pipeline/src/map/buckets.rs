@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use super::{Bucket, BucketingInfo, MapMetadata, MapSource, PackedMap, ReflectanceInfo, ScanPose};
-use crate::grid::world_cell;
+use crate::grid::{CellRuns, sort_into_runs, world_cell};
 use crate::{Cloud, Error, Result};
 
 /// Bits per axis in a bucket key.
@@ -395,41 +395,28 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
         }
     }
     // Every coordinate minus lo lies in 0..2^21 (checked above), so the casts are exact.
-    let mut keyed: Vec<(u64, u32)> = cloud
-        .positions()
-        .par_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let g = world_cell(origin, *p, l);
-            (
-                morton_encode([
-                    (g[0] - lo[0]) as u32,
-                    (g[1] - lo[1]) as u32,
-                    (g[2] - lo[2]) as u32,
-                ]),
-                i as u32,
-            )
-        })
-        .collect();
-    keyed.par_sort_unstable();
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut s = 0;
-    while s < keyed.len() {
-        let mut e = s + 1;
-        while e < keyed.len() && keyed[e].0 == keyed[s].0 {
-            e += 1;
-        }
-        runs.push((s, e));
-        s = e;
-    }
+    let axis_bits = (0..3)
+        .map(|a| u64::BITS - ((hi[a] - lo[a]) as u64).leading_zeros())
+        .max()
+        .unwrap_or(0);
+    let positions = cloud.positions();
+    let CellRuns {
+        order: sorted,
+        keys: run_keys,
+        starts,
+    } = sort_into_runs(positions.len(), 3 * axis_bits, 0, |i| {
+        let g = world_cell(origin, positions[i], l);
+        morton_encode([0, 1, 2].map(|a| (g[a] - lo[a]) as u32))
+    });
     let levels = level_count(l, f64::from(resolution));
-    let per_bucket: Vec<(Bucket, Vec<u32>)> = runs
-        .par_iter()
-        .map(|&(s, e)| {
-            let key = keyed[s].0;
+    let per_bucket: Vec<(Bucket, Vec<u32>)> = (0..run_keys.len())
+        .into_par_iter()
+        .map(|r| {
+            let key = run_keys[r];
+            let (s, e) = (starts[r] as usize, starts[r + 1] as usize);
             let c = bucket_coords(key, lo);
             let corner = [c[0] as f64 * l, c[1] as f64 * l, c[2] as f64 * l];
-            let ids: Vec<u32> = keyed[s..e].iter().map(|&(_, i)| i).collect();
+            let ids = &sorted[s..e];
             let mut bmin = [f32::INFINITY; 3];
             let mut bmax = [f32::NEG_INFINITY; 3];
             let local: Vec<[f64; 3]> = ids
