@@ -19,8 +19,8 @@
 //!   both axes, four candidates at a time, listing those within it; the k nearest of the listed are found by
 //!   rank (each one's count of nearer ones, with no branch) rather than by a sort, which was the largest cost
 //!   of a query. When fewer than k lie within the guess, it scans again within a bound that holds (the
-//!   farthest of the previous point's k neighbours). Its answer is final
-//!   when the k-th is nearer than the block's nearest face; otherwise the cells within the k-th distance are
+//!   farthest of the previous point's k neighbours). Its answer is final when the k-th is nearer than the
+//!   block's nearest face; otherwise the cells within the k-th distance are
 //!   scanned directly, or, without a bound, the search is redone on a block (at a coarser level when needed)
 //!   that provably contains every closer point. Results are exact.
 //!
@@ -278,8 +278,8 @@ impl Candidates {
         best.1
     }
 
-    /// The points of the main cells `lo..=hi` (per axis, clipped to the grid), bucketed by (row, column):
-    /// rows along y and columns along x, finer where the block is dense.
+    /// The points of the main cells `lo..=hi` (per axis, clipped to the grid), bucketed by (row, column)
+    /// along the axes [`Candidates::spread_axes`] chooses, finer where the block is dense.
     fn fill(&mut self, nb: &Neighbors, lo: [i64; 3], hi: [i64; 3]) {
         self.ranges.clear();
         let span: [[u32; 2]; 3] = std::array::from_fn(|a| {
