@@ -43,8 +43,8 @@ pub(crate) fn sort_into_runs(
     key: impl Fn(usize) -> u64 + Sync,
 ) -> CellRuns {
     use rayon::prelude::*;
-    let index_bits = usize::BITS - n.saturating_sub(1).leading_zeros();
-    let runs = |key_at: &dyn Fn(usize) -> u64| {
+    /// The runs of equal `key_at(j) >> run_shift` over the sorted `0..n`: their keys and starts, then `n`.
+    fn runs(n: usize, run_shift: u32, key_at: impl Fn(usize) -> u64) -> (Vec<u64>, Vec<u32>) {
         let (mut keys, mut starts) = (Vec::new(), Vec::new());
         for j in 0..n {
             let c = key_at(j) >> run_shift;
@@ -55,7 +55,8 @@ pub(crate) fn sort_into_runs(
         }
         starts.push(n as u32);
         (keys, starts)
-    };
+    }
+    let index_bits = usize::BITS - n.saturating_sub(1).leading_zeros();
     let (order, (keys, starts)) = if key_bits + index_bits <= 64 {
         let mut packed: Vec<u64> = (0..n)
             .into_par_iter()
@@ -64,13 +65,13 @@ pub(crate) fn sort_into_runs(
         packed.par_sort_unstable();
         let mask = (1u64 << index_bits) - 1;
         let order = packed.par_iter().map(|&k| (k & mask) as u32).collect();
-        (order, runs(&|j| packed[j] >> index_bits))
+        (order, runs(n, run_shift, |j| packed[j] >> index_bits))
     } else {
         let mut keyed: Vec<(u64, u32)> =
             (0..n).into_par_iter().map(|i| (key(i), i as u32)).collect();
         keyed.par_sort_unstable();
         let order = keyed.par_iter().map(|&(_, i)| i).collect();
-        (order, runs(&|j| keyed[j].0))
+        (order, runs(n, run_shift, |j| keyed[j].0))
     };
     CellRuns {
         order,

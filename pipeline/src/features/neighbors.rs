@@ -28,8 +28,8 @@
 //! chosen level or the number of threads.
 //!
 //! Points stay `[f32; 3]` arrays (the cloud's storage) rather than nalgebra points: the distance loops here are
-//! the hottest code of the preparation stages (kNN for SOR and normals) and are written for the compiler to
-//! vectorise over plain arrays.
+//! the hottest code of the preparation stages (kNN for SOR and normals), written over plain arrays (a block's
+//! candidates as a structure of arrays) in four-lane `wide` vectors.
 
 use rayon::prelude::*;
 use wide::{f32x4, u32x4};
@@ -444,31 +444,18 @@ impl Candidates {
             *near = self.d2[t as usize];
             *key = ((near.to_bits() as u64) << 32) | t as u64;
         }
+        let (xs, ys, zs, orig) = (&self.xs, &self.ys, &self.zs, &self.orig);
+        let pos = |t: usize| [xs[t], ys[t], zs[t]];
         if n <= RANKED && k <= n {
             self.near[n..n + LANES].fill(f32::INFINITY);
             if let Some(head) =
                 select_by_rank(&self.near[..n + LANES], n, &self.keys, k, &mut self.head)
             {
-                top.clear();
-                top.extend(head.iter().map(|&key| {
-                    let t = key as u32 as usize;
-                    Entry {
-                        d2: f32::from_bits((key >> 32) as u32),
-                        index: self.orig[t],
-                        pos: [self.xs[t], self.ys[t], self.zs[t]],
-                    }
-                }));
+                entries_of(head, pos, |t| orig[t], top);
                 return n;
             }
         }
-        let (xs, ys, zs, orig) = (&self.xs, &self.ys, &self.zs, &self.orig);
-        select_keys(
-            |t| [xs[t], ys[t], zs[t]],
-            |t| orig[t],
-            &mut self.keys[..n],
-            k,
-            top,
-        );
+        select_keys(pos, |t| orig[t], &mut self.keys[..n], k, top);
         n
     }
 }
@@ -636,7 +623,18 @@ fn select_keys(
         }));
         return;
     }
-    top.extend(head.iter().map(|&key| {
+    entries_of(head, pos, orig, top);
+}
+
+/// `top` := the candidates of (squared distance bits, slot) keys, in the keys' order.
+fn entries_of(
+    keys: &[u64],
+    pos: impl Fn(usize) -> [f32; 3],
+    orig: impl Fn(usize) -> u32,
+    top: &mut Vec<Entry>,
+) {
+    top.clear();
+    top.extend(keys.iter().map(|&key| {
         let t = key as u32 as usize;
         Entry {
             d2: f32::from_bits((key >> 32) as u32),
