@@ -524,9 +524,6 @@ fn analytic_scenes_through_the_pipeline() {
 // ---------------------------------------------------------------------------------------------------------
 // The real hall
 
-/// Height of the lidar origin (where the unit's elevations are measured from) above the scan's origin, metres.
-const LIDAR_Z_M: f64 = 0.03618;
-
 /// The pose of `pcd/os0_hall_scan_full40.pcd` in `maps/hall_map_20cm.pcd` (SOURCES.md): world = R p + t.
 fn hall_scan_pose() -> Isometry3<f64> {
     let r = Matrix3::new(
@@ -604,9 +601,9 @@ fn real_hall_scan() {
     let mut beams = Vec::new();
     model.beams(0, &mut beams);
     assert_eq!(beams.len(), 64 * 2048);
-    // This comparison works in the lidar frame: the simulated sensor is placed at the lidar origin and the real points are shifted to it.
-    let scan_pose = hall_scan_pose();
-    let lidar_pose = scan_pose * Translation3::new(0.0, 0.0, LIDAR_Z_M);
+    // The scan's points are given from the optical centre (docs/accuracy.md, section 3): its frame is the
+    // lidar frame the beams start from.
+    let lidar_pose = hall_scan_pose();
 
     // Real points in the lidar frame, matched to (ring, column) cells.
     let cols = 2048usize;
@@ -629,7 +626,7 @@ fn real_hall_scan() {
     let mut gaps = Vec::with_capacity(real.len());
     let (mut off_ring, mut duplicate) = (0usize, 0usize);
     for p in real.positions() {
-        let q = V3::new(p[0] as f64, p[1] as f64, p[2] as f64 - LIDAR_Z_M);
+        let q = V3::new(p[0] as f64, p[1] as f64, p[2] as f64);
         let range = q.norm();
         if range.is_nan() || range <= 0.1 {
             continue;

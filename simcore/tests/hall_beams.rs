@@ -3,8 +3,9 @@
 //! OS0-64 frame rendered through [`Simulator`] at the pose of the real scan, both binned on 64 nominal rings x
 //! 1024 columns, the point nearest each bin's direction standing for the beam.
 //!
-//! The thresholds of `hall_scan_beam_by_beam` are regression guards set below what the renderer reaches
-//! today (printed with `--nocapture`; docs/accuracy.md records them against the goals and the MARSIM method).
+//! `hall_scan_beam_by_beam` holds the generic `os0_64` preset to issue 8's figures and `os0_64_hall` (the
+//! unit's measured, unevenly spaced rings) to a guard below what it reaches today (printed with
+//! `--nocapture`; docs/accuracy.md records both against the goals and the MARSIM method).
 //! `surface_model_along_the_real_beams` takes the sensor geometry out: one beam along each real return's own
 //! direction, so what remains is the map, the surface model, detection and noise; it must meet issue 8's
 //! figures outright.
@@ -51,13 +52,15 @@ const GOAL: Bounds = Bounds {
     cov25: 0.95,
 };
 
-/// Guards set below what the shipped presets reach today.
-const REGRESSION: Bounds = Bounds {
-    hit: 0.97,
-    in10_all: 0.64,
-    beam_med: 0.06,
-    beam_sgn: 0.02,
-    cov25: 0.94,
+/// A guard set below what `os0_64_hall` reaches today: its sharp, unevenly spaced rings leave some of the
+/// comparison's even bins between two rings empty, where the real scan's blurred rings put points
+/// (docs/accuracy.md, section 3).
+const HALL_PRESET: Bounds = Bounds {
+    hit: 0.9,
+    in10_all: 0.66,
+    beam_med: 0.05,
+    beam_sgn: 0.015,
+    cov25: 0.95,
 };
 
 impl Figures {
@@ -189,7 +192,7 @@ fn hall_scan_beam_by_beam() {
     let Some((map, real)) = hall() else {
         return;
     };
-    for preset in ["os0_64", "os0_64_hall"] {
+    for (preset, bounds) in [("os0_64", &GOAL), ("os0_64_hall", &HALL_PRESET)] {
         let sim = render(
             map.clone(),
             preset,
@@ -197,26 +200,24 @@ fn hall_scan_beam_by_beam() {
         );
         let f = compare(sim.positions(), real.positions());
         println!("{preset}: {f:?}");
-        f.assert_within(preset, &REGRESSION);
+        f.assert_within(preset, bounds);
     }
 }
 
-/// One simulated beam along each real return's direction, from the lidar origin the scan's rings are measured
-/// from (36.18 mm up): the sensor geometry is the real one, so the figures judge the map, the surface model,
-/// detection and noise alone. Also prints what the generic preset's geometry costs (docs/accuracy.md,
-/// section 3): its lidar-origin lift and beam-origin offset move each simulated point off the direction the
-/// bins are measured from.
+/// One simulated beam along each real return's direction, from the scan's origin (the optical centre): the
+/// sensor geometry is the real one, so the figures judge the map, the surface model, detection and noise
+/// alone. Also prints what other geometries of the generic preset score (docs/accuracy.md, section 3): Ouster's
+/// sensor frame (rays from 36.18 mm up) and no beam-origin offset.
 #[test]
 fn surface_model_along_the_real_beams() {
     let Some((map, real)) = hall() else {
         return;
     };
-    let lift = 0.03618f32;
     let beams: Vec<Beam> = real
         .positions()
         .iter()
         .filter_map(|p| {
-            let d = [p[0], p[1], p[2] - lift];
+            let d = *p;
             let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
             (n > 0.3).then(|| Beam {
                 dir: d.map(|c| c / n),
@@ -227,7 +228,6 @@ fn surface_model_along_the_real_beams() {
         .collect();
     let model = SensorModel::preset("os0_64").expect("preset");
     let mut renderer = Renderer::new(&beams, &model.physics, &RenderParams::default());
-    renderer.set_beam_origins(&vec![[0.0, 0.0, lift]; beams.len()]);
     let sim = Simulator::new(map.clone());
     let frame = renderer.render(&sim.map(), &Static(scan_pose()), 0.0, 0);
     let points: Vec<[f32; 3]> = frame.points.iter().map(|p| p.xyz).collect();
@@ -235,9 +235,9 @@ fn surface_model_along_the_real_beams() {
     println!("os0_64 physics along the real beams: {f:?}");
     f.assert_within("along the real beams", &GOAL);
 
-    // The generic preset with parts of Ouster's sensor-frame geometry removed (diagnostic, not a goal; the
-    // shipped geometry is `hall_scan_beam_by_beam`'s).
-    for (lift_mm, offset_mm) in [(36.18, 0.0), (0.0, 27.67), (0.0, 0.0)] {
+    // The generic preset in Ouster's sensor frame, and without the beam-origin offset (diagnostic, not a goal;
+    // the shipped geometry is `hall_scan_beam_by_beam`'s).
+    for (lift_mm, offset_mm) in [(36.18, 27.67), (0.0, 0.0)] {
         let mut model = SensorModel::preset("os0_64").expect("preset");
         if let Pattern::Spinning(p) = &mut model.pattern {
             p.lidar_origin_z_mm = lift_mm;

@@ -46,7 +46,7 @@ const VERTICAL_FOV: &[(&str, f64, f64, f64)] = &[
     ("hdl32e", -30.67, 10.67, 1e-3),
     ("hdl64e", -24.6, 2.0, 1e-3),
     ("os0_64", -45.46, 45.85, 1e-3),
-    ("os0_64_hall", -45.33, 45.30, 1e-3),
+    ("os0_64_hall", -45.05, 45.63, 1e-3),
     ("os0_128", -46.26, 45.75, 1e-3),
     ("os1_64", -16.611, 16.611, 1e-3),
     ("os1_128", -22.5, 22.5, 1e-3),
@@ -336,12 +336,12 @@ mod ouster {
     use super::*;
 
     const HALL: [f32; 64] = [
-        -45.33, -43.59, -42.27, -40.57, -39.27, -37.60, -36.29, -34.66, -33.34, -31.75, -30.42,
-        -28.86, -27.52, -25.99, -24.63, -23.14, -21.78, -20.30, -18.91, -17.48, -16.06, -14.65,
-        -13.23, -11.84, -10.41, -9.05, -7.59, -6.24, -4.75, -3.44, -1.94, -0.64, 0.87, 2.14, 3.68,
-        4.95, 6.48, 7.73, 9.31, 10.52, 12.12, 13.34, 14.96, 16.16, 17.83, 19.02, 20.68, 21.86,
-        23.55, 24.72, 26.44, 27.59, 29.34, 30.49, 32.27, 33.42, 35.21, 36.38, 38.19, 39.34, 41.16,
-        42.31, 44.16, 45.30,
+        -45.05, -43.22, -42.01, -40.31, -39.07, -37.31, -36.09, -34.40, -33.03, -31.58, -30.10,
+        -28.81, -27.39, -26.19, -24.72, -23.36, -21.94, -20.59, -19.17, -17.77, -16.30, -14.91,
+        -13.33, -11.92, -10.45, -9.07, -7.65, -6.30, -4.78, -3.45, -1.95, -0.67, 0.81, 1.98, 3.52,
+        4.73, 6.30, 7.55, 9.25, 10.31, 12.54, 13.78, 15.38, 16.49, 18.22, 19.40, 21.07, 22.25,
+        23.94, 25.10, 26.80, 27.95, 29.69, 30.82, 32.60, 33.75, 35.52, 36.68, 38.48, 39.64, 41.44,
+        42.61, 44.45, 45.63,
     ];
 
     #[test]
@@ -352,7 +352,7 @@ mod ouster {
         };
         assert_eq!(p.elevations_deg, HALL);
         assert_eq!(p.columns, 2048);
-        assert_eq!(p.lidar_origin_z_mm, 36.18);
+        assert_eq!(p.lidar_origin_z_mm, 0.0);
         let beams = frame(&model, 0);
         let mut by_ring = BTreeMap::new();
         for beam in &beams {
@@ -391,15 +391,24 @@ mod ouster {
 
     #[test]
     fn beam_origins_sit_on_the_offset_circle() {
-        let model = preset("os0_64");
+        let mut model = preset("os0_64");
         let beams = frame(&model, 0);
         let mut origins = Vec::new();
         model.beam_origins_m(&beams, &mut origins);
         assert_eq!(origins.len(), beams.len());
         for origin in &origins {
             assert!((origin[0].hypot(origin[1]) - 0.02767).abs() < 1e-6);
-            assert!((origin[2] - 0.03618).abs() < 1e-7);
+            assert_eq!(
+                origin[2], 0.0,
+                "the presets give points from the optical centre"
+            );
         }
+        // Ouster's sensor frame: the circle 36.18 mm up.
+        if let Pattern::Spinning(p) = &mut model.pattern {
+            p.lidar_origin_z_mm = 36.18;
+        }
+        model.beam_origins_m(&beams, &mut origins);
+        assert!(origins.iter().all(|o| (o[2] - 0.03618).abs() < 1e-7));
         // The offset points along the column azimuth: the first column faces backwards (start at 180 deg).
         assert!(origins[0][0] < -0.027);
         let velodyne = preset("vlp16");

@@ -27,8 +27,10 @@ pub struct Spinning {
     /// axis, in the direction of its column's azimuth. By default 0.
     #[serde(default)]
     pub beam_origin_offset_mm: f32,
-    /// Height of the lidar origin (where elevations are measured from) above the sensor frame's origin,
-    /// millimetres (Ouster's lidar-to-sensor transform: 36.18 mm on OS0 and OS1). By default 0.
+    /// Height of the lidar origin (where elevations are measured from) above the origin of the frame the points
+    /// are given in, millimetres. By default 0: points from the optical centre, as the shipped presets give them
+    /// (ray-casting consumers take the frame origin for the rays' origin). 36.18 gives Ouster's sensor frame
+    /// (`os_sensor`, its lidar-to-sensor transform on OS0 and OS1).
     #[serde(default)]
     pub lidar_origin_z_mm: f32,
     /// Elevation of each laser, degrees, in the vendor's laser-id (packet) order. Rings are assigned by sorted
