@@ -265,6 +265,7 @@ pub fn prepare(
     }
     let r_map = recipe.resolution_m;
     for stage in &recipe.stages {
+        crate::memory::release_free_memory();
         let n = cloud.len() as u64;
         let report = match stage {
             Stage::Crop => {
@@ -308,6 +309,7 @@ pub fn prepare(
             ));
         }
     }
+    crate::memory::release_free_memory();
     progress.stage("map.buckets", cloud.len() as u64);
     let started = std::time::Instant::now();
     let mut map = PackedMap::from_cloud_owned(cloud, r_map as f32, recipe.bucket_size_m)?;
