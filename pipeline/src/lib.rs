@@ -53,7 +53,7 @@ mod grid;
 pub mod io;
 pub mod lanes;
 pub mod map;
-mod memory;
+pub mod memory;
 mod mmap;
 pub mod pose;
 pub mod prepare;

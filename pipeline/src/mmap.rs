@@ -1,4 +1,4 @@
-//! Read-only memory maps of input files: the one place in the crate with `unsafe`.
+//! Read-only memory maps of input files: with `memory.rs`, one of the two places in the crate with `unsafe`.
 
 use std::fs::File;
 
