@@ -1,16 +1,15 @@
 #!/usr/bin/env python3
-"""Measure a spinning LiDAR's ring elevations from one of its scans, and test where its beams start.
+"""Measure a spinning LiDAR's ring elevations from one of its scans.
 
 Usage: python3 bench/ring_table.py SCAN.pcd [--height-mm H] [--offset-mm N]
 
 Prints, for rays assumed to start H mm above the scan's origin (default 0: the frame origin is the optical
-centre) from a beam origin N mm out from the axis along the column's azimuth (Ouster's beam-origin offset, default 0), the elevation of each ring (the median elevation of the points nearest it, refined from the
-64-ring table in ../shared/data/SOURCES.md) as a TOML array for a sensor preset's `elevations_deg`.
-
-Also prints the near/far test of where the beams start: for each ring seen both nearer than 3.5 m and
-farther than 7 m, the median elevation seen from the origin at the two ranges. Rays that start h above the
-origin reach a point at range r seen h cos(e) / r higher than their elevation e, so the difference between
-near and far gives h; a ring table measured from the wrong height is not range-independent.
+centre) from a beam origin N mm out from the axis along the column's azimuth (Ouster's beam-origin offset,
+default 0), the elevation of each ring (the median elevation of the points within 0.4 deg of it, refined four
+times from the 64-ring table in ../shared/data/SOURCES.md) as a TOML array for a sensor preset's
+`elevations_deg`, and how sharp the rings are from there. On a deskewed scan the rings are blurred and the
+sharpness hardly depends on H; which height the points are given from is better judged beam by beam
+(docs/accuracy.md, section 3).
 """
 import argparse
 import numpy as np
@@ -56,18 +55,6 @@ def main():
     for i in range(0, len(table), 8):
         print("    " + ", ".join(f"{v:.2f}" for v in table[i:i + 8]) + ",")
     print("]")
-    e0 = np.degrees(np.arctan2(z, rho))
-    hs = []
-    for k in range(len(table)):
-        s = near_ring & (ring == k)
-        near, far = s & (r < 3.5), s & (r > 7.0)
-        if near.sum() > 20 and far.sum() > 20:
-            d = np.radians(np.median(e0[near]) - np.median(e0[far]))
-            h = d / (np.cos(np.radians(table[k])) * (np.median(1 / r[near]) - np.median(1 / r[far])))
-            hs.append(h)
-            print(f"# ring {k:2d} ({table[k]:+.2f} deg): near {near.sum()} far {far.sum()} points, beams start {h * 1e3:+.1f} mm up")
-    if hs:
-        print(f"# median over {len(hs)} rings: beams start {np.median(hs) * 1e3:+.1f} mm above the origin")
 
 
 if __name__ == "__main__":
