@@ -533,12 +533,15 @@ impl PackedMap {
         fn reorder<T: Copy + Send + Sync>(v: &[T], ord: &[u32]) -> Vec<T> {
             ord.par_iter().map(|&i| v[i as usize]).collect()
         }
-        // An optional attribute in map order; an owned cloud's copy is freed at once.
+        // An optional attribute in map order; an owned cloud's copy is freed at once, and its pages handed
+        // back: the heap cannot give them to the next (differently sized) array, so they would otherwise stay
+        // resident beside the whole map.
         macro_rules! pick {
             ($field:ident, $take:ident) => {{
                 let out = cloud.$field().map(|v| reorder(v, &b.order));
                 if let Cow::Owned(c) = &mut cloud {
                     drop(c.$take());
+                    crate::memory::release_free_memory();
                 }
                 out
             }};
