@@ -6,7 +6,9 @@
 //! line: the coordinates and the packed normals the exact test needs) and screened four at a time with SSE
 //! before the exact test; what only an accepted hit reads (map index, plane thickness) lies in a table of its
 //! own. Each table a beam reads is laid out to cost one cache line: the block's occupied-cell box sits in the
-//! block table, each block's occupancy is one line. What sets a beam's time is neither misses nor the
+//! block table, each block's occupancy is one line, and a block above the highest occupied block of its
+//! column is passed on a table of column heights that stays in L1, without reading the block table (a beam
+//! from above crosses mostly such blocks: Avia flight frames 13-18% faster, docs/benchmarks.md). What sets a beam's time is neither misses nor the
 //! instruction count alone (docs/benchmarks.md, 2026-11-24): cells of 8 r_map run ~7,450 instructions per Avia
 //! beam in an 8M-point map against 6,760 with cells of 4 and are faster; bounding spheres over packs cut them to
 //! ~6,100 and were slower. The branchy steps (block and cell DDA, the loops over set bits) weigh more than the
@@ -162,6 +164,9 @@ pub struct BeamIndex {
     /// ground, beside a wall).
     top_dims: [i32; 3],
     top: Vec<Block>,
+    /// Per column of blocks (x, y), the height (block z) of its highest occupied block, -1 when none: a beam
+    /// above it there has nothing to look up (a table small enough to stay in L1, read instead of `top`).
+    column_top: Vec<i32>,
     /// Per slot, `BLOCK_CELLS` cell starts into `packs` (plus one final end).
     starts: Vec<u32>,
     /// Per slot, one bit per cell, set where the cell holds points. A beam crosses mostly empty cells; this
@@ -370,13 +375,20 @@ impl BeamIndex {
             lane += 1;
         }
         drop(keys);
-        let top = top
+        let top: Vec<Block> = top
             .iter()
             .map(|&slot| match boxes.get(slot as usize) {
                 Some(&bbox) => Block { slot, bbox },
                 None => EMPTY_BLOCK,
             })
             .collect();
+        let mut column_top = vec![-1i32; (top_dims[0] * top_dims[1]) as usize];
+        for (b, block) in top.iter().enumerate() {
+            if block.slot != EMPTY {
+                let column = b % column_top.len();
+                column_top[column] = (b / column_top.len()) as i32;
+            }
+        }
         BeamIndex {
             rho,
             lo,
@@ -384,6 +396,7 @@ impl BeamIndex {
             inv_cell,
             top_dims,
             top,
+            column_top,
             starts,
             occupied,
             packs,
@@ -401,6 +414,7 @@ impl BeamIndex {
     pub fn memory_bytes(&self) -> usize {
         4 * self.starts.len()
             + self.top.len() * std::mem::size_of::<Block>()
+            + 4 * self.column_top.len()
             + self.occupied.len() * std::mem::size_of::<Occupancy>()
             + self.packs.len() * std::mem::size_of::<Pack>()
             + self.infos.len() * std::mem::size_of::<PackInfo>()
@@ -580,8 +594,10 @@ fn march(
     loop {
         let [x, y, z] = outer.cell;
         let exit = outer.exit();
-        let block = ((z * td[1] + y) * td[0] + x) as usize;
-        if let Some(&Block { slot, bbox }) = index.top.get(block)
+        let column = (y * td[0] + x) as usize;
+        let block = z as usize * index.column_top.len() + column;
+        if index.column_top.get(column).is_some_and(|&t| z <= t)
+            && let Some(&Block { slot, bbox }) = index.top.get(block)
             && slot != EMPTY
         {
             let blo = [
