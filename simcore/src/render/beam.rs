@@ -8,7 +8,7 @@
 //! own. Each table a beam reads is laid out to cost one cache line: the block's occupied-cell box sits in the
 //! block table, each block's occupancy is one line, and a block above the highest occupied block of its
 //! column is passed on a table of column heights that stays in L1, without reading the block table (a beam
-//! from above crosses mostly such blocks: Avia flight frames 13-18% faster, docs/benchmarks.md). What sets a
+//! from above crosses mostly such blocks: the Avia flight 4-8% faster, docs/benchmarks.md). What sets a
 //! beam's time is neither misses nor the instruction count alone (docs/benchmarks.md, 2026-11-24): cells of 8
 //! r_map run ~7,450 instructions per Avia beam in an 8M-point map against 6,760 with cells of 4 and are
 //! faster; bounding spheres over packs cut them to ~6,100 and were slower. The branchy steps (block and cell DDA, the loops over set bits) weigh more than the
