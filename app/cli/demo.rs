@@ -286,12 +286,11 @@ fn fly(
         let poses: Vec<_> = track.iter().map(|(t, p, _)| (*t, *p)).collect();
         write_tum(&dir.join(format!("{name}.tum")), &poses)?;
     }
-    let tracks: Vec<plot::Track> = flight.tracks().into_iter().map(|(_, t)| t).collect();
     let hits: Vec<[f64; 3]> = flight.events().iter().map(|e| e.point_hit).collect();
     plot::flight_png(
         &dir.join("flight.png"),
         &flight.simulator().map(),
-        &tracks,
+        &flight.tracks(),
         &hits,
     )?;
     let events: String = flight

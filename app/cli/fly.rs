@@ -153,12 +153,11 @@ fn write_outputs(
         f.write_all(text.as_bytes())
             .map_err(|e| Error::io(&summary_path, e))
     })?;
-    let tracks: Vec<plot::Track> = flight.tracks().into_iter().map(|(_, t)| t).collect();
     let hits: Vec<[f64; 3]> = flight.events().iter().map(|e| e.point_hit).collect();
     plot::flight_png(
         &out.join("flight.png"),
         &flight.simulator().map(),
-        &tracks,
+        &flight.tracks(),
         &hits,
     )?;
     Ok(())

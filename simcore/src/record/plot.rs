@@ -1,7 +1,8 @@
 //! A flight at a glance as a PNG, drawn without a plotting library (the dependency tree stays lean): the map
-//! from above (grey, brighter where higher), each vehicle's path in its own colour with collisions marked in
-//! red, and below it altitude and speed over time, one line per vehicle on a shared time axis (grid lines every
-//! 10 s and every metre or m/s).
+//! from above (grey, brighter where higher) with a scale bar, each vehicle's path in its own colour with
+//! collisions marked in red and a legend naming the vehicles, and below it altitude and speed over time, one
+//! line per vehicle on a shared time axis, with labelled grid lines at round steps. Text is drawn with the
+//! public-domain 8 x 8 bitmap font of the `font8x8` crate (no font files, no rasteriser).
 
 // `!(a <= b)` is deliberate: a NaN must fail the test it is in.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -10,9 +11,14 @@ use std::io::BufWriter;
 use std::path::Path;
 
 use aerie_pipeline::map::MapView;
+use font8x8::UnicodeFonts;
 use nalgebra::Vector3;
 
 use super::RecordError;
+
+const TEXT: [u8; 3] = [210, 210, 215];
+const GRID: [u8; 3] = [45, 45, 52];
+const BACKGROUND: [u8; 3] = [20, 20, 24];
 
 const COLOURS: [[u8; 3]; 6] = [
     [31, 119, 180],
@@ -68,6 +74,40 @@ impl Canvas {
         self.line((x - r, y + r), (x + r, y - r), c);
     }
 
+    /// Writes `text` with its top left corner at (`x`, `y`), each glyph 8 x 8 pixels times `scale`; characters
+    /// outside ASCII are drawn as '?'. Returns the width written, pixels.
+    pub fn text(&mut self, x: i64, y: i64, text: &str, scale: i64, c: [u8; 3]) -> i64 {
+        let mut at = x;
+        for ch in text.chars() {
+            let glyph = font8x8::BASIC_FONTS
+                .get(ch)
+                .or_else(|| font8x8::BASIC_FONTS.get('?'))
+                .unwrap_or([0; 8]);
+            for (row, bits) in glyph.iter().enumerate() {
+                for col in 0..8 {
+                    if bits & (1 << col) != 0 {
+                        for dy in 0..scale {
+                            for dx in 0..scale {
+                                self.set(at + col * scale + dx, y + row as i64 * scale + dy, c);
+                            }
+                        }
+                    }
+                }
+            }
+            at += 8 * scale;
+        }
+        at - x
+    }
+
+    /// Fills the box `[x, y, w, h]` (pixels) with `c`.
+    pub fn fill(&mut self, [x, y, w, h]: [i64; 4], c: [u8; 3]) {
+        for yy in y..y + h {
+            for xx in x..x + w {
+                self.set(xx, yy, c);
+            }
+        }
+    }
+
     /// Writes the raster as an 8-bit RGB PNG (through a temporary file).
     pub fn write_png(&self, path: &Path) -> Result<(), RecordError> {
         let err = |e: &dyn std::fmt::Display| RecordError::Write {
@@ -106,8 +146,8 @@ fn top_view(c: &mut Canvas, map: &MapView, lo: Vector3<f64>, hi: Vector3<f64>, a
     }
 }
 
-/// One vehicle's ground truth.
-pub type Track<'a> = &'a [super::TrackSample];
+/// One vehicle's name and ground truth.
+pub type Track<'a> = (&'a str, &'a [super::TrackSample]);
 
 /// Draws the flight picture (1200 x 1000 pixels).
 pub fn flight_png(
@@ -116,7 +156,12 @@ pub fn flight_png(
     tracks: &[Track],
     collisions: &[[f64; 3]],
 ) -> Result<(), RecordError> {
-    let mut c = Canvas::new(1200, 1000, [20, 20, 24]);
+    flight_canvas(map, tracks, collisions).write_png(path)
+}
+
+/// The flight picture's raster (see [`flight_png`]).
+pub fn flight_canvas(map: &MapView, tracks: &[Track], collisions: &[[f64; 3]]) -> Canvas {
+    let mut c = Canvas::new(1200, 1000, BACKGROUND);
     let o = Vector3::from(map.origin);
     let (mut lo, mut hi) = (
         Vector3::repeat(f64::INFINITY),
@@ -128,7 +173,7 @@ pub fn flight_png(
             hi[k] = hi[k].max(o[k] + b.max[k] as f64);
         }
     }
-    for t in tracks {
+    for (_, t) in tracks {
         for (_, p, _) in t.iter() {
             lo = lo.inf(&p.translation.vector);
             hi = hi.sup(&p.translation.vector);
@@ -146,7 +191,7 @@ pub fn flight_png(
             area[1] + area[3] - (v.y - lo.y) * s,
         )
     };
-    for (i, t) in tracks.iter().enumerate() {
+    for (i, (_, t)) in tracks.iter().enumerate() {
         let col = COLOURS[i % COLOURS.len()];
         for w in t.windows(2) {
             c.line(
@@ -160,25 +205,113 @@ pub fn flight_png(
         let (x, y) = px(&Vector3::from(*p));
         c.cross(x, y, 6.0, [230, 40, 40]);
     }
+    scale_bar(&mut c, s, area);
+    legend(&mut c, tracks, !collisions.is_empty());
     let t_end = tracks
         .iter()
-        .filter_map(|t| t.last().map(|x| x.0))
+        .filter_map(|(_, t)| t.last().map(|x| x.0))
         .fold(1.0, f64::max);
     let alt: Vec<Vec<(f64, f64)>> = tracks
         .iter()
-        .map(|t| t.iter().map(|x| (x.0, x.1.translation.vector.z)).collect())
+        .map(|(_, t)| t.iter().map(|x| (x.0, x.1.translation.vector.z)).collect())
         .collect();
     let speed: Vec<Vec<(f64, f64)>> = tracks
         .iter()
-        .map(|t| t.iter().map(|x| (x.0, x.2.norm())).collect())
+        .map(|(_, t)| t.iter().map(|x| (x.0, x.2.norm())).collect())
         .collect();
-    panel(&mut c, &alt, t_end, [10.0, 665.0, 1180.0, 155.0]);
-    panel(&mut c, &speed, t_end, [10.0, 835.0, 1180.0, 155.0]);
-    c.write_png(path)
+    let (x0, w) = (PANEL_LEFT, 1190.0 - PANEL_LEFT);
+    panel(&mut c, "altitude (m)", &alt, t_end, [x0, 672.0, w, 125.0]);
+    panel(&mut c, "speed (m/s)", &speed, t_end, [x0, 842.0, w, 125.0]);
+    let label = "time (s)";
+    c.text(
+        (x0 + w) as i64 - 8 * label.len() as i64,
+        984,
+        label,
+        1,
+        TEXT,
+    );
+    c
 }
 
-/// Lines of (t, value) in a box, with grid lines every 10 s and every unit.
-fn panel(c: &mut Canvas, lines: &[Vec<(f64, f64)>], t_end: f64, area: [f64; 4]) {
+/// Left edge of the plot panels, pixels: room for the value labels.
+const PANEL_LEFT: f64 = 60.0;
+
+/// A round step (1, 2 or 5 times a power of ten) that cuts `span` into at most `max_steps` parts.
+fn nice_step(span: f64, max_steps: f64) -> f64 {
+    if !(span > 0.0 && span.is_finite()) {
+        return 1.0;
+    }
+    let raw = span / max_steps;
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&v| v >= raw)
+        .unwrap_or(10.0 * p)
+}
+
+/// A number as short as its step allows ("20", "2.5", "0.25").
+fn label(v: f64, step: f64) -> String {
+    let decimals = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
+    let v = if v.abs() < step * 1e-9 { 0.0 } else { v };
+    format!("{v:.decimals$}")
+}
+
+/// A bar of a round length at the bottom left of the top view, `s` pixels per metre.
+fn scale_bar(c: &mut Canvas, s: f64, area: [f64; 4]) {
+    let [x0, y0, _, h] = area;
+    let metres = nice_step(200.0 / s, 1.0);
+    let (x, y) = (x0 + 10.0, y0 + h - 14.0);
+    let len = metres * s;
+    c.fill(
+        [x as i64 - 4, y as i64 - 24, len as i64 + 8, 34],
+        BACKGROUND,
+    );
+    c.line((x, y), (x + len, y), TEXT);
+    c.line((x, y - 5.0), (x, y + 5.0), TEXT);
+    c.line((x + len, y - 5.0), (x + len, y + 5.0), TEXT);
+    c.text(
+        x as i64 + 4,
+        y as i64 - 22,
+        &format!("{} m", label(metres, metres)),
+        2,
+        TEXT,
+    );
+}
+
+/// The vehicles' names in their colours at the top right, and what a red cross means when there is one.
+fn legend(c: &mut Canvas, tracks: &[Track], collisions: bool) {
+    let mut rows: Vec<(String, [u8; 3])> = tracks
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.to_string(), COLOURS[i % COLOURS.len()]))
+        .collect();
+    if collisions {
+        rows.push(("x collision".to_string(), [230, 40, 40]));
+    }
+    rows.push(("top view: x right, y up".to_string(), TEXT));
+    let width = rows
+        .iter()
+        .map(|(t, _)| t.chars().count())
+        .max()
+        .unwrap_or(0) as i64
+        * 16;
+    let x = 1190 - width - 36;
+    c.fill(
+        [x - 8, 6, width + 44, 24 * rows.len() as i64 + 8],
+        BACKGROUND,
+    );
+    for (i, (text, col)) in rows.iter().enumerate() {
+        let y = 12 + 24 * i as i64;
+        if i < tracks.len() {
+            c.fill([x, y + 6, 24, 4], *col);
+        }
+        c.text(x + 32, y, text, 2, *col);
+    }
+}
+
+/// Lines of (t, value) in a box under a title, with labelled grid lines at round steps of time and value.
+fn panel(c: &mut Canvas, title: &str, lines: &[Vec<(f64, f64)>], t_end: f64, area: [f64; 4]) {
     let [x0, y0, w, h] = area;
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for l in lines {
@@ -190,19 +323,38 @@ fn panel(c: &mut Canvas, lines: &[Vec<(f64, f64)>], t_end: f64, area: [f64; 4]) 
     if !(lo < hi) {
         (lo, hi) = (lo.min(0.0) - 0.5, hi.max(0.0) + 0.5);
     }
-    let (lo, hi) = (lo.floor(), hi.ceil());
-    let grid = [45, 45, 52];
-    let mut t = 0.0;
-    while t <= t_end {
+    let v_step = nice_step(hi - lo, 4.0);
+    let (lo, hi) = (
+        (lo / v_step).floor() * v_step,
+        (hi / v_step).ceil() * v_step,
+    );
+    let t_step = nice_step(t_end, 12.0);
+    let mut k = 0.0;
+    while k * t_step <= t_end {
+        let t = k * t_step;
         let x = x0 + t / t_end * w;
-        c.line((x, y0), (x, y0 + h), grid);
-        t += 10.0;
+        c.line((x, y0), (x, y0 + h), GRID);
+        let text = label(t, t_step);
+        // The last label ends at the panel's edge rather than past the canvas.
+        let width = 8.0 * text.len() as f64;
+        let at = (x + 3.0).min(x0 + w - width);
+        c.text(at as i64, (y0 + h) as i64 + 3, &text, 1, TEXT);
+        k += 1.0;
     }
-    let mut v = lo;
-    while v <= hi && (hi - lo) <= 200.0 {
+    let mut k = 0.0;
+    while lo + k * v_step <= hi + 1e-9 * v_step {
+        let v = lo + k * v_step;
         let y = y0 + h - (v - lo) / (hi - lo) * h;
-        c.line((x0, y), (x0 + w, y), grid);
-        v += 1.0;
+        c.line((x0, y), (x0 + w, y), GRID);
+        let text = label(v, v_step);
+        c.text(
+            x0 as i64 - 6 - 8 * text.len() as i64,
+            y as i64 - 4,
+            &text,
+            1,
+            TEXT,
+        );
+        k += 1.0;
     }
     for (i, l) in lines.iter().enumerate() {
         let col = COLOURS[i % COLOURS.len()];
@@ -210,5 +362,43 @@ fn panel(c: &mut Canvas, lines: &[Vec<(f64, f64)>], t_end: f64, area: [f64; 4]) 
         for s in l.windows(2) {
             c.line(pt(s[0]), pt(s[1]), col);
         }
+    }
+    c.text(x0 as i64 + 6, y0 as i64 - 20, title, 2, TEXT);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_steps_and_their_labels() {
+        assert_eq!(nice_step(60.0, 12.0), 5.0);
+        assert_eq!(nice_step(20.3, 4.0), 10.0);
+        assert_eq!(nice_step(1.9, 4.0), 0.5);
+        assert_eq!(nice_step(0.0, 4.0), 1.0);
+        assert_eq!(label(20.0, 10.0), "20");
+        assert_eq!(label(1.5, 0.5), "1.5");
+        assert_eq!(label(0.25, 0.05), "0.25");
+        assert_eq!(label(-1e-17, 0.2), "0.0");
+    }
+
+    #[test]
+    fn text_is_drawn_in_its_colour_within_its_width() {
+        let mut c = Canvas::new(40, 10, BACKGROUND);
+        let width = c.text(0, 0, "1 ", 1, [255, 0, 0]);
+        assert_eq!(width, 16);
+        let red = |c: &Canvas, x0: usize, x1: usize| {
+            (0..c.height)
+                .flat_map(|y| (x0..x1).map(move |x| (x, y)))
+                .filter(|&(x, y)| c.rgb[3 * (y * c.width + x)] == 255)
+                .count()
+        };
+        // "1" sets pixels in its cell; the space and the rest of the canvas stay empty.
+        assert!(red(&c, 0, 8) > 8);
+        assert_eq!(red(&c, 8, 40), 0);
+        // A character outside the font is drawn as '?', not skipped.
+        let mut d = Canvas::new(8, 8, BACKGROUND);
+        d.text(0, 0, "é", 1, [255, 0, 0]);
+        assert!(red(&d, 0, 8) > 0);
     }
 }
