@@ -208,27 +208,7 @@ impl BeamIndex {
     pub fn build_with_gamma_max(map: &MapView, gamma_max: f32) -> BeamIndex {
         let r_map = r_map_of(map);
         let rho = 0.5 * 3f32.sqrt() * r_map;
-        let positions = map.positions;
-        // Bounds of the points the buckets hold, widened by the disk radius.
-        let n_points = positions.len() as u64;
-        let mut lo = [f32::INFINITY; 3];
-        let mut hi = [f32::NEG_INFINITY; 3];
-        for b in map.buckets {
-            if b.count == 0
-                || b.first as u64 + b.count as u64 > n_points
-                || !b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
-            {
-                continue;
-            }
-            for k in 0..3 {
-                lo[k] = lo[k].min(b.min[k] - rho);
-                hi[k] = hi[k].max(b.max[k] + rho);
-            }
-        }
-        if !(lo[0] <= hi[0] && lo[1] <= hi[1] && lo[2] <= hi[2]) {
-            lo = [0.0; 3];
-            hi = [0.0; 3];
-        }
+        let (lo, hi) = bounds(map, rho);
         let mut cell = FINE_CELL * r_map;
         let blocks_for = |c: f32| -> f64 {
             (0..3)
@@ -238,167 +218,38 @@ impl BeamIndex {
         while blocks_for(cell) > MAX_BLOCKS {
             cell *= 2.0;
         }
-        let inv_cell = 1.0 / cell;
         let top_dims =
             [0, 1, 2].map(|k| ((hi[k] - lo[k]) / (BLOCK as f32 * cell)).ceil().max(1.0) as i32);
-        let dims = top_dims.map(|d| d * BLOCK);
-        // Key of a fine cell: block (linear) * 512 + cell within the block; below 2^31 by MAX_BLOCKS.
-        let key = |c: [i32; 3]| -> u64 {
-            let b = [c[0] / BLOCK, c[1] / BLOCK, c[2] / BLOCK];
-            let l = [c[0] % BLOCK, c[1] % BLOCK, c[2] % BLOCK];
-            let block = ((b[2] * top_dims[1] + b[1]) * top_dims[0] + b[0]) as u64;
-            let local = ((l[2] * BLOCK + l[1]) * BLOCK + l[0]) as u64;
-            block * BLOCK_CELLS as u64 + local
+        let grid = Grid {
+            lo,
+            inv_cell: 1.0 / cell,
+            top_dims,
         };
-        // Points of valid buckets only (others may be out of the bounds).
-        let ranges: Vec<std::ops::Range<usize>> = map
-            .buckets
-            .iter()
-            .filter(|b| b.count > 0 && b.first as u64 + b.count as u64 <= n_points)
-            .map(|b| b.first as usize..(b.first + b.count) as usize)
-            .collect();
-        // (cell key << 32 | point): every cell a point's disk box touches, widened by a hair so that rounding
-        // at a boundary never drops a cell the march may enter.
-        let eps = 1e-4 * cell;
-        let mut keys: Vec<u64> = ranges
-            .par_iter()
-            .flat_map_iter(|r| {
-                let pts = positions.get(r.clone()).unwrap_or(&[]);
-                let first = r.start;
-                let finite = |p: &&[f32; 3]| p.iter().all(|v| v.is_finite());
-                pts.iter()
-                    .enumerate()
-                    .filter(move |(_, p)| finite(p))
-                    .flat_map(move |(k, p)| {
-                        let idx = (first + k) as u64;
-                        let range = |a: usize| {
-                            let c0 = cell_of(p[a] - rho - eps, lo[a], inv_cell, dims[a]);
-                            let c1 = cell_of(p[a] + rho + eps, lo[a], inv_cell, dims[a]);
-                            c0..=c1
-                        };
-                        let (rx, ry, rz) = (range(0), range(1), range(2));
-                        rz.flat_map(move |z| {
-                            let rx = rx.clone();
-                            ry.clone().flat_map(move |y| {
-                                rx.clone().map(move |x| (key([x, y, z]) << 32) | idx)
-                            })
-                        })
-                    })
-            })
-            .collect();
+        let mut keys = cell_keys(map, &grid, rho, 1e-4 * cell);
         keys.par_sort_unstable();
-        sort_cells_by_height(&mut keys, positions);
-        // Slots for the occupied blocks, in block order.
-        let n_blocks = (top_dims[0] * top_dims[1] * top_dims[2]) as usize;
-        let mut top = vec![EMPTY; n_blocks];
-        let mut n_slots = 0u32;
-        let mut last_block = u64::MAX;
-        for k in &keys {
-            let block = (k >> 32) / BLOCK_CELLS as u64;
-            if block != last_block {
-                last_block = block;
-                if let Some(t) = top.get_mut(block as usize) {
-                    *t = n_slots;
-                    n_slots += 1;
-                }
-            }
-        }
-        let mut starts = vec![0u32; n_slots as usize * BLOCK_CELLS + 1];
-        let mut occupied = vec![Occupancy::default(); n_slots as usize];
-        let cell_slot = |k: u64| -> Option<usize> {
-            let c = k >> 32;
-            let block = (c / BLOCK_CELLS as u64) as usize;
-            let slot = *top.get(block)?;
-            (slot != EMPTY).then(|| slot as usize * BLOCK_CELLS + (c % BLOCK_CELLS as u64) as usize)
-        };
-        let mut boxes = vec![[u8::MAX, u8::MAX, u8::MAX, 0, 0, 0]; n_slots as usize];
-        for &k in &keys {
-            if let Some(c) = cell_slot(k) {
-                let local = c % BLOCK_CELLS;
-                let l = [
-                    (local % BLOCK as usize) as u8,
-                    (local / BLOCK as usize % BLOCK as usize) as u8,
-                    (local / (BLOCK * BLOCK) as usize) as u8,
-                ];
-                if let Some(b) = boxes.get_mut(c / BLOCK_CELLS) {
-                    for a in 0..3 {
-                        b[a] = b[a].min(l[a]);
-                        b[a + 3] = b[a + 3].max(l[a]);
-                    }
-                }
-                if let Some(s) = starts.get_mut(c + 1) {
-                    *s += 1;
-                }
-                if let Some(w) = occupied
-                    .get_mut(c / BLOCK_CELLS)
-                    .and_then(|o| o.0.get_mut(c % BLOCK_CELLS / 64))
-                {
-                    *w |= 1u64 << (c % 64);
-                }
-            }
-        }
-        // Cell sizes in points (cell c's at c + 1) -> cell starts in packs; then the points, cell by cell,
-        // into the packs.
-        let mut n_packs = 0u32;
-        for s in starts.iter_mut() {
-            n_packs += s.div_ceil(LANES as u32);
-            *s = n_packs;
-        }
-        let mut packs = vec![EMPTY_PACK; n_packs as usize];
-        let mut infos = vec![EMPTY_INFO; n_packs as usize];
-        let mut prev_cell = usize::MAX;
-        let mut lane = 0usize;
-        let mut at = 0usize;
-        for &k in &keys {
-            let Some(c) = cell_slot(k) else { continue };
-            if c != prev_cell {
-                prev_cell = c;
-                at = starts.get(c).copied().unwrap_or(0) as usize;
-                lane = 0;
-            } else if lane == LANES {
-                at += 1;
-                lane = 0;
-            }
-            let idx = k as u32;
-            let i = idx as usize;
-            let p = positions.get(i).copied().unwrap_or([f32::NAN; 3]);
-            let gamma = map.gamma.and_then(|g| g.get(i)).copied();
-            let normal = map.normals.and_then(|n| n.get(i)).copied();
-            if let (Some(pack), Some(info)) = (packs.get_mut(at), infos.get_mut(at)) {
-                pack.x[lane] = p[0];
-                pack.y[lane] = p[1];
-                pack.z[lane] = p[2];
-                pack.normal[lane] = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max);
-                info.idx[lane] = idx;
-                info.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
-            }
-            lane += 1;
-        }
+        sort_cells_by_height(&mut keys, map.positions);
+        let top = block_slots(&keys, &top_dims);
+        let cells = CellTables::new(&keys, &top);
+        let (packs, infos) = fill_packs(map, &keys, &top, &cells.starts, gamma_max);
         drop(keys);
         let top: Vec<Block> = top
             .iter()
-            .map(|&slot| match boxes.get(slot as usize) {
+            .map(|&slot| match cells.boxes.get(slot as usize) {
                 Some(&bbox) => Block { slot, bbox },
                 None => EMPTY_BLOCK,
             })
             .collect();
-        let mut column_top = vec![-1i32; (top_dims[0] * top_dims[1]) as usize];
-        for (b, block) in top.iter().enumerate() {
-            if block.slot != EMPTY {
-                let column = b % column_top.len();
-                column_top[column] = (b / column_top.len()) as i32;
-            }
-        }
+        let column_top = column_tops(&top, &top_dims);
         BeamIndex {
             rho,
             lo,
             cell,
-            inv_cell,
+            inv_cell: grid.inv_cell,
             top_dims,
             top,
             column_top,
-            starts,
-            occupied,
+            starts: cells.starts,
+            occupied: cells.occupied,
             packs,
             infos,
             gamma_max,
@@ -419,6 +270,225 @@ impl BeamIndex {
             + self.packs.len() * std::mem::size_of::<Pack>()
             + self.infos.len() * std::mem::size_of::<PackInfo>()
     }
+}
+
+/// The fine grid while the index is built: its corner, inverse cell edge and blocks per axis.
+struct Grid {
+    lo: [f32; 3],
+    inv_cell: f32,
+    top_dims: [i32; 3],
+}
+
+impl Grid {
+    /// Key of a fine cell: block (linear) * 512 + cell within the block; below 2^31 by `MAX_BLOCKS`.
+    fn key(&self, c: [i32; 3]) -> u64 {
+        let td = self.top_dims;
+        let b = [c[0] / BLOCK, c[1] / BLOCK, c[2] / BLOCK];
+        let l = [c[0] % BLOCK, c[1] % BLOCK, c[2] % BLOCK];
+        let block = ((b[2] * td[1] + b[1]) * td[0] + b[0]) as u64;
+        let local = ((l[2] * BLOCK + l[1]) * BLOCK + l[0]) as u64;
+        block * BLOCK_CELLS as u64 + local
+    }
+}
+
+/// The buckets that hold points (a bucket out of the positions' range is skipped, here and everywhere).
+fn valid_ranges(map: &MapView) -> Vec<std::ops::Range<usize>> {
+    let n_points = map.positions.len() as u64;
+    map.buckets
+        .iter()
+        .filter(|b| b.count > 0 && b.first as u64 + b.count as u64 <= n_points)
+        .map(|b| b.first as usize..(b.first + b.count) as usize)
+        .collect()
+}
+
+/// Bounds of the points the buckets hold, widened by the disk radius `rho` (zero for an empty map).
+fn bounds(map: &MapView, rho: f32) -> ([f32; 3], [f32; 3]) {
+    let n_points = map.positions.len() as u64;
+    let mut lo = [f32::INFINITY; 3];
+    let mut hi = [f32::NEG_INFINITY; 3];
+    for b in map.buckets {
+        if b.count == 0
+            || b.first as u64 + b.count as u64 > n_points
+            || !b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
+        {
+            continue;
+        }
+        for k in 0..3 {
+            lo[k] = lo[k].min(b.min[k] - rho);
+            hi[k] = hi[k].max(b.max[k] + rho);
+        }
+    }
+    if lo[0] <= hi[0] && lo[1] <= hi[1] && lo[2] <= hi[2] {
+        (lo, hi)
+    } else {
+        ([0.0; 3], [0.0; 3])
+    }
+}
+
+/// `(cell key << 32 | point)` for every cell a point's disk box touches, widened by `eps` so that rounding at
+/// a boundary never drops a cell the march may enter. Unsorted.
+fn cell_keys(map: &MapView, grid: &Grid, rho: f32, eps: f32) -> Vec<u64> {
+    let positions = map.positions;
+    let dims = grid.top_dims.map(|d| d * BLOCK);
+    let (lo, inv_cell) = (grid.lo, grid.inv_cell);
+    valid_ranges(map)
+        .par_iter()
+        .flat_map_iter(|r| {
+            let pts = positions.get(r.clone()).unwrap_or(&[]);
+            let first = r.start;
+            let finite = |p: &&[f32; 3]| p.iter().all(|v| v.is_finite());
+            pts.iter()
+                .enumerate()
+                .filter(move |(_, p)| finite(p))
+                .flat_map(move |(k, p)| {
+                    let idx = (first + k) as u64;
+                    let range = |a: usize| {
+                        let c0 = cell_of(p[a] - rho - eps, lo[a], inv_cell, dims[a]);
+                        let c1 = cell_of(p[a] + rho + eps, lo[a], inv_cell, dims[a]);
+                        c0..=c1
+                    };
+                    let (rx, ry, rz) = (range(0), range(1), range(2));
+                    rz.flat_map(move |z| {
+                        let rx = rx.clone();
+                        ry.clone().flat_map(move |y| {
+                            rx.clone().map(move |x| (grid.key([x, y, z]) << 32) | idx)
+                        })
+                    })
+                })
+        })
+        .collect()
+}
+
+/// Slots for the occupied blocks, in block order: block -> slot (or `EMPTY`).
+fn block_slots(keys: &[u64], top_dims: &[i32; 3]) -> Vec<u32> {
+    let n_blocks = (top_dims[0] * top_dims[1] * top_dims[2]) as usize;
+    let mut top = vec![EMPTY; n_blocks];
+    let mut n_slots = 0u32;
+    let mut last_block = u64::MAX;
+    for k in keys {
+        let block = (k >> 32) / BLOCK_CELLS as u64;
+        if block != last_block {
+            last_block = block;
+            if let Some(t) = top.get_mut(block as usize) {
+                *t = n_slots;
+                n_slots += 1;
+            }
+        }
+    }
+    top
+}
+
+/// The slot cell (slot * 512 + cell within the block) of a sorted key, if its block has a slot.
+fn cell_slot(top: &[u32], k: u64) -> Option<usize> {
+    let c = k >> 32;
+    let block = (c / BLOCK_CELLS as u64) as usize;
+    let slot = *top.get(block)?;
+    (slot != EMPTY).then(|| slot as usize * BLOCK_CELLS + (c % BLOCK_CELLS as u64) as usize)
+}
+
+/// Per slot: each cell's start in the packs, the occupied cells' bits and their box.
+struct CellTables {
+    starts: Vec<u32>,
+    occupied: Vec<Occupancy>,
+    boxes: Vec<[u8; 6]>,
+}
+
+impl CellTables {
+    fn new(keys: &[u64], top: &[u32]) -> CellTables {
+        let n_slots = top.iter().filter(|&&s| s != EMPTY).count();
+        let mut starts = vec![0u32; n_slots * BLOCK_CELLS + 1];
+        let mut occupied = vec![Occupancy::default(); n_slots];
+        let mut boxes = vec![[u8::MAX, u8::MAX, u8::MAX, 0, 0, 0]; n_slots];
+        for &k in keys {
+            let Some(c) = cell_slot(top, k) else { continue };
+            let local = c % BLOCK_CELLS;
+            let l = [
+                (local % BLOCK as usize) as u8,
+                (local / BLOCK as usize % BLOCK as usize) as u8,
+                (local / (BLOCK * BLOCK) as usize) as u8,
+            ];
+            if let Some(b) = boxes.get_mut(c / BLOCK_CELLS) {
+                for a in 0..3 {
+                    b[a] = b[a].min(l[a]);
+                    b[a + 3] = b[a + 3].max(l[a]);
+                }
+            }
+            if let Some(s) = starts.get_mut(c + 1) {
+                *s += 1;
+            }
+            if let Some(w) = occupied
+                .get_mut(c / BLOCK_CELLS)
+                .and_then(|o| o.0.get_mut(c % BLOCK_CELLS / 64))
+            {
+                *w |= 1u64 << (c % 64);
+            }
+        }
+        // Cell sizes in points (cell c's at c + 1) -> cell starts in packs.
+        let mut n_packs = 0u32;
+        for s in starts.iter_mut() {
+            n_packs += s.div_ceil(LANES as u32);
+            *s = n_packs;
+        }
+        CellTables {
+            starts,
+            occupied,
+            boxes,
+        }
+    }
+}
+
+/// The points, cell by cell in key order, four to a pack, with what only a hit reads beside them.
+fn fill_packs(
+    map: &MapView,
+    keys: &[u64],
+    top: &[u32],
+    starts: &[u32],
+    gamma_max: f32,
+) -> (Vec<Pack>, Vec<PackInfo>) {
+    let n_packs = starts.last().copied().unwrap_or(0) as usize;
+    let mut packs = vec![EMPTY_PACK; n_packs];
+    let mut infos = vec![EMPTY_INFO; n_packs];
+    let mut prev_cell = usize::MAX;
+    let mut lane = 0usize;
+    let mut at = 0usize;
+    for &k in keys {
+        let Some(c) = cell_slot(top, k) else { continue };
+        if c != prev_cell {
+            prev_cell = c;
+            at = starts.get(c).copied().unwrap_or(0) as usize;
+            lane = 0;
+        } else if lane == LANES {
+            at += 1;
+            lane = 0;
+        }
+        let idx = k as u32;
+        let i = idx as usize;
+        let p = map.positions.get(i).copied().unwrap_or([f32::NAN; 3]);
+        let gamma = map.gamma.and_then(|g| g.get(i)).copied();
+        let normal = map.normals.and_then(|n| n.get(i)).copied();
+        if let (Some(pack), Some(info)) = (packs.get_mut(at), infos.get_mut(at)) {
+            pack.x[lane] = p[0];
+            pack.y[lane] = p[1];
+            pack.z[lane] = p[2];
+            pack.normal[lane] = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max);
+            info.idx[lane] = idx;
+            info.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
+        }
+        lane += 1;
+    }
+    (packs, infos)
+}
+
+/// Per column of blocks (x, y), the height of its highest occupied block, -1 when none.
+fn column_tops(top: &[Block], top_dims: &[i32; 3]) -> Vec<i32> {
+    let mut column_top = vec![-1i32; (top_dims[0] * top_dims[1]) as usize];
+    let columns = column_top.len();
+    for (b, block) in top.iter().enumerate() {
+        if block.slot != EMPTY {
+            column_top[b % columns] = (b / columns) as i32;
+        }
+    }
+    column_top
 }
 
 /// Ray parameter interval inside the box `[lo, hi]`, if any.
