@@ -217,91 +217,19 @@ pub fn prepare(
     progress: &dyn Progress,
 ) -> Result<Prepared> {
     recipe.validate()?;
-    // The recipe as it runs (and as the map stores it): the stages' resolutions follow the map's.
-    let mut recipe = recipe.clone();
-    recipe.filters.downsample.resolution_m = recipe.resolution_m;
-    recipe
-        .features
-        .normals
-        .resolution_m
-        .get_or_insert(recipe.resolution_m);
-    let recipe = &recipe;
+    let recipe = &as_run(recipe);
     if inputs.is_empty() {
         return Err(Error::parameter("inputs", "no input files"));
     }
-    let sources: Vec<MapSource> = inputs
-        .iter()
-        .map(|(c, _)| MapSource {
-            path: c
-                .meta
-                .source
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            format: c.meta.format.clone(),
-        })
-        .collect();
+    let sources = sources_of(&inputs);
     let mut reports = Vec::new();
-    let mut dropped = Vec::new();
-    let mut stripped = Vec::with_capacity(inputs.len());
-    for (mut c, t) in inputs {
-        for d in strip_for_map(&mut c) {
-            if !dropped.contains(&d) {
-                dropped.push(d);
-            }
-        }
-        stripped.push((c, t));
-    }
-    let mut cloud = if stripped.len() == 1 && stripped[0].1.is_none() {
-        stripped.pop().map(|(c, _)| c).unwrap_or_default()
-    } else {
-        progress.stage("merge", 0);
-        let (c, r) = merge(stripped, progress)?;
-        reports.push(r);
-        c
-    };
+    let (mut cloud, dropped) = combine(inputs, progress, &mut reports)?;
     if cloud.is_empty() {
         return Err(Error::parameter("inputs", "the input files hold no points"));
     }
-    let r_map = recipe.resolution_m;
     for stage in &recipe.stages {
         crate::memory::release_free_memory();
-        let n = cloud.len() as u64;
-        let report = match stage {
-            Stage::Crop => {
-                progress.stage("filters.crop", n);
-                let (c, r) = crop(&cloud, &recipe.filters.crop, progress)?;
-                cloud = c;
-                r
-            }
-            Stage::Transform => {
-                progress.stage("filters.transform", n);
-                transform(&mut cloud, &recipe.filters.transform, progress)?
-            }
-            Stage::Sor => {
-                progress.stage("filters.sor", n);
-                let (c, r) = sor(&cloud, &recipe.filters.sor, progress)?;
-                cloud = c;
-                r
-            }
-            Stage::Radius => {
-                progress.stage("filters.radius", n);
-                let (c, r) = radius_outliers(&cloud, &recipe.filters.radius, progress)?;
-                cloud = c;
-                r
-            }
-            Stage::Downsample => {
-                progress.stage("filters.downsample", n);
-                let (c, r) = downsample(&cloud, &recipe.filters.downsample, progress)?;
-                cloud = c;
-                r
-            }
-            Stage::Normals => {
-                progress.stage("features.normals", n);
-                estimate_normals(&mut cloud, &recipe.features.normals, progress)?
-            }
-        };
-        reports.push(report);
+        reports.push(run_stage(*stage, &mut cloud, recipe, progress)?);
         if cloud.is_empty() {
             return Err(Error::parameter(
                 "recipe",
@@ -312,7 +240,8 @@ pub fn prepare(
     crate::memory::release_free_memory();
     progress.stage("map.buckets", cloud.len() as u64);
     let started = std::time::Instant::now();
-    let mut map = PackedMap::from_cloud_owned(cloud, r_map as f32, recipe.bucket_size_m)?;
+    let mut map =
+        PackedMap::from_cloud_owned(cloud, recipe.resolution_m as f32, recipe.bucket_size_m)?;
     let mut meta = map.metadata()?;
     // Packing leaves its own time at 0 so that a map packed outside a prepare is the same bytes every run; a
     // prepare's report holds every stage's time already, and bucketing takes about a tenth of a large one.
@@ -326,18 +255,7 @@ pub fn prepare(
             meta.dropped_attributes.push(d);
         }
     }
-    // The normals stage reports how many points each orientation rule oriented ("oriented_up", ...).
-    meta.normal_orientation = reports
-        .iter()
-        .find(|r| r.stage == "features.normals")
-        .map(|r| {
-            r.figures
-                .iter()
-                .filter(|(k, v)| k.starts_with("oriented_") && *v > 0.0)
-                .map(|(k, v)| format!("{}: {v}", k.trim_start_matches("oriented_")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        });
+    meta.normal_orientation = normal_orientation(&reports);
     meta.recipe =
         Some(toml::Table::try_from(recipe).map_err(|e| Error::parameter("recipe", e.to_string()))?);
     meta.report = reports.clone();
@@ -351,6 +269,115 @@ pub fn prepare(
         reports,
         warnings,
     })
+}
+
+/// The recipe as it runs (and as the map stores it): the stages' resolutions follow the map's.
+fn as_run(recipe: &Recipe) -> Recipe {
+    let mut recipe = recipe.clone();
+    recipe.filters.downsample.resolution_m = recipe.resolution_m;
+    recipe
+        .features
+        .normals
+        .resolution_m
+        .get_or_insert(recipe.resolution_m);
+    recipe
+}
+
+/// Where each input came from, for the map's metadata.
+fn sources_of(inputs: &[(Cloud, Option<TransformParams>)]) -> Vec<MapSource> {
+    inputs
+        .iter()
+        .map(|(c, _)| MapSource {
+            path: c
+                .meta
+                .source
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            format: c.meta.format.clone(),
+        })
+        .collect()
+}
+
+/// The inputs stripped to what a map stores and merged into one cloud (the merge's report into `reports`
+/// when there was one), with the names of the attributes dropped.
+fn combine(
+    inputs: Vec<(Cloud, Option<TransformParams>)>,
+    progress: &dyn Progress,
+    reports: &mut Vec<StageReport>,
+) -> Result<(Cloud, Vec<String>)> {
+    let mut dropped = Vec::new();
+    let mut stripped = Vec::with_capacity(inputs.len());
+    for (mut c, t) in inputs {
+        for d in strip_for_map(&mut c) {
+            if !dropped.contains(&d) {
+                dropped.push(d);
+            }
+        }
+        stripped.push((c, t));
+    }
+    if stripped.len() == 1 && stripped[0].1.is_none() {
+        let cloud = stripped.pop().map(|(c, _)| c).unwrap_or_default();
+        return Ok((cloud, dropped));
+    }
+    progress.stage("merge", 0);
+    let (c, r) = merge(stripped, progress)?;
+    reports.push(r);
+    Ok((c, dropped))
+}
+
+/// Runs one stage of the recipe on `cloud`, replacing it with the stage's output.
+fn run_stage(
+    stage: Stage,
+    cloud: &mut Cloud,
+    recipe: &Recipe,
+    progress: &dyn Progress,
+) -> Result<StageReport> {
+    let n = cloud.len() as u64;
+    let f = &recipe.filters;
+    let (c, r) = match stage {
+        Stage::Crop => {
+            progress.stage("filters.crop", n);
+            crop(cloud, &f.crop, progress)?
+        }
+        Stage::Transform => {
+            progress.stage("filters.transform", n);
+            return transform(cloud, &f.transform, progress);
+        }
+        Stage::Sor => {
+            progress.stage("filters.sor", n);
+            sor(cloud, &f.sor, progress)?
+        }
+        Stage::Radius => {
+            progress.stage("filters.radius", n);
+            radius_outliers(cloud, &f.radius, progress)?
+        }
+        Stage::Downsample => {
+            progress.stage("filters.downsample", n);
+            downsample(cloud, &f.downsample, progress)?
+        }
+        Stage::Normals => {
+            progress.stage("features.normals", n);
+            return estimate_normals(cloud, &recipe.features.normals, progress);
+        }
+    };
+    *cloud = c;
+    Ok(r)
+}
+
+/// How many points each orientation rule of the normals stage oriented ("up: 123, outward: 45"), if it ran.
+fn normal_orientation(reports: &[StageReport]) -> Option<String> {
+    reports
+        .iter()
+        .find(|r| r.stage == "features.normals")
+        .map(|r| {
+            r.figures
+                .iter()
+                .filter(|(k, v)| k.starts_with("oriented_") && *v > 0.0)
+                .map(|(k, v)| format!("{}: {v}", k.trim_start_matches("oriented_")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
 }
 
 #[cfg(test)]
