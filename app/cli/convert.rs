@@ -45,6 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let read_opts = ReadOptions {
         separate_scans: args.separate_scans,
         columns: args.columns.clone(),
+        ..ReadOptions::default()
     };
     let clouds = io::read_scans(&args.input, args.input_format.map(Into::into), &read_opts)
         .with_context(|| format!("cannot read {}", args.input.display()))

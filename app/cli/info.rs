@@ -28,6 +28,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let opts = ReadOptions {
         separate_scans: false,
         columns: args.columns.clone(),
+        ..ReadOptions::default()
     };
     let mut json = Vec::new();
     for path in &args.files {

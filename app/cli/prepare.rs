@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use aerie_pipeline::io::{self, Format, ReadOptions};
+use aerie_pipeline::io::{self, Format};
 use aerie_pipeline::map::PackedMap;
 use aerie_pipeline::map::amap;
-use aerie_pipeline::prepare::{Recipe, Stage, prepare};
+use aerie_pipeline::prepare::{Recipe, Stage, map_read_options, prepare};
 use aerie_pipeline::{Error, Progress, StageReport};
 use anyhow::Context;
 
@@ -182,13 +182,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ),
             0,
         );
-        let cloud = io::read(
-            &path,
-            args.format.map(Format::from),
-            &ReadOptions::default(),
-        )
-        .with_context(|| format!("cannot read {}", path.display()))
-        .map_err(super::format_hint("--format"))?;
+        // Without what the map does not store: LAS/LAZ never allocate those columns.
+        let cloud = io::read(&path, args.format.map(Format::from), &map_read_options())
+            .with_context(|| format!("cannot read {}", path.display()))
+            .map_err(super::format_hint("--format"))?;
         inputs.push((cloud, t));
     }
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use aerie_pipeline::io::{self, ReadOptions};
+use aerie_pipeline::io;
 use aerie_pipeline::map::PackedMap;
 use aerie_pipeline::map::amap::AmapFile;
-use aerie_pipeline::prepare::Recipe;
+use aerie_pipeline::prepare::{Recipe, map_read_options};
 use aerie_pipeline::{Cloud, CloudSummary, Progress};
 use anyhow::Context;
 use eframe::egui::{self, RichText};
@@ -75,9 +75,17 @@ fn load(path: &Path) -> anyhow::Result<Loaded> {
             cloud: file.to_cloud(),
         });
     }
-    let cloud = io::read(path, None, &ReadOptions::default())
+    // Imported scans are kept for the map (the viewer colours by height, intensity or RGB): read without what a
+    // map does not store, as `aerie prepare` does; the summary names what the file holds besides.
+    let cloud = io::read(path, None, &map_read_options())
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let info = CloudSummary::of(&cloud).to_string();
+    let mut info = CloudSummary::of(&cloud).to_string();
+    if !cloud.meta.dropped.is_empty() {
+        info.push_str(&format!(
+            "  not read    {}\n",
+            cloud.meta.dropped.join(", ")
+        ));
+    }
     Ok(Loaded::Scan {
         path: path.to_path_buf(),
         cloud,

@@ -134,6 +134,27 @@ impl ExtraDim {
     }
 }
 
+/// An index of a point: `usize`, or `u32` where a list of them sets a stage's peak memory (a map holds at
+/// most `u32::MAX` points).
+pub trait PointIndex: Copy {
+    /// The index as `usize`.
+    fn at(self) -> usize;
+}
+
+impl PointIndex for usize {
+    #[inline]
+    fn at(self) -> usize {
+        self
+    }
+}
+
+impl PointIndex for u32 {
+    #[inline]
+    fn at(self) -> usize {
+        self as usize
+    }
+}
+
 /// The values of an extra dimension, one `Vec` of the stored type. Every integer and f32 converts to f64
 /// exactly; 64-bit integers beyond 2^53 round when read as f64 ([`ExtraValues::get`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -308,8 +329,8 @@ impl ExtraValues {
     }
 
     /// The values at `indices`, in that order (panics on an index past the end, as slice indexing does).
-    pub fn select(&self, indices: &[usize]) -> ExtraValues {
-        each_kind!(self, v => indices.iter().map(|&i| v[i]).collect::<Vec<_>>().into())
+    pub fn select<I: PointIndex>(&self, indices: &[I]) -> ExtraValues {
+        each_kind!(self, v => indices.iter().map(|&i| v[i.at()]).collect::<Vec<_>>().into())
     }
 
     /// Append `other`'s values. When the kinds differ, both are first widened to the smallest kind that holds
@@ -424,6 +445,11 @@ pub struct Metadata {
     pub crs_wkt: Option<String>,
     /// Scans the cloud was assembled from (E57 data3D entries, merged inputs), with their sensor poses.
     pub scans: Vec<ScanInfo>,
+    /// Attributes and extra dimensions the source held that this cloud does not, by name (`time`,
+    /// `return_number`, an extra dimension's name): those a reader was asked to skip
+    /// (`io::ReadOptions::skip`), so that a report can still name them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 /// One scan inside a cloud: its points are `points` (a range of indices) and it was taken from `world_from_scan`.
@@ -519,8 +545,21 @@ macro_rules! attribute_accessors {
             }
 
             /// Every present attribute of `self` at `indices`, in that order, into `out`.
-            fn select_attributes(&self, indices: &[usize], out: &mut Columns) {
-                $(out.$name = self.$name.as_deref().map(|v| indices.iter().map(|&i| v[i]).collect());)*
+            fn select_attributes<I: PointIndex>(&self, indices: &[I], out: &mut Columns) {
+                $(out.$name = self
+                    .$name
+                    .as_deref()
+                    .map(|v| indices.iter().map(|&i| v[i.at()]).collect());)*
+            }
+
+            /// Apply `op` to every present attribute column and extra dimension (not the positions).
+            fn each_attribute(&mut self, op: &impl ColumnOp) {
+                $(if let Some(v) = &mut self.$name {
+                    op.apply(v);
+                })*
+                for d in &mut self.extra {
+                    each_kind!(&mut d.values, v => op.apply(v));
+                }
             }
 
             /// Append `other`'s attributes to `self`'s, dropping each that either side lacks (it would leave
@@ -582,6 +621,85 @@ fn join_column<T: Copy>(a: &mut Option<Vec<T>>, b: Option<&[T]>, first: bool) {
         (None, Some(b)) if first => *a = Some(b.to_vec()),
         _ => *a = None,
     }
+}
+
+/// A change applied alike to every column of a cloud, whatever its value type.
+trait ColumnOp {
+    fn apply<T: Copy + Send + Sync>(&self, v: &mut Vec<T>);
+}
+
+/// Keep the values where the mask is true, in order, in place.
+struct RetainMask<'a>(&'a [bool]);
+
+impl ColumnOp for RetainMask<'_> {
+    fn apply<T: Copy + Send + Sync>(&self, v: &mut Vec<T>) {
+        let mut w = 0;
+        for i in 0..v.len() {
+            if self.0[i] {
+                v[w] = v[i];
+                w += 1;
+            }
+        }
+        v.truncate(w);
+        // glibc shrinks a block in place: the tail's pages go back without a copy.
+        v.shrink_to_fit();
+    }
+}
+
+/// Put the values in a new order: value `j` becomes the old value `order[j]` (one column's worth of extra
+/// memory at a time).
+struct Permute<'a>(&'a [u32]);
+
+impl ColumnOp for Permute<'_> {
+    fn apply<T: Copy + Send + Sync>(&self, v: &mut Vec<T>) {
+        let old = std::mem::take(v);
+        *v = self.0.par_iter().map(|&i| old[i as usize]).collect();
+    }
+}
+
+/// [`Permute`] without a second column: the permutation's cycles are followed in place (`visited` takes one
+/// bit per point). Fast when points move within their neighbourhood (one spatial order into another); bound
+/// by memory latency when they scatter across the cloud.
+struct PermuteInPlace<'a>(&'a [u32]);
+
+impl ColumnOp for PermuteInPlace<'_> {
+    fn apply<T: Copy + Send + Sync>(&self, v: &mut Vec<T>) {
+        let order = self.0;
+        let mut visited = vec![0u64; v.len().div_ceil(64)];
+        let seen = |visited: &[u64], k: usize| visited[k / 64] >> (k % 64) & 1 == 1;
+        for start in 0..v.len() {
+            if seen(&visited, start) {
+                continue;
+            }
+            let first = v[start];
+            let mut k = start;
+            loop {
+                visited[k / 64] |= 1 << (k % 64);
+                let from = order[k] as usize;
+                if from == start {
+                    v[k] = first;
+                    break;
+                }
+                assert!(!seen(&visited, from), "not a permutation");
+                v[k] = v[from];
+                k = from;
+            }
+        }
+    }
+}
+
+/// What a stage hands back after borrowing a cloud's positions by value ([`Cloud::lend_positions`]).
+pub enum Returned {
+    /// The positions, one per point, in the cloud's order.
+    InOrder(Vec<[f32; 3]>),
+    /// The positions in a new order: `positions[j]` is the point that was at `order[j]`, and every other
+    /// column is put in that order too. `order` must be a permutation of the points.
+    Reordered {
+        /// The positions in the new order.
+        positions: Vec<[f32; 3]>,
+        /// The old index of each point, in the new order.
+        order: Vec<u32>,
+    },
 }
 
 /// How length errors name a modelled attribute.
@@ -651,6 +769,80 @@ impl Cloud {
     #[inline]
     pub fn positions_mut(&mut self) -> &mut [[f32; 3]] {
         &mut self.columns.positions
+    }
+
+    /// Lend the positions to `f` by value, without a copy, for a stage that moves them into a search index
+    /// while it runs (a sorted copy beside them would be the largest array of its peak). `f` hands them back
+    /// in the cloud's order or in a new one, which the other columns then follow (scan point ranges are
+    /// dropped unless one scan holds every point). Panics if `f` hands back a different number of positions
+    /// (a bug in the stage, not bad input).
+    pub fn lend_positions<R>(&mut self, f: impl FnOnce(Vec<[f32; 3]>) -> (Returned, R)) -> R {
+        let n = self.len();
+        let (returned, r) = f(std::mem::take(&mut self.columns.positions));
+        let positions = match returned {
+            Returned::InOrder(p) => p,
+            Returned::Reordered { positions, order } => {
+                assert_eq!(order.len(), n, "a reorder must cover every point");
+                self.columns.each_attribute(&Permute(&order));
+                self.drop_scan_ranges_after_reorder(n);
+                positions
+            }
+        };
+        assert_eq!(positions.len(), n, "a stage must hand back every position");
+        self.columns.positions = positions;
+        r
+    }
+
+    /// Put the points in the order `order` gives (point `j` becomes the point that was at `order[j]`), in place:
+    /// no column is copied, for the last step of a map's packing where a copy of the positions would set the
+    /// peak. Scan point ranges are dropped unless one scan holds every point. Panics unless `order` is a
+    /// permutation of the points.
+    pub(crate) fn permute_in_place(&mut self, order: &[u32]) {
+        assert_eq!(order.len(), self.len(), "a reorder must cover every point");
+        let op = PermuteInPlace(order);
+        op.apply(&mut self.columns.positions);
+        self.columns.each_attribute(&op);
+        self.drop_scan_ranges_after_reorder(order.len());
+    }
+
+    /// After a reorder of `n` points, scan point ranges no longer describe runs of points, except one scan
+    /// holding them all.
+    fn drop_scan_ranges_after_reorder(&mut self, n: usize) {
+        if !matches!(self.meta.scans.as_slice(), [s] if s.points == (0..n)) {
+            self.meta.scans.iter_mut().for_each(|s| s.points = 0..0);
+        }
+    }
+
+    /// Keep the points where `keep` is true, in order, in place (no second cloud at the peak); scan point
+    /// ranges are renumbered. Fails, leaving the cloud unchanged, when `keep` is not one flag per point.
+    pub fn retain(&mut self, keep: &[bool]) -> Result<(), LengthMismatch> {
+        check_len(|| "mask".to_string(), keep.len(), self.len())?;
+        // Each scan's range bounds, renumbered in one pass over the mask.
+        let mut bounds: Vec<usize> = self
+            .meta
+            .scans
+            .iter()
+            .flat_map(|s| [s.points.start, s.points.end])
+            .collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut rank = Vec::with_capacity(bounds.len());
+        let mut kept = 0;
+        let mut at = 0;
+        for &b in &bounds {
+            let b = b.min(keep.len());
+            kept += keep[at.min(b)..b].iter().filter(|&&k| k).count();
+            at = at.max(b);
+            rank.push(kept);
+        }
+        let renumber = |i: usize| rank[bounds.partition_point(|&b| b < i)];
+        for s in &mut self.meta.scans {
+            s.points = renumber(s.points.start)..renumber(s.points.end);
+        }
+        let op = RetainMask(keep);
+        op.apply(&mut self.columns.positions);
+        self.columns.each_attribute(&op);
+        Ok(())
     }
 
     /// The extra dimensions, in order.
@@ -742,13 +934,13 @@ impl Cloud {
 
     /// A new cloud holding the points at `indices`, in that order, with every attribute and the metadata
     /// (scan ranges are dropped because they no longer describe contiguous runs).
-    pub fn select(&self, indices: &[usize]) -> Cloud {
+    pub fn select<I: PointIndex>(&self, indices: &[I]) -> Cloud {
         let mut meta = self.meta.clone();
         meta.scans.iter_mut().for_each(|s| s.points = 0..0);
         meta.scans.retain(|s| s.world_from_scan.is_some());
         let c = &self.columns;
         let mut columns = Columns {
-            positions: indices.iter().map(|&i| c.positions[i]).collect(),
+            positions: indices.iter().map(|&i| c.positions[i.at()]).collect(),
             extra: c
                 .extra
                 .iter()
@@ -880,5 +1072,93 @@ mod tests {
         assert_eq!(a.ring(), None);
         assert_eq!(a.positions()[1], [11.0, 0.0, 0.0]);
         a.validate().unwrap();
+    }
+
+    /// Ten points on the x axis at x = i, intensity i, an extra dimension 10 i, in two scans of five.
+    fn numbered() -> Cloud {
+        let mut c = Cloud::from_columns(
+            [0.0; 3],
+            Columns {
+                positions: (0..10).map(|i| [i as f32, 0.0, 0.0]).collect(),
+                intensity: Some((0..10).map(|i| i as f32).collect()),
+                ..Columns::default()
+            },
+        )
+        .unwrap();
+        c.push_extra(ExtraDim::new(
+            "tag",
+            (0..10).map(|i| 10 * i as u16).collect::<Vec<_>>(),
+        ))
+        .unwrap();
+        c.meta.scans = ["a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(s, name)| ScanInfo {
+                name: name.to_string(),
+                points: 5 * s..5 * s + 5,
+                world_from_scan: None,
+            })
+            .collect();
+        c
+    }
+
+    /// Every column of point `j` still tells which input point it was.
+    fn consistent(c: &Cloud) -> Vec<u32> {
+        let tag = c.extra("tag").unwrap().values.to_f64();
+        (0..c.len())
+            .map(|j| {
+                let i = c.positions()[j][0];
+                assert_eq!(c.intensity().unwrap()[j], i);
+                assert_eq!(tag[j], 10.0 * i as f64);
+                i as u32
+            })
+            .collect()
+    }
+
+    #[test]
+    fn retain_keeps_flagged_points_and_renumbers_scans() {
+        let mut c = numbered();
+        let keep: Vec<bool> = (0..10).map(|i| i % 3 != 0).collect();
+        c.retain(&keep).unwrap();
+        assert_eq!(consistent(&c), vec![1, 2, 4, 5, 7, 8]);
+        // Scan a held 0..5 (kept 1, 2, 4), scan b 5..10 (kept 5, 7, 8).
+        assert_eq!(c.meta.scans[0].points, 0..3);
+        assert_eq!(c.meta.scans[1].points, 3..6);
+        assert!(c.retain(&[true]).is_err());
+        assert_eq!(c.len(), 6);
+    }
+
+    #[test]
+    fn reorders_move_every_column_together() {
+        let order: Vec<u32> = vec![3, 0, 9, 1, 8, 2, 7, 4, 6, 5];
+        let mut c = numbered();
+        c.permute_in_place(&order);
+        assert_eq!(consistent(&c), order);
+        assert!(c.meta.scans.iter().all(|s| s.points.is_empty()));
+        // Lent positions handed back in a new order: the other columns follow them.
+        let mut c = numbered();
+        let got = c.lend_positions(|p| {
+            let positions = order.iter().map(|&i| p[i as usize]).collect();
+            (
+                Returned::Reordered {
+                    positions,
+                    order: order.clone(),
+                },
+                7,
+            )
+        });
+        assert_eq!(got, 7);
+        assert_eq!(consistent(&c), order);
+        // One scan holding every point still does after a reorder.
+        let mut c = numbered();
+        c.meta.scans.truncate(1);
+        c.meta.scans[0].points = 0..10;
+        c.permute_in_place(&order);
+        assert_eq!(c.meta.scans[0].points, 0..10);
+        // Handed back in order, nothing moves.
+        let mut c = numbered();
+        c.lend_positions(|p| (Returned::InOrder(p), ()));
+        assert_eq!(consistent(&c), (0..10).collect::<Vec<_>>());
+        assert_eq!(c.meta.scans[1].points, 5..10);
     }
 }

@@ -30,8 +30,10 @@
 //! positions.extend([[0.5, 0.5, 5.0], [-3.0, 0.0, 2.0], [4.0, 4.0, -3.0]]);
 //! let cloud = Cloud::from_positions([0.0; 3], positions);
 //!
-//! // Statistical outlier removal (PCL's definition, 16 neighbours, 2 sigma) finds the three strays...
-//! let (clean, report) = sor(&cloud, &SorParams::default(), &NoProgress)?;
+//! // Statistical outlier removal (PCL's definition, 16 neighbours, 2 sigma) finds the three strays and
+//! // removes them in place...
+//! let mut clean = cloud.clone();
+//! let report = sor(&mut clean, &SorParams::default(), &NoProgress)?;
 //! assert_eq!((report.points_in, report.points_out), (2503, 2500));
 //! // ...and voxel downsampling at 0.1 m keeps one original point per occupied cell: 10 x 10.
 //! let (thinned, _) = downsample(&clean, &DownsampleParams::default(), &NoProgress)?;
@@ -62,7 +64,8 @@ pub mod report;
 pub mod summary;
 
 pub use cloud::{
-    Attribute, Cloud, Columns, ExtraDim, ExtraScalar, ExtraValues, Metadata, ScalarKind, ScanInfo,
+    Attribute, Cloud, Columns, ExtraDim, ExtraScalar, ExtraValues, Metadata, PointIndex, Returned,
+    ScalarKind, ScanInfo,
 };
 pub use error::{Error, LengthMismatch, NotFinite, Result};
 pub use progress::{CancelFlag, NoProgress, Progress};

@@ -13,8 +13,9 @@ use crate::filters::{
     CropParams, DownsampleParams, RadiusParams, SorParams, TransformParams, crop, downsample,
     merge, radius_outliers, sor, transform,
 };
+use crate::io::{self, ReadOptions};
 use crate::map::{MapSource, PackedMap};
-use crate::{Cloud, Error, Progress, Result, StageReport};
+use crate::{Attribute, Cloud, Error, Progress, Result, StageReport};
 
 /// A stage a recipe can list, by its recipe name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,25 +190,33 @@ pub struct Prepared {
     pub warnings: Vec<String>,
 }
 
-/// Keep only what a map stores (positions, normals, gamma, intensity, colour, class): the rest would cost memory
-/// through every stage and be dropped at packing anyway.
-fn strip_for_map(cloud: &mut Cloud) -> Vec<String> {
-    let mut dropped = Vec::new();
-    for (present, name) in [
-        (cloud.take_time().is_some(), "time"),
-        (cloud.take_return_number().is_some(), "return_number"),
-        (
-            cloud.take_number_of_returns().is_some(),
-            "number_of_returns",
-        ),
-        (cloud.take_ring().is_some(), "ring"),
-    ] {
-        if present {
-            dropped.push(name.to_string());
-        }
+/// The attributes a map does not store, which [`map_read_options`] skips and [`prepare`] takes out of its inputs
+/// (besides every extra dimension).
+pub const MAP_SKIPS: [Attribute; 4] = [
+    Attribute::Time,
+    Attribute::ReturnNumber,
+    Attribute::NumberOfReturns,
+    Attribute::Ring,
+];
+
+/// How to read a file that is to be prepared into a map: without what a map does not store ([`MAP_SKIPS`] and
+/// every extra dimension), which [`prepare`] would drop on entry anyway. The LAS/LAZ reader then never allocates
+/// those columns (14 bytes a point on a terrestrial LAZ scan); the names of those the file held are kept in
+/// `meta.dropped`, so the map's `dropped_attributes` are the same as after a full read.
+pub fn map_read_options() -> ReadOptions {
+    ReadOptions {
+        skip: MAP_SKIPS.to_vec(),
+        skip_extras: true,
+        ..ReadOptions::default()
     }
-    dropped.extend(cloud.take_extras().into_iter().map(|d| d.name));
-    dropped
+}
+
+/// Keep only what a map stores (positions, normals, gamma, intensity, colour, class): the rest would cost memory
+/// through every stage and be dropped at packing anyway. Returns the names of what the input no longer holds:
+/// those skipped on reading (`meta.dropped`, see [`map_read_options`]) and those taken out here.
+fn strip_for_map(cloud: &mut Cloud) -> Vec<String> {
+    io::take_skipped(cloud, &map_read_options());
+    cloud.meta.dropped.clone()
 }
 
 /// Prepare a map from `inputs` (each with an optional transform into the map frame) following `recipe`.
@@ -346,7 +355,7 @@ fn run_stage(
         }
         Stage::Sor => {
             progress.stage("filters.sor", n);
-            sor(cloud, &f.sor, progress)?
+            return sor(cloud, &f.sor, progress);
         }
         Stage::Radius => {
             progress.stage("filters.radius", n);

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use aerie_pipeline::cloud::{ExtraDim, ScalarKind};
 use aerie_pipeline::io::{self, Encoding, Format, ReadOptions, WriteOptions};
+use aerie_pipeline::prepare::map_read_options;
 use aerie_pipeline::testing::shared_file;
 use aerie_pipeline::{Attribute, Cloud, Columns, Error};
 use proptest::prelude::*;
@@ -170,6 +171,54 @@ fn real_files_round_trip_through_every_writer() {
             }
         }
     }
+}
+
+/// Every format honours the skip options: the cloud is the full read with those columns taken out, their names
+/// in `meta.dropped` (what the LAS reader does without reading them).
+#[test]
+fn skipped_columns_are_taken_out_in_every_format() {
+    let n = 50;
+    let mut c = Cloud::from_positions(
+        [0.0; 3],
+        (0..n).map(|i| [i as f32, 2.0 * i as f32, 0.5]).collect(),
+    );
+    c.set_intensity(Some((0..n).map(|i| i as f32).collect()))
+        .unwrap();
+    c.set_normals(Some(vec![[0.0, 0.0, 1.0]; n])).unwrap();
+    c.set_time(Some((0..n).map(|i| 10.0 + i as f64).collect()))
+        .unwrap();
+    c.set_ring(Some((0..n).map(|i| (i % 4) as u16).collect()))
+        .unwrap();
+    c.push_extra(ExtraDim::new(
+        "range",
+        (0..n).map(|i| i as f32).collect::<Vec<f32>>(),
+    ))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = [
+        map_read_options(),
+        ReadOptions {
+            skip: vec![Attribute::Intensity, Attribute::Normal],
+            ..ReadOptions::default()
+        },
+    ];
+    for (ext, enc, _) in writers() {
+        let path = write_to(&c, dir.path(), ext, enc);
+        let full = read(&path);
+        for opts in &options {
+            let got = io::read(&path, None, opts).unwrap();
+            let mut want = full.clone();
+            io::take_skipped(&mut want, opts);
+            assert!(got == want, "{ext} {enc:?}: skip {:?}", opts.skip);
+            for a in &opts.skip {
+                assert!(!got.attributes().contains(a), "{ext} {enc:?}: {a:?}");
+            }
+        }
+    }
+    let path = write_to(&c, dir.path(), "pcd", Some(Encoding::Binary));
+    let got = io::read(&path, None, &map_read_options()).unwrap();
+    assert_eq!(got.meta.dropped, ["time", "ring", "range"]);
+    assert_eq!(got.attributes(), [Attribute::Intensity, Attribute::Normal]);
 }
 
 #[test]

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use aerie_pipeline::io::{self, Format, ReadOptions, WriteOptions};
 use aerie_pipeline::map::amap::{self, AmapFile};
-use aerie_pipeline::prepare::{Recipe, Stage, prepare};
+use aerie_pipeline::prepare::{Recipe, Stage, map_read_options, prepare};
 use aerie_pipeline::testing::shared_file;
-use aerie_pipeline::{Cloud, NoProgress};
+use aerie_pipeline::{Cloud, ExtraDim, NoProgress};
 
 fn prepared_map_reads_back_exactly(rel: &str, resolution_m: f64) {
     let Some(path) = shared_file(rel) else { return };
@@ -171,4 +171,68 @@ fn recipe_file_round_trip() {
     let p = prepare(vec![(cloud_of(grid(30, 0.05)), None)], &r, &NoProgress).unwrap();
     let stored = p.map.metadata().unwrap().recipe.unwrap();
     assert_eq!(stored["resolution_m"].as_float(), Some(0.05));
+}
+
+/// Reading an input for a map (`map_read_options`: without time, returns, ring and extras) prepares the same map
+/// as reading everything, down to the attributes the map says it dropped.
+#[test]
+fn a_map_read_prepares_the_same_map_as_a_full_read() {
+    let points: Vec<[f32; 3]> = grid(60, 0.05)
+        .into_iter()
+        .map(|[x, y, _]| [x, y, 0.1 * (3.0 * x).sin() * (2.0 * y).cos()])
+        .collect();
+    let n = points.len();
+    let mut c = cloud_of(points);
+    c.origin = [500_000.0, 4_000_000.0, 100.0];
+    c.set_intensity(Some((0..n).map(|i| (i % 500) as f32).collect()))
+        .unwrap();
+    c.set_time(Some((0..n).map(|i| 1.0e5 + i as f64 * 1e-4).collect()))
+        .unwrap();
+    c.set_return_number(Some(vec![1; n])).unwrap();
+    c.set_number_of_returns(Some(vec![1; n])).unwrap();
+    c.set_classification(Some((0..n).map(|i| (i % 3) as u8).collect()))
+        .unwrap();
+    c.set_ring(Some((0..n).map(|i| (i % 16) as u16).collect()))
+        .unwrap();
+    c.push_extra(ExtraDim::new(
+        "range",
+        (0..n).map(|i| i as f32).collect::<Vec<f32>>(),
+    ))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = Recipe {
+        resolution_m: 0.05,
+        ..Recipe::default()
+    };
+    for ext in ["las", "laz", "pcd"] {
+        let path = dir.path().join(format!("in.{ext}"));
+        io::write(&c, &path, None, &WriteOptions::default()).unwrap();
+        let full = io::read(&path, None, &ReadOptions::default()).unwrap();
+        let skipped = io::read(&path, None, &map_read_options()).unwrap();
+        assert!(
+            skipped.time().is_none() && skipped.extras().is_empty(),
+            "{ext}"
+        );
+        assert!(
+            skipped.meta.dropped.iter().any(|d| d == "time")
+                && skipped.meta.dropped.iter().any(|d| d == "range"),
+            "{ext}: {:?}",
+            skipped.meta.dropped
+        );
+        let a = prepare(vec![(full, None)], &recipe, &NoProgress).unwrap();
+        let b = prepare(vec![(skipped, None)], &recipe, &NoProgress).unwrap();
+        let (va, vb) = (a.map.view(), b.map.view());
+        assert!(va.positions.len() > 1000, "{ext}: {}", va.positions.len());
+        assert_eq!(va.positions, vb.positions, "{ext}: positions");
+        assert_eq!(va.normals, vb.normals, "{ext}: normals");
+        assert_eq!(va.buckets, vb.buckets, "{ext}: buckets");
+        let (ma, mb) = (a.map.metadata().unwrap(), b.map.metadata().unwrap());
+        assert!(
+            ma.dropped_attributes.iter().any(|d| d == "time"),
+            "{ext}: {:?}",
+            ma.dropped_attributes
+        );
+        assert_eq!(ma.dropped_attributes, mb.dropped_attributes, "{ext}");
+        assert_eq!(ma.sources, mb.sources, "{ext}");
+    }
 }

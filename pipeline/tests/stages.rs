@@ -191,7 +191,8 @@ fn plane_with_outliers(count: usize) -> (Cloud, usize) {
 #[test]
 fn far_outliers_are_removed_and_the_surface_kept() {
     let (c, surface) = plane_with_outliers(30);
-    let (out, r) = sor(&c, &SorParams::default(), &NoProgress).unwrap();
+    let mut out = c.clone();
+    let r = sor(&mut out, &SorParams::default(), &NoProgress).unwrap();
     // Intensity holds the original index: exactly the surface points survive.
     let kept = out.intensity().unwrap();
     assert_eq!(kept.len(), surface, "{r:?}");
@@ -313,7 +314,9 @@ fn run_all(c: &Cloud, threads: usize) -> Vec<Cloud> {
         .unwrap();
     pool.install(|| {
         let mut out = Vec::new();
-        out.push(sor(c, &SorParams::default(), &NoProgress).unwrap().0);
+        let mut s = c.clone();
+        sor(&mut s, &SorParams::default(), &NoProgress).unwrap();
+        out.push(s);
         for method in [
             DownsampleMethod::VoxelNearest,
             DownsampleMethod::VoxelCentroid,
@@ -401,7 +404,7 @@ fn cancellation_is_reported() {
     let (c, _) = plane_with_outliers(0);
     let cancel = || CancelAfter(std::sync::atomic::AtomicUsize::new(0));
     assert!(matches!(
-        sor(&c, &SorParams::default(), &cancel()),
+        sor(&mut c.clone(), &SorParams::default(), &cancel()),
         Err(Error::Cancelled)
     ));
     let mut n = c.clone();
@@ -416,12 +419,57 @@ fn cancellation_is_reported() {
 }
 
 #[test]
+fn sor_keeps_the_input_order_only_where_scan_ranges_need_it() {
+    let (c, surface) = plane_with_outliers(30);
+    let ids =
+        |c: &Cloud| -> Vec<usize> { c.intensity().unwrap().iter().map(|&i| i as usize).collect() };
+    // One scan (or none): the points come back in the search's spatial order, the same set.
+    let mut one = c.clone();
+    sor(&mut one, &SorParams::default(), &NoProgress).unwrap();
+    let mut got = ids(&one);
+    assert_ne!(
+        got,
+        (0..surface).collect::<Vec<_>>(),
+        "expected a spatial order"
+    );
+    got.sort_unstable();
+    assert_eq!(got, (0..surface).collect::<Vec<_>>());
+    // Two scans' ranges: the input order stays and the ranges are renumbered.
+    let mut two = c.clone();
+    let half = c.len() / 2;
+    two.meta.scans = [0..half, half..c.len()]
+        .into_iter()
+        .map(|points| aerie_pipeline::cloud::ScanInfo {
+            name: format!("{points:?}"),
+            points,
+            world_from_scan: None,
+        })
+        .collect();
+    sor(&mut two, &SorParams::default(), &NoProgress).unwrap();
+    assert_eq!(ids(&two), (0..surface).collect::<Vec<_>>());
+    let first = (0..half).filter(|&i| i < surface).count();
+    assert_eq!(two.meta.scans[0].points, 0..first);
+    assert_eq!(two.meta.scans[1].points, first..surface);
+}
+
+#[test]
 fn sor_mask_matches_sor() {
     let (c, _) = plane_with_outliers(10);
     let (mask, stats) = sor_mask(&c, &SorParams::default(), &NoProgress).unwrap();
-    let (out, r) = sor(&c, &SorParams::default(), &NoProgress).unwrap();
-    assert_eq!(mask.iter().filter(|&&k| k).count(), out.len());
+    let mut out = c.clone();
+    let r = sor(&mut out, &SorParams::default(), &NoProgress).unwrap();
     assert_eq!(stats.outliers, r.removed[0].1);
+    // The same points (intensity holds each one's input index), whatever order `sor` leaves them in.
+    let mut kept: Vec<usize> = out
+        .intensity()
+        .unwrap()
+        .iter()
+        .map(|&i| i as usize)
+        .collect();
+    kept.sort_unstable();
+    let want: Vec<usize> = (0..c.len()).filter(|&i| mask[i]).collect();
+    assert_eq!(kept, want);
+    assert_eq!(figure(&r, "mu"), stats.mu);
 }
 
 /// One-off speed check on a synthetic 1M-point cloud; run with
@@ -492,7 +540,9 @@ fn speed_one_million_points() {
             .len()
     });
     time("sor k=16", &mut || {
-        sor(&c, &SorParams::default(), &NoProgress).unwrap().0.len()
+        let mut s = c.clone();
+        sor(&mut s, &SorParams::default(), &NoProgress).unwrap();
+        s.len()
     });
     time("radius r=0.2 m", &mut || {
         radius_outliers(
@@ -631,7 +681,8 @@ fn real_scan_neighbours_exact_and_thread_independent() {
             .build()
             .unwrap();
         pool.install(|| {
-            let (s, _) = sor(&c, &SorParams::default(), &NoProgress).unwrap();
+            let mut s = c.clone();
+            sor(&mut s, &SorParams::default(), &NoProgress).unwrap();
             let mut d = c.clone();
             let p = NormalsParams {
                 resolution_m: Some(0.05),

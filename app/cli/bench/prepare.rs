@@ -1,15 +1,16 @@
 //! `aerie bench prepare FILE`: each stage of a preparation timed on its own, then a whole `prepare`.
 
 use std::path::PathBuf;
+use std::time::Instant;
 
-use aerie_pipeline::NoProgress;
 use aerie_pipeline::features::{NormalsParams, estimate_normals};
 use aerie_pipeline::filters::{DownsampleParams, SorParams, downsample, sor};
-use aerie_pipeline::io::{self, ReadOptions};
-use aerie_pipeline::prepare::{Recipe, prepare};
+use aerie_pipeline::io;
+use aerie_pipeline::prepare::{Recipe, map_read_options, prepare};
+use aerie_pipeline::{Cloud, NoProgress, StageReport};
 use anyhow::Context;
 
-use super::time_runs;
+use super::{median, time_runs};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -35,7 +36,8 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let opts = ReadOptions::default();
+    // As `aerie prepare` reads its inputs: without what a map does not store.
+    let opts = map_read_options();
     let (read_s, cloud) = time_runs(args.repeat, || {
         io::read(&args.file, None, &opts)
             .with_context(|| format!("cannot read {}", args.file.display()))
@@ -46,8 +48,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         std_ratio: args.sor_std,
         ..SorParams::default()
     };
-    let (sor_s, (after_sor, _)) =
-        time_runs(args.repeat, || Ok(sor(&cloud, &sor_params, &NoProgress)?))?;
+    let (sor_s, after_sor) = time_in_place(args.repeat, &cloud, |c| {
+        Ok(sor(c, &sor_params, &NoProgress)?)
+    })?;
     let ds_params = DownsampleParams {
         resolution_m: args.resolution,
         ..DownsampleParams::default()
@@ -60,9 +63,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         resolution_m: Some(args.resolution),
         ..NormalsParams::default()
     };
-    let (normals_s, _) = time_runs(args.repeat, || {
-        let mut c = down.clone();
-        Ok(estimate_normals(&mut c, &n_params, &NoProgress)?)
+    let (normals_s, _) = time_in_place(args.repeat, &down, |c| {
+        Ok(estimate_normals(c, &n_params, &NoProgress)?)
     })?;
     let mut recipe = Recipe {
         resolution_m: args.resolution,
@@ -118,4 +120,22 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Median seconds of `stage` run `repeat` times on a fresh copy of `cloud` (the copy is not timed), and the
+/// last run's output.
+fn time_in_place(
+    repeat: usize,
+    cloud: &Cloud,
+    mut stage: impl FnMut(&mut Cloud) -> anyhow::Result<StageReport>,
+) -> anyhow::Result<(f64, Cloud)> {
+    let mut last = cloud.clone();
+    let mut times = Vec::new();
+    for _ in 0..repeat.max(1) {
+        last = cloud.clone();
+        let t = Instant::now();
+        stage(&mut last)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    Ok((median(times), last))
 }

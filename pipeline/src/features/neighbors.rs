@@ -31,6 +31,8 @@
 //! the hottest code of the preparation stages (kNN for SOR and normals), written over plain arrays (a block's
 //! candidates as a structure of arrays) in four-lane `wide` vectors.
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 use wide::{f32x4, u32x4};
 
@@ -651,6 +653,91 @@ struct Want {
     limit2: f32,
 }
 
+/// Per-point output columns that an all-points query fills in cell order, cut into disjoint parts for its
+/// workers: a slice, or a pair or an `Option` of outputs (several columns filled in one pass, an absent one
+/// skipped).
+pub(crate) trait Outputs: Send + Sized {
+    /// One point's output.
+    type Item;
+    /// The first `mid` points' part and the rest.
+    fn split_at(self, mid: usize) -> (Self, Self);
+    /// Write the output of point `i` of this part.
+    fn set(&mut self, i: usize, item: Self::Item);
+}
+
+impl<T: Send> Outputs for &mut [T] {
+    type Item = T;
+    fn split_at(self, mid: usize) -> (Self, Self) {
+        self.split_at_mut(mid)
+    }
+    #[inline]
+    fn set(&mut self, i: usize, item: T) {
+        self[i] = item;
+    }
+}
+
+impl<A: Outputs, B: Outputs> Outputs for (A, B) {
+    type Item = (A::Item, B::Item);
+    fn split_at(self, mid: usize) -> (Self, Self) {
+        let ((a0, a1), (b0, b1)) = (self.0.split_at(mid), self.1.split_at(mid));
+        ((a0, b0), (a1, b1))
+    }
+    #[inline]
+    fn set(&mut self, i: usize, item: Self::Item) {
+        self.0.set(i, item.0);
+        self.1.set(i, item.1);
+    }
+}
+
+impl<A: Outputs> Outputs for Option<A> {
+    type Item = A::Item;
+    fn split_at(self, mid: usize) -> (Self, Self) {
+        match self {
+            Some(a) => {
+                let (a0, a1) = a.split_at(mid);
+                (Some(a0), Some(a1))
+            }
+            None => (None, None),
+        }
+    }
+    #[inline]
+    fn set(&mut self, i: usize, item: A::Item) {
+        if let Some(a) = self {
+            a.set(i, item);
+        }
+    }
+}
+
+/// What every index needs of its positions: at most `u32::MAX` of them (indices are u32), all finite.
+fn check(positions: &[[f32; 3]]) -> Result<()> {
+    let n = positions.len();
+    if n > u32::MAX as usize {
+        return Err(Error::parameter(
+            "cloud",
+            format!(
+                "{n} points is more than neighbour search supports ({})",
+                u32::MAX
+            ),
+        ));
+    }
+    if let Some(i) = positions
+        .par_iter()
+        .position_first(|p| !(p[0].is_finite() && p[1].is_finite() && p[2].is_finite()))
+    {
+        return Err(Error::parameter(
+            "cloud",
+            format!("point {i} has a non-finite coordinate"),
+        ));
+    }
+    Ok(())
+}
+
+/// The main level for k-nearest queries with this `k`, from the occupancy of a sample.
+fn knn_level(k: usize) -> impl Fn(f64, &[(u64, u32)], f64) -> (u32, f64) {
+    let target = (k.max(1) as f64 * OCCUPANCY_PER_K).max(2.0);
+    move |fine, codes, rate| occupancy_level(codes, target, fine, rate)
+}
+
 impl Neighbors {
     /// Build the search structure, tuned for k-nearest queries with k about 16. Fails on non-finite
     /// coordinates and on more than `u32::MAX` points (indices are u32).
@@ -660,51 +747,59 @@ impl Neighbors {
 
     /// Build the search structure, tuned for k-nearest queries with this `k` (any query still works).
     pub fn for_knn(positions: &[[f32; 3]], k: usize) -> Result<Neighbors> {
-        let target = (k.max(1) as f64 * OCCUPANCY_PER_K).max(2.0);
-        Neighbors::build(positions, LEVEL_SAMPLE, |fine, codes, rate| {
-            occupancy_level(codes, target, fine, rate)
-        })
+        check(positions)?;
+        Ok(Neighbors::build(
+            Cow::Borrowed(positions),
+            LEVEL_SAMPLE,
+            knn_level(k),
+        ))
+    }
+
+    /// [`Neighbors::for_knn`] over positions handed over by value: the index sorts them into its own order
+    /// instead of keeping a sorted copy beside them, which saves the largest array of a stage's peak
+    /// (12 bytes per point). [`Neighbors::into_sorted`] hands them back. On error the positions come back
+    /// with it, unchanged.
+    pub(crate) fn for_knn_owned(
+        positions: Vec<[f32; 3]>,
+        k: usize,
+    ) -> std::result::Result<Neighbors, (Error, Vec<[f32; 3]>)> {
+        if let Err(e) = check(&positions) {
+            return Err((e, positions));
+        }
+        Ok(Neighbors::build(
+            Cow::Owned(positions),
+            LEVEL_SAMPLE,
+            knn_level(k),
+        ))
     }
 
     /// Build the search structure, tuned for radius queries of `radius` metres: main cells of at least half the
     /// radius, so a 5x5x5 block covers it.
     pub fn for_radius(positions: &[[f32; 3]], radius: f32) -> Result<Neighbors> {
-        Neighbors::build(positions, LEVEL_SAMPLE, |fine, _, _| {
-            let want = radius as f64 * 0.5;
-            let mut l = 0;
-            while l < FINE_BITS && fine * ((1u64 << (l + 1)) as f64) <= want {
-                l += 1;
-            }
-            (l, want.min(fine * (1u64 << FINE_BITS) as f64))
-        })
+        check(positions)?;
+        Ok(Neighbors::build(
+            Cow::Borrowed(positions),
+            LEVEL_SAMPLE,
+            |fine, _, _| {
+                let want = radius as f64 * 0.5;
+                let mut l = 0;
+                while l < FINE_BITS && fine * ((1u64 << (l + 1)) as f64) <= want {
+                    l += 1;
+                }
+                (l, want.min(fine * (1u64 << FINE_BITS) as f64))
+            },
+        ))
     }
 
     /// The index, its main level chosen by `choose_level(fine cell side, Morton codes of about
-    /// `level_sample` points, the fraction of the points they are)`.
+    /// `level_sample` points, the fraction of the points they are)`. The positions were [`check`]ed; owned
+    /// ones are freed as soon as their sorted copy exists.
     fn build(
-        positions: &[[f32; 3]],
+        positions: Cow<'_, [[f32; 3]]>,
         level_sample: usize,
         choose_level: impl Fn(f64, &[(u64, u32)], f64) -> (u32, f64),
-    ) -> Result<Neighbors> {
+    ) -> Neighbors {
         let n = positions.len();
-        if n > u32::MAX as usize {
-            return Err(Error::parameter(
-                "cloud",
-                format!(
-                    "{n} points is more than neighbour search supports ({})",
-                    u32::MAX
-                ),
-            ));
-        }
-        if let Some(i) = positions
-            .par_iter()
-            .position_first(|p| !(p[0].is_finite() && p[1].is_finite() && p[2].is_finite()))
-        {
-            return Err(Error::parameter(
-                "cloud",
-                format!("point {i} has a non-finite coordinate"),
-            ));
-        }
         let (lo, hi) = positions
             .par_chunks(UNIT)
             .map(|c| {
@@ -786,7 +881,11 @@ impl Neighbors {
         } = sort_into_runs(n, 3 * (FINE_BITS - main) + main, main, |i| {
             key_of(&positions[i], fine, main)
         });
+        // The sort's keys (8 bytes per point) are freed: their pages go back before the sorted copy is made,
+        // or they would stay resident under it (the peak of a stage that owns its positions).
+        crate::memory::release_free_memory();
         let sorted: Vec<[f32; 3]> = order.par_iter().map(|&i| positions[i as usize]).collect();
+        drop(positions);
         let sub = |a: usize| -> Vec<u8> {
             sorted
                 .par_iter()
@@ -810,7 +909,7 @@ impl Neighbors {
             }
             table[h] = ci as u32;
         }
-        Ok(Neighbors {
+        Neighbors {
             len: n,
             lo,
             fine,
@@ -824,7 +923,7 @@ impl Neighbors {
             sx,
             sy,
             table,
-        })
+        }
     }
 
     /// Number of points.
@@ -1194,41 +1293,50 @@ impl Neighbors {
         units
     }
 
-    /// Run `f` once per point over the points of whole main cells, in parallel, in cell order, and return the
-    /// results in that order (the order of [`Neighbors::into_order`]). `f(state, sorted cell range, results)`
-    /// fills one result per point of the range.
-    fn per_cells<R, S>(
+    /// Run `f` once per main cell, in parallel, in cell order: `f(state, cell, outputs)` fills the outputs of
+    /// the cell's points (`out` cut to them: its point `i` is sorted point `cell_start[cell] + i`).
+    fn per_cells<O: Outputs, S>(
+        &self,
+        out: O,
+        progress: &dyn Progress,
+        init: impl Fn() -> S + Sync + Send,
+        f: impl Fn(&mut S, usize, &mut O) + Sync + Send,
+    ) -> Result<()> {
+        let units = self.units();
+        let mut parts = Vec::with_capacity(units.len());
+        let mut rest = out;
+        for &(a, b) in &units {
+            let (head, tail) = rest.split_at((self.cell_start[b] - self.cell_start[a]) as usize);
+            parts.push((a, b, head));
+            rest = tail;
+        }
+        parts
+            .into_par_iter()
+            .try_for_each_init(init, |state, (a, b, mut part)| {
+                check_cancel(progress)?;
+                for ci in a..b {
+                    let (mut cell, tail) =
+                        part.split_at((self.cell_start[ci + 1] - self.cell_start[ci]) as usize);
+                    f(state, ci, &mut cell);
+                    part = tail;
+                }
+                progress.advance((self.cell_start[b] - self.cell_start[a]) as u64);
+                Ok::<(), Error>(())
+            })
+    }
+
+    /// [`Neighbors::per_cells`] into one new array, in cell order (the order of [`Neighbors::into_order`]).
+    fn per_cells_vec<R, S>(
         &self,
         progress: &dyn Progress,
         init: impl Fn() -> S + Sync + Send,
-        f: impl Fn(&mut S, usize, &mut [R]) + Sync + Send,
+        f: impl Fn(&mut S, usize, &mut &mut [R]) + Sync + Send,
     ) -> Result<Vec<R>>
     where
         R: Copy + Default + Send + Sync,
     {
-        let units = self.units();
         let mut in_cell_order = vec![R::default(); self.len];
-        let mut slices = Vec::with_capacity(units.len());
-        let mut rest: &mut [R] = &mut in_cell_order;
-        for &(a, b) in &units {
-            let n = (self.cell_start[b] - self.cell_start[a]) as usize;
-            let (head, tail) = rest.split_at_mut(n);
-            slices.push((a, b, head));
-            rest = tail;
-        }
-        slices
-            .into_par_iter()
-            .try_for_each_init(init, |state, (a, b, out)| {
-                check_cancel(progress)?;
-                let base = self.cell_start[a] as usize;
-                for ci in a..b {
-                    let r = self.cell_start[ci] as usize - base
-                        ..self.cell_start[ci + 1] as usize - base;
-                    f(state, ci, &mut out[r]);
-                }
-                progress.advance(out.len() as u64);
-                Ok::<(), Error>(())
-            })?;
+        self.per_cells(&mut in_cell_order[..], progress, init, f)?;
         Ok(in_cell_order)
     }
 
@@ -1242,6 +1350,12 @@ impl Neighbors {
     /// caller puts those results into point order without holding the index and two result arrays at once.
     pub(crate) fn into_order(self) -> Vec<u32> {
         self.order
+    }
+
+    /// The positions in the index's own (cell) order and the original index of each
+    /// ([`Neighbors::into_order`]); the rest of the index is freed. What [`Neighbors::for_knn_owned`] took.
+    pub(crate) fn into_sorted(self) -> (Vec<[f32; 3]>, Vec<u32>) {
+        (self.sorted, self.order)
     }
 
     /// For every point of the cloud (in parallel): its `k` nearest points (itself included) within
@@ -1276,16 +1390,31 @@ impl Neighbors {
     where
         R: Copy + Default + Send + Sync,
     {
+        let mut in_cell_order = vec![R::default(); self.len];
+        self.knn_all_into(&mut in_cell_order[..], k, max_radius, progress, init, f)?;
+        Ok(in_cell_order)
+    }
+
+    /// [`Neighbors::knn_all_in_cell_order`] writing each point's result into `out` (one or several columns,
+    /// [`Outputs`]) at its place in cell order: a stage fills its output columns in one pass, with no array of
+    /// whole results to take apart after.
+    pub(crate) fn knn_all_into<O: Outputs, S>(
+        &self,
+        mut out: O,
+        k: usize,
+        max_radius: Option<f32>,
+        progress: &dyn Progress,
+        init: impl Fn() -> S + Sync + Send,
+        f: impl Fn(&mut S, usize, [f32; 3], &[Neighbor], &[[f32; 3]]) -> O::Item + Sync + Send,
+    ) -> Result<()> {
         let k = k.min(self.len);
         let limit2 = max_radius.map_or(f32::INFINITY, |r| r * r);
         if k == 0 || limit2.is_nan() || limit2 < 0.0 {
             let mut state = init();
-            return Ok(self
-                .order
-                .iter()
-                .zip(&self.sorted)
-                .map(|(&i, &p)| f(&mut state, i as usize, p, &[], &[]))
-                .collect());
+            for (j, (&i, &p)) in self.order.iter().zip(&self.sorted).enumerate() {
+                out.set(j, f(&mut state, i as usize, p, &[], &[]));
+            }
+            return Ok(());
         }
         let want = Want { k, limit2 };
         struct Bufs<S> {
@@ -1302,6 +1431,7 @@ impl Neighbors {
             np: Vec<[f32; 3]>,
         }
         self.per_cells(
+            out,
             progress,
             || Bufs {
                 state: init(),
@@ -1327,7 +1457,10 @@ impl Neighbors {
                         });
                         b.np.push(e.pos);
                     }
-                    out[j - base] = f(&mut b.state, self.order[j] as usize, q, &b.nb, &b.np);
+                    out.set(
+                        j - base,
+                        f(&mut b.state, self.order[j] as usize, q, &b.nb, &b.np),
+                    );
                 };
                 // One block serves the 2x2x2 main cells of a cell one level up (consecutive in Morton order):
                 // the 4x4x4 main cells around them.
@@ -1398,33 +1531,34 @@ impl Neighbors {
             return Ok(vec![0; self.len]);
         }
         let r2 = radius * radius;
-        let in_cell_order = self.per_cells(progress, NeighborScratch::default, |s, ci, out| {
-            let first = self.cell_start[ci] as usize;
-            let c = decode(self.cell_codes[ci]).map(|v| v as i64);
-            let (level, ring) = self.reach_block(radius as f64);
-            if level > 0 {
+        let in_cell_order =
+            self.per_cells_vec(progress, NeighborScratch::default, |s, ci, out| {
+                let first = self.cell_start[ci] as usize;
+                let c = decode(self.cell_codes[ci]).map(|v| v as i64);
+                let (level, ring) = self.reach_block(radius as f64);
+                if level > 0 {
+                    for (o, j) in out.iter_mut().zip(first..) {
+                        *o = self.count_within(self.sorted[j], radius, s) as u32;
+                    }
+                    return;
+                }
+                s.found.clear();
+                let (span, _) = self.block(self.sorted[first], c, 0, ring);
+                let found = &mut s.found;
+                self.for_ranges(0, span, |r| {
+                    for j in r {
+                        found.push(Entry {
+                            d2: 0.0,
+                            index: 0,
+                            pos: self.sorted[j],
+                        });
+                    }
+                });
                 for (o, j) in out.iter_mut().zip(first..) {
-                    *o = self.count_within(self.sorted[j], radius, s) as u32;
+                    let q = self.sorted[j];
+                    *o = s.found.iter().filter(|e| dist2(e.pos, q) <= r2).count() as u32;
                 }
-                return;
-            }
-            s.found.clear();
-            let (span, _) = self.block(self.sorted[first], c, 0, ring);
-            let found = &mut s.found;
-            self.for_ranges(0, span, |r| {
-                for j in r {
-                    found.push(Entry {
-                        d2: 0.0,
-                        index: 0,
-                        pos: self.sorted[j],
-                    });
-                }
-            });
-            for (o, j) in out.iter_mut().zip(first..) {
-                let q = self.sorted[j];
-                *o = s.found.iter().filter(|e| dist2(e.pos, q) <= r2).count() as u32;
-            }
-        })?;
+            })?;
         Ok(self.to_point_order(&in_cell_order))
     }
 }
@@ -1621,8 +1755,8 @@ mod tests {
         let k = 17;
         let target = k as f64 * OCCUPANCY_PER_K;
         let choose = |fine, codes: &[(u64, u32)], rate| occupancy_level(codes, target, fine, rate);
-        let whole = Neighbors::build(&pts, usize::MAX, choose).unwrap();
-        let sampled = Neighbors::build(&pts, 512, choose).unwrap();
+        let whole = Neighbors::build(Cow::Borrowed(&pts), usize::MAX, choose);
+        let sampled = Neighbors::build(Cow::Borrowed(&pts), 512, choose);
         let occupancy = cell_occupancy(&sampled);
         assert!(
             sampled.main.abs_diff(whole.main) <= 1,

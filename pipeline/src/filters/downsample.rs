@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{CHUNK, check_cancel, check_cloud};
 use crate::cloud::{Cloud, ExtraValues};
 use crate::error::{Error, Result};
-use crate::grid::world_cell;
+use crate::grid::{CellRuns, sort_into_runs, world_cell};
 use crate::progress::Progress;
 use crate::report::StageReport;
 
@@ -58,13 +58,16 @@ impl Default for DownsampleParams {
 
 /// Points sorted by cell, with the cells' integer coordinates relative to the lowest cell.
 ///
-/// 16 bytes per input point (a u64 key and a u32 index) and 4 per occupied cell: this table sets the
-/// stage's peak memory, so keys are mixed-radix over the cloud's actual cell spans (x, then y, then z: the
-/// same order as fixed-width fields) rather than wider fixed-width fields.
+/// 4 bytes per input point and 12 per occupied cell, after a sort of 8 bytes per point (key and index packed
+/// into one u64 when they fit, [`sort_into_runs`]): this sets the stage's peak memory, so keys are mixed-radix
+/// over the cloud's actual cell spans (x, then y, then z: the same order as fixed-width fields) rather than
+/// wider fixed-width fields.
 struct Grid {
-    /// (cell key, original index), sorted.
-    sorted: Vec<(u64, u32)>,
-    /// Start of each occupied cell in `sorted`, plus `sorted.len()` at the end.
+    /// Original indices, sorted by (cell key, index).
+    order: Vec<u32>,
+    /// Key of each occupied cell, ascending.
+    keys: Vec<u64>,
+    /// Start of each occupied cell in `order`, plus `order.len()` at the end.
     starts: Vec<u32>,
     /// World integer coordinates of the lowest cell (cell `c` spans `[c r, (c + 1) r)`).
     base: [i64; 3],
@@ -75,7 +78,7 @@ struct Grid {
 impl Grid {
     /// Key of the cell at `rel` cells from the lowest one (each below `dims`).
     fn pack(&self, rel: [u64; 3]) -> u64 {
-        (rel[0] * self.dims[1] + rel[1]) * self.dims[2] + rel[2]
+        pack_key(self.dims, rel)
     }
 
     fn unpack(&self, key: u64) -> [u64; 3] {
@@ -135,41 +138,33 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
             dims[0], dims[1], dims[2]
         )));
     }
-    let base = lo;
-    let mut grid = Grid {
-        sorted: Vec::new(),
-        starts: Vec::new(),
-        base,
-        dims,
-    };
-    let mut sorted = vec![(0u64, 0u32); cloud.len()];
-    sorted
-        .par_chunks_mut(CHUNK)
-        .enumerate()
-        .try_for_each(|(ci, out)| {
-            check_cancel(progress)?;
-            for (j, slot) in out.iter_mut().enumerate() {
-                let i = ci * CHUNK + j;
-                let cell = world_cell(o, cloud.positions()[i], r);
-                let rel = [0, 1, 2].map(|k| (cell[k] - lo[k]) as u64);
-                *slot = (grid.pack(rel), i as u32);
-            }
-            Ok::<(), Error>(())
-        })?;
-    // Keys are unique with the index, so an unstable sort is deterministic.
-    sorted.par_sort_unstable();
+    // A key is below dims[0] dims[1] dims[2] (checked above to fit 64 bits).
+    let key_bits = u64::BITS - (dims[0] * dims[1] * dims[2] - 1).leading_zeros();
+    let positions = cloud.positions();
     check_cancel(progress)?;
-    // Indices fit in u32 (the caller checks the cloud's size).
-    let mut starts: Vec<u32> = Vec::new();
-    for (i, w) in sorted.iter().enumerate() {
-        if i == 0 || sorted[i - 1].0 != w.0 {
-            starts.push(i as u32);
-        }
-    }
-    starts.push(sorted.len() as u32);
-    grid.sorted = sorted;
-    grid.starts = starts;
-    Ok(grid)
+    let CellRuns {
+        order,
+        keys,
+        starts,
+    } = sort_into_runs(cloud.len(), key_bits, 0, |i| {
+        let cell = world_cell(o, positions[i], r);
+        pack_key(dims, [0, 1, 2].map(|k| (cell[k] - lo[k]) as u64))
+    });
+    // The sort's keys are freed: their pages go back before the output is made.
+    crate::memory::release_free_memory();
+    check_cancel(progress)?;
+    Ok(Grid {
+        order,
+        keys,
+        starts,
+        base: lo,
+        dims,
+    })
+}
+
+/// The key of the cell `rel` cells from the lowest one in a grid of `dims` cells: x, then y, then z.
+fn pack_key(dims: [u64; 3], rel: [u64; 3]) -> u64 {
+    (rel[0] * dims[1] + rel[1]) * dims[2] + rel[2]
 }
 
 impl Grid {
@@ -177,9 +172,9 @@ impl Grid {
         self.starts.len() - 1
     }
 
-    /// The points of cell `c` (in the sorted order): (key, original index).
-    fn run(&self, c: usize) -> &[(u64, u32)] {
-        &self.sorted[self.starts[c] as usize..self.starts[c + 1] as usize]
+    /// The original indices of the points of cell `c`, ascending.
+    fn run(&self, c: usize) -> &[u32] {
+        &self.order[self.starts[c] as usize..self.starts[c + 1] as usize]
     }
 
     /// World coordinates of the centre of the cell with key `key`.
@@ -194,17 +189,16 @@ impl Grid {
 
     /// For each cell, the original index of the point nearest its centre (ties: lower position
     /// lexicographically, then lower index, so only exact duplicates depend on input order).
-    fn nearest(&self, cloud: &Cloud, r: f64) -> Vec<usize> {
+    fn nearest(&self, cloud: &Cloud, r: f64) -> Vec<u32> {
         let o = cloud.origin;
         (0..self.cells())
             .into_par_iter()
             .map(|c| {
                 let run = self.run(c);
-                let centre = self.centre(run[0].0, r);
-                let mut best: Option<(f64, [f32; 3], usize)> = None;
-                for &(_, i) in run {
-                    let i = i as usize;
-                    let p = cloud.positions()[i];
+                let centre = self.centre(self.keys[c], r);
+                let mut best: Option<(f64, [f32; 3], u32)> = None;
+                for &i in run {
+                    let p = cloud.positions()[i as usize];
                     let mut d2 = 0.0;
                     for k in 0..3 {
                         let d = o[k] + p[k] as f64 - centre[k];
@@ -223,7 +217,7 @@ impl Grid {
                         best = Some((d2, p, i));
                     }
                 }
-                best.map_or(run[0].1 as usize, |b| b.2)
+                best.map_or(run[0], |b| b.2)
             })
             .collect()
     }
@@ -260,7 +254,7 @@ pub fn downsample(
         let grid = build_grid(cloud, r, progress)?;
         progress.advance(cloud.len() as u64 / 2);
         report.figure("cells", grid.cells() as f64);
-        // The grid (16 bytes per input point) is freed before the output cloud is allocated.
+        // The grid (4 bytes per input point, 12 per cell) is freed before the output cloud is allocated.
         let out = match params.method {
             DownsampleMethod::VoxelNearest => {
                 let keep = grid.nearest(cloud, r);
@@ -300,10 +294,10 @@ pub fn downsample(
 fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Result<Cloud> {
     let nearest = grid.nearest(cloud, r);
     let mut out = cloud.select(&nearest);
-    let runs: Vec<&[(u64, u32)]> = (0..grid.cells()).map(|c| grid.run(c)).collect();
-    let mean_of = |run: &[(u64, u32)], f: &(dyn Fn(usize) -> [f64; 3] + Sync)| -> [f64; 3] {
+    let runs: Vec<&[u32]> = (0..grid.cells()).map(|c| grid.run(c)).collect();
+    let mean_of = |run: &[u32], f: &(dyn Fn(usize) -> [f64; 3] + Sync)| -> [f64; 3] {
         let mut s = [0.0f64; 3];
-        for &(_, i) in run {
+        for &i in run {
             let v = f(i as usize);
             for k in 0..3 {
                 s[k] += v[k];
@@ -390,7 +384,7 @@ fn min_distance(cloud: &Cloud, grid: &Grid, r: f64, progress: &dyn Progress) -> 
             check_cancel(progress)?;
         }
         let run = grid.run(c);
-        let key = run[0].0;
+        let key = grid.keys[c];
         let rel = grid.unpack(key);
         near.clear();
         for dx in -1i64..=1 {
@@ -412,7 +406,7 @@ fn min_distance(cloud: &Cloud, grid: &Grid, r: f64, progress: &dyn Progress) -> 
             }
         }
         let first = kept.len();
-        for &(_, i) in run {
+        for &i in run {
             let i = i as usize;
             let p = pos(i);
             let far = |q: &[f64; 3]| {

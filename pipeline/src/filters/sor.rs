@@ -21,8 +21,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{CHUNK, check_cancel, check_cloud, mask_indices, select_subset};
-use crate::cloud::Cloud;
+use super::{CHUNK, check_cancel, check_cloud};
+use crate::cloud::{Cloud, Returned};
 use crate::error::{Error, Result};
 use crate::features::Neighbors;
 use crate::features::neighbors::scatter;
@@ -84,86 +84,128 @@ pub struct SorStats {
     pub warnings: Vec<String>,
 }
 
-/// Per-point mean neighbour distance in metres following `compat`, with the number of neighbours averaged
-/// (after clamping to the cloud's size) and warnings. Clouds of fewer than 2 points get zeros.
-pub fn sor_mean_distances(
-    cloud: &Cloud,
-    params: &SorParams,
-    progress: &dyn Progress,
-) -> Result<(Vec<f64>, usize, Vec<String>)> {
-    let n = cloud.len();
-    let min_k = if params.compat == SorCompat::CloudCompare {
-        2
-    } else {
-        1
-    };
-    if params.k < min_k {
-        return Err(Error::parameter(
-            "filters.sor.k",
-            format!(
-                "k must be at least {min_k} for compat {:?}, got {}",
-                params.compat, params.k
-            ),
-        ));
-    }
-    let mut warnings = Vec::new();
-    // (points queried including the point itself, divisor)
-    let (query, divisor) = match params.compat {
-        SorCompat::Pcl => {
-            let k = params.k.min(n.saturating_sub(1));
-            (k + 1, k)
+/// How many points a query asks for, what the sum divides by, and whether the first result (the point itself
+/// or an exact duplicate, at distance 0) is skipped: `compat`'s meaning of k, clamped to the cloud's size.
+struct Query {
+    points: usize,
+    divisor: usize,
+    skip: usize,
+}
+
+impl Query {
+    /// The query for `n` points, with a warning when k had to be clamped.
+    fn new(params: &SorParams, n: usize, warnings: &mut Vec<String>) -> Result<Query> {
+        let min_k = if params.compat == SorCompat::CloudCompare {
+            2
+        } else {
+            1
+        };
+        if params.k < min_k {
+            return Err(Error::parameter(
+                "filters.sor.k",
+                format!(
+                    "k must be at least {min_k} for compat {:?}, got {}",
+                    params.compat, params.k
+                ),
+            ));
         }
-        SorCompat::CloudCompare => {
-            let k = (params.k - 1).min(n.saturating_sub(1));
-            (k + 1, k)
-        }
-        SorCompat::Open3d => {
-            let k = params.k.min(n);
-            (k, k)
-        }
-    };
-    let wanted = match params.compat {
-        SorCompat::Pcl => params.k,
-        SorCompat::CloudCompare => params.k - 1,
-        SorCompat::Open3d => params.k,
-    };
-    if divisor < wanted && n > 0 {
-        warnings.push(format!(
-            "k = {} is more than the cloud allows ({n} points): averaging {divisor} instead",
-            params.k
-        ));
-    }
-    if n < 2 || divisor == 0 {
-        return Ok((vec![0.0; n], divisor, warnings));
-    }
-    let nb = Neighbors::for_knn(cloud.positions(), query)?;
-    progress.stage("statistical outliers", n as u64);
-    // The nearest result is at distance 0 (the point itself or an exact duplicate): dropping the first
-    // result removes "the point itself" as PCL and CloudCompare do.
-    let skip = if params.compat == SorCompat::Open3d {
-        0
-    } else {
-        1
-    };
-    let in_cell_order = nb.knn_all_in_cell_order(
-        query,
-        None,
-        progress,
-        || (),
-        |_, _, p, _, near| {
-            let mut sum = 0.0f64;
-            for r in near.iter().skip(skip) {
-                let dx = r[0] as f64 - p[0] as f64;
-                let dy = r[1] as f64 - p[1] as f64;
-                let dz = r[2] as f64 - p[2] as f64;
-                sum += (dx * dx + dy * dy + dz * dz).sqrt();
+        // Dropping the nearest result removes "the point itself" as PCL and CloudCompare do.
+        let (points, divisor, wanted, skip) = match params.compat {
+            SorCompat::Pcl => {
+                let k = params.k.min(n.saturating_sub(1));
+                (k + 1, k, params.k, 1)
             }
-            sum / divisor as f64
-        },
-    )?;
-    // The index is freed before the distances are put into point order.
-    let order = nb.into_order();
-    Ok((scatter(&in_cell_order, &order), divisor, warnings))
+            SorCompat::CloudCompare => {
+                let k = (params.k - 1).min(n.saturating_sub(1));
+                (k + 1, k, params.k - 1, 1)
+            }
+            SorCompat::Open3d => {
+                let k = params.k.min(n);
+                (k, k, params.k, 0)
+            }
+        };
+        if divisor < wanted && n > 0 {
+            warnings.push(format!(
+                "k = {} is more than the cloud allows ({n} points): averaging {divisor} instead",
+                params.k
+            ));
+        }
+        Ok(Query {
+            points,
+            divisor,
+            skip,
+        })
+    }
+
+    /// Whether the cloud is too small for outlier statistics (every point is kept).
+    fn degenerate(&self, n: usize) -> bool {
+        n < 2 || self.divisor == 0
+    }
+
+    /// Each point's mean distance to its neighbours, in metres, in the index's cell order.
+    fn mean_distances(&self, nb: &Neighbors, progress: &dyn Progress) -> Result<Vec<f64>> {
+        progress.stage("statistical outliers", nb.len() as u64);
+        nb.knn_all_in_cell_order(
+            self.points,
+            None,
+            progress,
+            || (),
+            |_, _, p, _, near| {
+                let mut sum = 0.0f64;
+                for r in near.iter().skip(self.skip) {
+                    let dx = r[0] as f64 - p[0] as f64;
+                    let dy = r[1] as f64 - p[1] as f64;
+                    let dz = r[2] as f64 - p[2] as f64;
+                    sum += (dx * dx + dy * dy + dz * dz).sqrt();
+                }
+                sum / self.divisor as f64
+            },
+        )
+    }
+}
+
+/// The search and removal of [`sor`]: the positions move into the index (no sorted copy beside them), and come
+/// back in its order unless scan ranges need the input order.
+fn search_and_remove(
+    cloud: &mut Cloud,
+    params: &SorParams,
+    query: &Query,
+    warnings: Vec<String>,
+    progress: &dyn Progress,
+) -> Result<SorStats> {
+    let keep_order = cloud
+        .meta
+        .scans
+        .iter()
+        .filter(|s| !s.points.is_empty())
+        .count()
+        > 1;
+    let (mask, stats) = cloud.lend_positions(|positions| {
+        let nb = match Neighbors::for_knn_owned(positions, query.points) {
+            Ok(nb) => nb,
+            Err((e, positions)) => return (Returned::InOrder(positions), Err(e)),
+        };
+        let decided = query
+            .mean_distances(&nb, progress)
+            .map(|d| decide(&d, params, query.divisor, warnings));
+        let (sorted, order) = nb.into_sorted();
+        match decided {
+            Ok((mask, stats)) if keep_order => (
+                Returned::InOrder(scatter(&sorted, &order)),
+                Ok((scatter(&mask, &order), stats)),
+            ),
+            decided => (
+                Returned::Reordered {
+                    positions: sorted,
+                    order,
+                },
+                decided,
+            ),
+        }
+    })?;
+    check_cancel(progress)?;
+    cloud.retain(&mask)?;
+    Ok(stats)
 }
 
 /// Sum of `f(x)` over `v` in fixed chunk order (independent of the thread count).
@@ -175,43 +217,19 @@ fn chunked_sum(v: &[f64], f: impl Fn(f64) -> f64 + Sync) -> f64 {
     parts.iter().sum()
 }
 
-/// Which points to keep (true) under statistical outlier removal, and the statistics behind the decision.
-/// Clouds of fewer than 2 points have no spread: every point is kept, with a warning.
-pub fn sor_mask(
-    cloud: &Cloud,
+/// Which points to keep given their mean distances `d` (in any fixed order: the mask follows it), and the
+/// statistics behind the decision.
+fn decide(
+    d: &[f64],
     params: &SorParams,
-    progress: &dyn Progress,
-) -> Result<(Vec<bool>, SorStats)> {
-    if !params.std_ratio.is_finite() {
-        return Err(Error::parameter(
-            "filters.sor.std_ratio",
-            format!("must be finite, got {}", params.std_ratio),
-        ));
-    }
-    check_cloud(cloud)?;
-    let n = cloud.len();
-    let (d, averaged, mut warnings) = sor_mean_distances(cloud, params, progress)?;
-    if n < 2 || averaged == 0 {
-        if n > 0 {
-            warnings.push(format!(
-                "{n} point(s): too few for outlier statistics, all kept"
-            ));
-        }
-        return Ok((
-            vec![true; n],
-            SorStats {
-                neighbours_averaged: averaged,
-                warnings,
-                ..SorStats::default()
-            },
-        ));
-    }
-    check_cancel(progress)?;
-    let nf = n as f64;
+    averaged: usize,
+    warnings: Vec<String>,
+) -> (Vec<bool>, SorStats) {
+    let nf = d.len() as f64;
     let (mu, sigma) = match params.compat {
         SorCompat::Pcl | SorCompat::CloudCompare => {
-            let mu = chunked_sum(&d, |x| x) / nf;
-            let ss = chunked_sum(&d, |x| (x - mu) * (x - mu));
+            let mu = chunked_sum(d, |x| x) / nf;
+            let ss = chunked_sum(d, |x| (x - mu) * (x - mu));
             let denom = if params.compat == SorCompat::Pcl {
                 nf - 1.0
             } else {
@@ -220,8 +238,8 @@ pub fn sor_mask(
             (mu, (ss / denom).sqrt())
         }
         SorCompat::Open3d => {
-            let mu = chunked_sum(&d, |x| if x > 0.0 { x } else { 0.0 }) / nf;
-            let ss = chunked_sum(&d, |x| if x > 0.0 { (x - mu) * (x - mu) } else { 0.0 });
+            let mu = chunked_sum(d, |x| if x > 0.0 { x } else { 0.0 }) / nf;
+            let ss = chunked_sum(d, |x| if x > 0.0 { (x - mu) * (x - mu) } else { 0.0 });
             (mu, (ss / (nf - 1.0)).sqrt())
         }
     };
@@ -234,31 +252,83 @@ pub fn sor_mask(
         })
         .collect();
     let outliers = mask.iter().filter(|&&k| !k).count();
-    Ok((
-        mask,
-        SorStats {
-            neighbours_averaged: averaged,
-            mu,
-            sigma,
-            threshold,
-            outliers,
-            warnings,
-        },
-    ))
+    let stats = SorStats {
+        neighbours_averaged: averaged,
+        mu,
+        sigma,
+        threshold,
+        outliers,
+        warnings,
+    };
+    (mask, stats)
 }
 
-/// Remove statistical outliers. The report has the removed count and the figures `mu`, `sigma`, `threshold`
-/// (metres) and `k` (neighbours averaged).
-pub fn sor(
+/// What the checks every entry point makes decided.
+enum Start {
+    /// Too few points for outlier statistics: every point is kept, with these statistics (and a warning).
+    KeepAll(SorStats),
+    /// Search with this query; the warnings so far (k clamped).
+    Search(Query, Vec<String>),
+}
+
+fn start(cloud: &Cloud, params: &SorParams) -> Result<Start> {
+    if !params.std_ratio.is_finite() {
+        return Err(Error::parameter(
+            "filters.sor.std_ratio",
+            format!("must be finite, got {}", params.std_ratio),
+        ));
+    }
+    check_cloud(cloud)?;
+    let n = cloud.len();
+    let mut warnings = Vec::new();
+    let query = Query::new(params, n, &mut warnings)?;
+    if !query.degenerate(n) {
+        return Ok(Start::Search(query, warnings));
+    }
+    if n > 0 {
+        warnings.push(format!(
+            "{n} point(s): too few for outlier statistics, all kept"
+        ));
+    }
+    Ok(Start::KeepAll(SorStats {
+        neighbours_averaged: query.divisor,
+        warnings,
+        ..SorStats::default()
+    }))
+}
+
+/// Which points to keep (true) under statistical outlier removal, in point order, and the statistics behind
+/// the decision. Clouds of fewer than 2 points have no spread: every point is kept, with a warning.
+pub fn sor_mask(
     cloud: &Cloud,
     params: &SorParams,
     progress: &dyn Progress,
-) -> Result<(Cloud, StageReport)> {
+) -> Result<(Vec<bool>, SorStats)> {
+    let (query, warnings) = match start(cloud, params)? {
+        Start::KeepAll(stats) => return Ok((vec![true; cloud.len()], stats)),
+        Start::Search(query, warnings) => (query, warnings),
+    };
+    let nb = Neighbors::for_knn(cloud.positions(), query.points)?;
+    let d = query.mean_distances(&nb, progress)?;
+    check_cancel(progress)?;
+    let (mask, stats) = decide(&d, params, query.divisor, warnings);
+    Ok((scatter(&mask, &nb.into_order()), stats))
+}
+
+/// Remove statistical outliers, in place. The points are searched in a spatial (Morton) order, and the cloud
+/// keeps it (a map's later stages and buckets want it, and restoring the input order would cost a second
+/// copy of the positions at the peak) unless it holds several scans' point ranges, which only the input
+/// order keeps. The report has the removed count and the figures `mu`, `sigma`, `threshold` (metres) and `k`
+/// (neighbours averaged).
+pub fn sor(cloud: &mut Cloud, params: &SorParams, progress: &dyn Progress) -> Result<StageReport> {
     let started = Instant::now();
     let mut report = StageReport::new("filters.sor", cloud.len());
-    let (mask, stats) = sor_mask(cloud, params, progress)?;
-    let keep = mask_indices(&mask);
-    let out = select_subset(cloud, &keep);
+    let stats = match start(cloud, params)? {
+        Start::KeepAll(stats) => stats,
+        Start::Search(query, warnings) => {
+            search_and_remove(cloud, params, &query, warnings, progress)?
+        }
+    };
     report
         .removed
         .push(("statistical outlier".into(), stats.outliers));
@@ -267,8 +337,8 @@ pub fn sor(
     report.figure("sigma", stats.sigma);
     report.figure("threshold", stats.threshold);
     report.warnings = stats.warnings;
-    report.finish(out.len(), started);
-    Ok((out, report))
+    report.finish(cloud.len(), started);
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -287,7 +357,7 @@ mod tests {
             std_ratio: m,
             compat,
         };
-        mask_indices(&sor_mask(c, &p, &NoProgress).unwrap().0)
+        crate::filters::mask_indices(&sor_mask(c, &p, &NoProgress).unwrap().0)
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! the arrays while still in cache (no chunk-sized buffer: those stayed resident in the worker threads'
 //! allocator arenas); the chunk table, item list and (for LAS 1.4 layered chunks) layer sizes are validated
 //! first, because `laz` allocates from them without checking. Extra dimensions are held at their stored width
-//! (scan angle i8 or f32, user data u8, point source id u16).
+//! (scan angle i8 or f32, user data u8, point source id u16). Fields that [`ReadOptions`] skips are neither
+//! allocated nor decoded (their arrays stay empty and every decode loop runs over its array).
 //!
 //! Why our own reader and not the `las` crate's (issue 12): measured 2026-11-23 14:53 UTC (load average 3.8,
 //! `aerie bench read --repeat 7`, median), a prototype decoding with `las::Reader::read_all` (laz-parallel) into
@@ -40,8 +41,8 @@ use rayon::prelude::*;
 
 use crate::cloud::{self, ExtraDim, ExtraScalar, ExtraValues, ScalarKind, origin_for};
 use crate::io::atomic::write_atomic;
-use crate::io::{LasVersion, ReadOptions, WriteOptions};
-use crate::{Cloud, Error, Result};
+use crate::io::{LasVersion, ReadOptions, WriteOptions, attribute_name};
+use crate::{Attribute, Cloud, Error, Result};
 
 /// Points decoded per parallel work item: big enough to amortise scheduling, small enough to stay in cache.
 const FILL_GRAIN: usize = 1 << 16;
@@ -61,9 +62,13 @@ const LAZ_PIECE_BYTES: usize = 1 << 16;
 /// Handles LAS 1.0–1.4, point formats 0–10, compressed or not (LAZ is recognised by the point format's
 /// compression bit, so a `.las` name holding LAZ data reads fine). The cloud's origin is the minimum corner of
 /// the header bounds rounded down to whole metres (or the first point, when the bounds do not contain it).
-pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud> {
+///
+/// Columns that `opts` skips ([`ReadOptions::skip`], [`ReadOptions::skip_extras`]) are neither allocated nor
+/// decoded; the names of those the file holds go to `meta.dropped`, as [`crate::io::take_skipped`] would record
+/// them after reading everything.
+pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud> {
     let header = parse_header(data, path)?;
-    let layout = Layout::new(&header, path)?;
+    let layout = Layout::new(&header, path)?.skipping(opts);
     let cols = if header.count == 0 {
         Columns::zeroed(&layout, 0)
     } else if header.compressed {
@@ -366,7 +371,9 @@ fn read_evlrs<'a>(data: &'a [u8], path: &Path, vlrs: &mut Vec<Vlr<'a>>) -> Resul
     Ok(())
 }
 
-/// Where each field lives in a point record.
+/// Where each field lives in a point record, and which fields are read: a field not read (absent from the
+/// point format, or skipped) has its `*_at` at `None`, its flag false or, for extra bytes, no [`ExtraField`],
+/// and its array stays empty (never allocated, never written: every decode loop runs over the array).
 struct Layout {
     record_len: usize,
     extended: bool,
@@ -374,6 +381,16 @@ struct Layout {
     color_at: Option<usize>,
     nir_at: Option<usize>,
     extras: Vec<ExtraField>,
+    /// Whether these fields, which every point format has, are read.
+    intensity: bool,
+    return_number: bool,
+    number_of_returns: bool,
+    classification: bool,
+    /// Whether scan angle, user data and point source id (held as extra dimensions) are read.
+    standard_extras: bool,
+    /// Names of the attributes and extra dimensions the file holds but that are not read, as
+    /// [`crate::io::take_skipped`] names them, for `meta.dropped`.
+    dropped: Vec<String>,
 }
 
 /// One extra-bytes dimension (or one element of an array dimension).
@@ -496,11 +513,76 @@ impl Layout {
             color_at,
             nir_at,
             extras,
+            intensity: true,
+            return_number: true,
+            number_of_returns: true,
+            classification: true,
+            standard_extras: true,
+            dropped: Vec::new(),
         })
+    }
+
+    /// The layout reading only what `opts` does not skip, with the names of what the file holds but is not
+    /// read in `dropped`: modelled attributes in [`Cloud`]'s field order, then extra dimensions in the order
+    /// (and under the names) a full read gives them.
+    fn skipping(mut self, opts: &ReadOptions) -> Layout {
+        let mut dropped = Vec::new();
+        // The attributes a LAS point format can hold, in `Cloud`'s field order.
+        for attribute in [
+            Attribute::Intensity,
+            Attribute::Color,
+            Attribute::Time,
+            Attribute::ReturnNumber,
+            Attribute::NumberOfReturns,
+            Attribute::Classification,
+        ] {
+            if !opts.skips(attribute) {
+                continue;
+            }
+            let held = match attribute {
+                Attribute::Intensity => std::mem::take(&mut self.intensity),
+                Attribute::Color => self.color_at.take().is_some(),
+                Attribute::Time => self.time_at.take().is_some(),
+                Attribute::ReturnNumber => std::mem::take(&mut self.return_number),
+                Attribute::NumberOfReturns => std::mem::take(&mut self.number_of_returns),
+                Attribute::Classification => std::mem::take(&mut self.classification),
+                _ => false,
+            };
+            if held {
+                dropped.push(attribute_name(attribute).to_string());
+            }
+        }
+        if opts.skip_extras {
+            dropped.extend(self.extra_names());
+            self.nir_at = None;
+            self.standard_extras = false;
+            self.extras.clear();
+        }
+        self.dropped = dropped;
+        self
+    }
+
+    /// The names of the extra dimensions this layout reads, in the order [`Columns::into_cloud`] adds them and
+    /// made unique the same way.
+    fn extra_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut add = |name: &str| names.push(unique_name(&names, name));
+        if self.nir_at.is_some() {
+            add("nir");
+        }
+        if self.standard_extras {
+            for name in ["scan_angle", "user_data", "point_source_id"] {
+                add(name);
+            }
+        }
+        for f in &self.extras {
+            add(&f.name);
+        }
+        names
     }
 }
 
-/// The decoded arrays. Optional fields the point format lacks stay empty.
+/// The decoded arrays. Fields the layout does not read (absent from the point format, or skipped) stay empty.
 struct Columns {
     origin: Option<[f64; 3]>,
     positions: Vec<[f32; 3]>,
@@ -767,22 +849,23 @@ fn held_kind(f: &ExtraField) -> ScalarKind {
 }
 
 impl Columns {
-    /// `n` points of zeros in every array the layout has. `vec![0; n]` asks the allocator for zeroed memory,
-    /// which for large arrays is fresh pages the kernel zeroes on first touch: decoding is the only pass over
-    /// them.
+    /// `n` points of zeros in every array the layout reads (the others empty, not allocated). `vec![0; n]` asks
+    /// the allocator for zeroed memory, which for large arrays is fresh pages the kernel zeroes on first touch:
+    /// decoding is the only pass over them.
     fn zeroed(layout: &Layout, n: usize) -> Columns {
         let n_if = |present: bool| if present { n } else { 0 };
+        let standard_extras = layout.standard_extras;
         Columns {
             origin: None,
             positions: vec![[0.0; 3]; n],
-            intensity: vec![0.0; n],
-            return_number: vec![0; n],
-            number_of_returns: vec![0; n],
-            classification: vec![0; n],
-            scan_angle_i8: vec![0; n_if(!layout.extended)],
-            scan_angle_f32: vec![0.0; n_if(layout.extended)],
-            user_data: vec![0; n],
-            point_source_id: vec![0; n],
+            intensity: vec![0.0; n_if(layout.intensity)],
+            return_number: vec![0; n_if(layout.return_number)],
+            number_of_returns: vec![0; n_if(layout.number_of_returns)],
+            classification: vec![0; n_if(layout.classification)],
+            scan_angle_i8: vec![0; n_if(standard_extras && !layout.extended)],
+            scan_angle_f32: vec![0.0; n_if(standard_extras && layout.extended)],
+            user_data: vec![0; n_if(standard_extras)],
+            point_source_id: vec![0; n_if(standard_extras)],
             time: vec![0.0; n_if(layout.time_at.is_some())],
             color: vec![[0; 3]; n_if(layout.color_at.is_some())],
             nir: vec![0; n_if(layout.nir_at.is_some())],
@@ -798,20 +881,30 @@ impl Columns {
         self.positions.len()
     }
 
-    /// Room for `n` points in every array the layout has.
+    /// Room for `n` points in every array the layout reads.
     fn reserve(&mut self, n: usize, layout: &Layout) {
         self.positions.reserve(n);
-        self.intensity.reserve(n);
-        self.return_number.reserve(n);
-        self.number_of_returns.reserve(n);
-        self.classification.reserve(n);
-        if layout.extended {
-            self.scan_angle_f32.reserve(n);
-        } else {
-            self.scan_angle_i8.reserve(n);
+        if layout.intensity {
+            self.intensity.reserve(n);
         }
-        self.user_data.reserve(n);
-        self.point_source_id.reserve(n);
+        if layout.return_number {
+            self.return_number.reserve(n);
+        }
+        if layout.number_of_returns {
+            self.number_of_returns.reserve(n);
+        }
+        if layout.classification {
+            self.classification.reserve(n);
+        }
+        if layout.standard_extras {
+            if layout.extended {
+                self.scan_angle_f32.reserve(n);
+            } else {
+                self.scan_angle_i8.reserve(n);
+            }
+            self.user_data.reserve(n);
+            self.point_source_id.reserve(n);
+        }
         if layout.time_at.is_some() {
             self.time.reserve(n);
         }
@@ -823,20 +916,30 @@ impl Columns {
         }
     }
 
-    /// Grow every present array to `n` points (zeros at the end).
+    /// Grow every array the layout reads to `n` points (zeros at the end).
     fn grow(&mut self, n: usize, layout: &Layout) {
         self.positions.resize(n, [0.0; 3]);
-        self.intensity.resize(n, 0.0);
-        self.return_number.resize(n, 0);
-        self.number_of_returns.resize(n, 0);
-        self.classification.resize(n, 0);
-        if layout.extended {
-            self.scan_angle_f32.resize(n, 0.0);
-        } else {
-            self.scan_angle_i8.resize(n, 0);
+        if layout.intensity {
+            self.intensity.resize(n, 0.0);
         }
-        self.user_data.resize(n, 0);
-        self.point_source_id.resize(n, 0);
+        if layout.return_number {
+            self.return_number.resize(n, 0);
+        }
+        if layout.number_of_returns {
+            self.number_of_returns.resize(n, 0);
+        }
+        if layout.classification {
+            self.classification.resize(n, 0);
+        }
+        if layout.standard_extras {
+            if layout.extended {
+                self.scan_angle_f32.resize(n, 0.0);
+            } else {
+                self.scan_angle_i8.resize(n, 0);
+            }
+            self.user_data.resize(n, 0);
+            self.point_source_id.resize(n, 0);
+        }
         if layout.time_at.is_some() {
             self.time.resize(n, 0.0);
         }
@@ -920,10 +1023,10 @@ impl Columns {
         });
         let mut cloud = cloud::Columns {
             positions: self.positions,
-            intensity: Some(self.intensity),
-            return_number: Some(self.return_number),
-            number_of_returns: Some(self.number_of_returns),
-            classification: Some(self.classification),
+            intensity: layout.intensity.then_some(self.intensity),
+            return_number: layout.return_number.then_some(self.return_number),
+            number_of_returns: layout.number_of_returns.then_some(self.number_of_returns),
+            classification: layout.classification.then_some(self.classification),
             ..cloud::Columns::default()
         };
         if layout.time_at.is_some() {
@@ -949,23 +1052,26 @@ impl Columns {
         if layout.nir_at.is_some() {
             push_extra(&mut cloud.extra, "nir", self.nir.into());
         }
-        let scan_angle = if layout.extended {
-            self.scan_angle_f32.into()
-        } else {
-            self.scan_angle_i8.into()
-        };
-        push_extra(&mut cloud.extra, "scan_angle", scan_angle);
-        push_extra(&mut cloud.extra, "user_data", self.user_data.into());
-        push_extra(
-            &mut cloud.extra,
-            "point_source_id",
-            self.point_source_id.into(),
-        );
+        if layout.standard_extras {
+            let scan_angle = if layout.extended {
+                self.scan_angle_f32.into()
+            } else {
+                self.scan_angle_i8.into()
+            };
+            push_extra(&mut cloud.extra, "scan_angle", scan_angle);
+            push_extra(&mut cloud.extra, "user_data", self.user_data.into());
+            push_extra(
+                &mut cloud.extra,
+                "point_source_id",
+                self.point_source_id.into(),
+            );
+        }
         for (f, values) in layout.extras.iter().zip(self.extras) {
             push_extra(&mut cloud.extra, &f.name, values);
         }
         let mut cloud = Cloud::from_columns(origin, cloud)
             .map_err(|e| Error::format(path, "points", e.to_string()))?;
+        cloud.meta.dropped.clone_from(&layout.dropped);
         cloud.meta.format = Some(format!(
             "{} {}.{}, point format {}",
             if header.compressed { "LAZ" } else { "LAS" },
@@ -993,13 +1099,19 @@ fn not_finite(path: &Path, index: u64) -> Error {
 
 /// Add an extra dim, renaming it when the name is taken (a file's extra bytes may reuse our names).
 fn push_extra(extra: &mut Vec<ExtraDim>, name: &str, values: ExtraValues) {
+    let taken: Vec<&str> = extra.iter().map(|d| d.name.as_str()).collect();
+    extra.push(ExtraDim::new(unique_name(&taken, name), values));
+}
+
+/// `name`, or `name_2`, `name_3`, ... when the name is taken.
+fn unique_name(taken: &[impl AsRef<str>], name: &str) -> String {
     let mut unique = name.to_string();
     let mut k = 2;
-    while extra.iter().any(|d| d.name == unique) {
+    while taken.iter().any(|t| t.as_ref() == unique) {
         unique = format!("{name}_{k}");
         k += 1;
     }
-    extra.push(ExtraDim::new(unique, values));
+    unique
 }
 
 /// The cloud origin: the header's minimum corner (whole metres) when the header bounds are sane and contain
@@ -1066,15 +1178,7 @@ fn fill(v: ColumnsMut<'_>, records: &[u8], layout: &Layout, tf: Transform) -> Op
         *o = f32::from(rec_u16(r, 12));
     }
     if layout.extended {
-        for ((rn, nr), r) in v
-            .return_number
-            .iter_mut()
-            .zip(v.number_of_returns.iter_mut())
-            .zip(recs())
-        {
-            *rn = r[14] & 0x0f;
-            *nr = r[14] >> 4;
-        }
+        fill_returns(v.return_number, v.number_of_returns, recs, 0x0f, 4, 0x0f);
         for (o, r) in v.classification.iter_mut().zip(recs()) {
             *o = r[16];
         }
@@ -1085,15 +1189,7 @@ fn fill(v: ColumnsMut<'_>, records: &[u8], layout: &Layout, tf: Transform) -> Op
             *o = rec_u16(r, 20);
         }
     } else {
-        for ((rn, nr), r) in v
-            .return_number
-            .iter_mut()
-            .zip(v.number_of_returns.iter_mut())
-            .zip(recs())
-        {
-            *rn = r[14] & 0x07;
-            *nr = (r[14] >> 3) & 0x07;
-        }
+        fill_returns(v.return_number, v.number_of_returns, recs, 0x07, 3, 0x07);
         for (o, r) in v.classification.iter_mut().zip(recs()) {
             *o = r[15] & 0x1f;
         }
@@ -1126,6 +1222,37 @@ fn fill(v: ColumnsMut<'_>, records: &[u8], layout: &Layout, tf: Transform) -> Op
         out.fill(recs(), f);
     }
     bad
+}
+
+/// Return number (`byte & rn_mask`) and number of returns (`(byte >> shift) & nr_mask`) from byte 14 of each
+/// record into whichever of the two arrays is read (an array not read is empty): one loop for both when both
+/// are read.
+#[inline(always)]
+fn fill_returns<'r>(
+    return_number: &mut [u8],
+    number_of_returns: &mut [u8],
+    recs: impl Fn() -> std::slice::ChunksExact<'r, u8>,
+    rn_mask: u8,
+    shift: u32,
+    nr_mask: u8,
+) {
+    if !return_number.is_empty() && !number_of_returns.is_empty() {
+        for ((rn, nr), r) in return_number
+            .iter_mut()
+            .zip(number_of_returns.iter_mut())
+            .zip(recs())
+        {
+            *rn = r[14] & rn_mask;
+            *nr = (r[14] >> shift) & nr_mask;
+        }
+    } else {
+        for (rn, r) in return_number.iter_mut().zip(recs()) {
+            *rn = r[14] & rn_mask;
+        }
+        for (nr, r) in number_of_returns.iter_mut().zip(recs()) {
+            *nr = (r[14] >> shift) & nr_mask;
+        }
+    }
 }
 
 fn read_las_points(data: &[u8], path: &Path, header: &Header, layout: &Layout) -> Result<Columns> {
@@ -2112,5 +2239,95 @@ fn put_scalar(out: &mut [u8], kind: ScalarKind, v: f64) {
         ScalarKind::I64 => out.copy_from_slice(&(r as i64).to_le_bytes()),
         ScalarKind::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
         ScalarKind::F64 => out.copy_from_slice(&v.to_le_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::take_skipped;
+
+    /// A LAZ file (LAS 1.4 point format 8 when `nir`, else 1.2 format 3) of `n` points with time, colour,
+    /// returns, class and an extra-bytes dimension.
+    fn laz_bytes(n: usize, nir: bool) -> Vec<u8> {
+        let mut columns = cloud::Columns {
+            positions: (0..n)
+                .map(|i| [i as f32 * 0.01, (i % 7) as f32, (i % 13) as f32 * 0.1])
+                .collect(),
+            intensity: Some((0..n).map(|i| (i % 1000) as f32).collect()),
+            color: Some((0..n).map(|i| [i as u16, (2 * i) as u16, 300]).collect()),
+            time: Some((0..n).map(|i| 1.0e5 + i as f64 * 1e-3).collect()),
+            return_number: Some((0..n).map(|i| 1 + (i % 2) as u8).collect()),
+            number_of_returns: Some(vec![2; n]),
+            classification: Some((0..n).map(|i| (i % 20) as u8).collect()),
+            ..cloud::Columns::default()
+        };
+        columns.extra.push(ExtraDim::new(
+            "range",
+            (0..n).map(|i| i as f32 * 0.5).collect::<Vec<f32>>(),
+        ));
+        if nir {
+            columns.extra.push(ExtraDim::new("nir", vec![700u16; n]));
+        }
+        let cloud = Cloud::from_columns([1000.0, 2000.0, 10.0], columns).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.laz");
+        crate::io::write(&cloud, &path, None, &WriteOptions::default()).unwrap();
+        std::fs::read(&path).unwrap()
+    }
+
+    /// The sequential LAZ decoder (files without a chunk table, point-wise compression, implausible chunks)
+    /// grows its arrays batch by batch: it must skip the same columns as the chunked one, which sizes them once.
+    #[test]
+    fn sequential_laz_decoding_skips_what_chunked_decoding_skips() {
+        let path = Path::new("t.laz");
+        for (n, nir) in [(3_000, false), (70_000, true)] {
+            let data = laz_bytes(n, nir);
+            let header = parse_header(&data, path).unwrap();
+            assert!(header.compressed);
+            let vlr = header
+                .vlrs
+                .iter()
+                .find(|v| v.is("laszip encoded", 22204))
+                .unwrap();
+            let laz_vlr = laz::LazVlr::from_buffer(vlr.data).unwrap();
+            // `read_bytes` takes the chunked path: the file has a chunk table.
+            let table = read_chunk_table(&data, path, &header, &laz_vlr).unwrap();
+            assert!(table.is_some_and(|(entries, _)| !entries.is_empty()));
+            let full = read_bytes(&data, path, &ReadOptions::default()).unwrap();
+            for opts in [
+                ReadOptions::default(),
+                crate::prepare::map_read_options(),
+                ReadOptions {
+                    skip: vec![Attribute::NumberOfReturns, Attribute::Color],
+                    ..ReadOptions::default()
+                },
+                ReadOptions {
+                    skip: vec![Attribute::Intensity, Attribute::ReturnNumber],
+                    skip_extras: true,
+                    ..ReadOptions::default()
+                },
+            ] {
+                let layout = Layout::new(&header, path).unwrap().skipping(&opts);
+                let laz_vlr = laz::LazVlr::from_buffer(vlr.data).unwrap();
+                let sequential =
+                    read_laz_sequential(&data, path, &header, &layout, laz_vlr, u64::MAX)
+                        .unwrap()
+                        .into_cloud(&header, &layout, path)
+                        .unwrap();
+                let chunked = read_bytes(&data, path, &opts).unwrap();
+                let mut want = full.clone();
+                take_skipped(&mut want, &opts);
+                let what = format!(
+                    "{n} points, skip {:?} extras {}",
+                    opts.skip, opts.skip_extras
+                );
+                assert!(sequential == want, "{what}: sequential read");
+                assert!(chunked == want, "{what}: chunked read");
+                for a in &opts.skip {
+                    assert!(!sequential.attributes().contains(a), "{what}: {a:?}");
+                }
+            }
+        }
     }
 }

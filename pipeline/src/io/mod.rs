@@ -46,7 +46,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Cloud, Error, Result};
+use crate::{Attribute, Cloud, Error, Result};
 
 /// A scan file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -156,6 +156,86 @@ pub struct ReadOptions {
     /// `time`, `ring`, `class`, or any other name for an extra dimension; `_` skips a column). By default
     /// they are detected from a header line or from the number of columns.
     pub columns: Option<Vec<String>>,
+    /// Attributes not to read: the cloud comes back without them, as if they had been taken out after reading
+    /// everything (see [`take_skipped`]). LAS and LAZ never allocate or decode them, which is what makes this
+    /// worth asking for (`time` alone is 8 bytes a point); other formats read them and take them out.
+    /// Default: none.
+    pub skip: Vec<Attribute>,
+    /// Read no extra dimensions (LAS scan angle, user data, point source id, NIR and extra bytes; PLY/PCD/text
+    /// fields we do not model; E57 row/column), under the same rules as `skip`. Default: false.
+    pub skip_extras: bool,
+}
+
+impl ReadOptions {
+    /// Whether `attribute` is to be skipped.
+    pub fn skips(&self, attribute: Attribute) -> bool {
+        self.skip.contains(&attribute)
+    }
+}
+
+/// Every modelled optional attribute, in [`Cloud`]'s field order: the order in which [`take_skipped`] records
+/// the names of those it takes out.
+const ATTRIBUTES: [Attribute; 9] = [
+    Attribute::Intensity,
+    Attribute::Color,
+    Attribute::Normal,
+    Attribute::Gamma,
+    Attribute::Time,
+    Attribute::ReturnNumber,
+    Attribute::NumberOfReturns,
+    Attribute::Classification,
+    Attribute::Ring,
+];
+
+/// The name reports give an attribute (its serialized name: `time`, `return_number`, ...).
+pub fn attribute_name(attribute: Attribute) -> &'static str {
+    match attribute {
+        Attribute::Intensity => "intensity",
+        Attribute::Color => "color",
+        Attribute::Normal => "normal",
+        Attribute::Gamma => "gamma",
+        Attribute::Time => "time",
+        Attribute::ReturnNumber => "return_number",
+        Attribute::NumberOfReturns => "number_of_returns",
+        Attribute::Classification => "classification",
+        Attribute::Ring => "ring",
+    }
+}
+
+/// Take out of `cloud` the columns `opts` skips ([`ReadOptions::skip`], and every extra dimension when
+/// [`ReadOptions::skip_extras`]), and append the name of each one that was present to `cloud.meta.dropped`:
+/// modelled attributes first, in [`Cloud`]'s field order, then extra dimensions in the cloud's order. A column
+/// already absent is not named again, so applying the same options twice changes nothing.
+///
+/// [`read_bytes`] applies it after every format's reader, so every format gives the same cloud for the same
+/// options; the LAS reader skips the columns while decoding instead and records the same names itself.
+pub fn take_skipped(cloud: &mut Cloud, opts: &ReadOptions) {
+    for attribute in ATTRIBUTES {
+        if !opts.skips(attribute) {
+            continue;
+        }
+        let present = match attribute {
+            Attribute::Intensity => cloud.take_intensity().is_some(),
+            Attribute::Color => cloud.take_color().is_some(),
+            Attribute::Normal => cloud.take_normals().is_some(),
+            Attribute::Gamma => cloud.take_gamma().is_some(),
+            Attribute::Time => cloud.take_time().is_some(),
+            Attribute::ReturnNumber => cloud.take_return_number().is_some(),
+            Attribute::NumberOfReturns => cloud.take_number_of_returns().is_some(),
+            Attribute::Classification => cloud.take_classification().is_some(),
+            Attribute::Ring => cloud.take_ring().is_some(),
+        };
+        if present {
+            cloud
+                .meta
+                .dropped
+                .push(attribute_name(attribute).to_string());
+        }
+    }
+    if opts.skip_extras {
+        let names = cloud.take_extras().into_iter().map(|d| d.name);
+        cloud.meta.dropped.extend(names);
+    }
 }
 
 /// LAS minor version to write.
@@ -253,6 +333,7 @@ pub fn read_bytes(data: &[u8], path: &Path, format: Format, opts: &ReadOptions) 
         Format::Xyz => xyz::read_bytes(data, path, opts)?,
         Format::Kitti => kitti::read_bytes(data, path, opts)?,
     };
+    take_skipped(&mut cloud, opts);
     cloud.meta.source = Some(path.to_path_buf());
     debug_assert!(cloud.validate().is_ok());
     Ok(cloud)
@@ -268,6 +349,7 @@ pub fn read_scans(path: &Path, format: Option<Format>, opts: &ReadOptions) -> Re
     if format == Format::E57 && opts.separate_scans {
         let mut scans = e57::read_scans_bytes(&data, path, opts)?;
         for s in &mut scans {
+            take_skipped(s, opts);
             s.meta.source = Some(path.to_path_buf());
         }
         return Ok(scans);

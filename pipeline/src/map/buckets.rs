@@ -401,28 +401,35 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
         .unwrap_or(0);
     let positions = cloud.positions();
     let CellRuns {
-        order: sorted,
+        order: mut sorted,
         keys: run_keys,
         starts,
     } = sort_into_runs(positions.len(), 3 * axis_bits, 0, |i| {
         let g = world_cell(origin, positions[i], l);
         morton_encode([0, 1, 2].map(|a| (g[a] - lo[a]) as u32))
     });
+    // The sort's keys are freed: their pages go back rather than stay resident under the map's arrays.
+    crate::memory::release_free_memory();
     let levels = level_count(l, f64::from(resolution));
-    let per_bucket: Vec<(Bucket, Vec<u32>)> = (0..run_keys.len())
+    // Each bucket's run of `sorted` is put into coarse-to-fine order where it lies: no second order array.
+    let mut runs = Vec::with_capacity(run_keys.len());
+    let mut rest = &mut sorted[..];
+    for r in 0..run_keys.len() {
+        let (ids, tail) = rest.split_at_mut((starts[r + 1] - starts[r]) as usize);
+        runs.push((run_keys[r], starts[r], ids));
+        rest = tail;
+    }
+    let buckets: Vec<Bucket> = runs
         .into_par_iter()
-        .map(|r| {
-            let key = run_keys[r];
-            let (s, e) = (starts[r] as usize, starts[r + 1] as usize);
+        .map(|(key, first, ids)| {
             let c = bucket_coords(key, lo);
             let corner = [c[0] as f64 * l, c[1] as f64 * l, c[2] as f64 * l];
-            let ids = &sorted[s..e];
             let mut bmin = [f32::INFINITY; 3];
             let mut bmax = [f32::NEG_INFINITY; 3];
             let local: Vec<[f64; 3]> = ids
                 .iter()
                 .map(|&i| {
-                    let p = cloud.positions()[i as usize];
+                    let p = positions[i as usize];
                     let mut q = [0.0; 3];
                     for a in 0..3 {
                         bmin[a] = bmin[a].min(p[a]);
@@ -432,24 +439,19 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
                     q
                 })
                 .collect();
-            let order = coarse_to_fine(&local, levels);
-            let bucket = Bucket {
+            let fine_order = coarse_to_fine(&local, levels);
+            let in_run: Vec<u32> = fine_order.iter().map(|&j| ids[j as usize]).collect();
+            ids.copy_from_slice(&in_run);
+            Bucket {
                 key,
-                first: 0,
-                count: (e - s) as u32,
+                first,
+                count: ids.len() as u32,
                 min: bmin,
                 max: bmax,
-            };
-            (bucket, order.iter().map(|&j| ids[j as usize]).collect())
+            }
         })
         .collect();
-    let mut buckets = Vec::with_capacity(per_bucket.len());
-    let mut order = Vec::with_capacity(cloud.len());
-    for (mut b, ids) in per_bucket {
-        b.first = order.len() as u32;
-        order.extend_from_slice(&ids);
-        buckets.push(b);
-    }
+    let order = sorted;
     Ok(Bucketing {
         bucket_size: l32,
         morton_offset: lo,
@@ -462,11 +464,9 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
 /// (nearest rank: the value at sorted index floor(0.99 (m - 1))) of the finite intensities; non-finite
 /// intensities give 0. `None` when no finite intensity is positive at that percentile.
 pub fn reflectance_from_intensity(intensity: &[f32]) -> Option<(Vec<f32>, ReflectanceInfo)> {
-    let mut finite: Vec<f32> = intensity
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .collect();
+    // Sized up front: grown by doubling, the copy left its outgrown blocks resident (twice its size).
+    let mut finite: Vec<f32> = Vec::with_capacity(intensity.len());
+    finite.extend(intensity.iter().copied().filter(|v| v.is_finite()));
     if finite.is_empty() {
         return None;
     }
@@ -529,25 +529,32 @@ impl PackedMap {
     ) -> Result<PackedMap> {
         let started = Instant::now();
         let b = bucketize(&cloud, resolution, bucket_size)?;
+        // The workers' per-bucket scratch is freed: its pages go back before the map's arrays are made.
+        crate::memory::release_free_memory();
         let n = cloud.len();
         fn reorder<T: Copy + Send + Sync>(v: &[T], ord: &[u32]) -> Vec<T> {
             ord.par_iter().map(|&i| v[i as usize]).collect()
         }
-        // An optional attribute in map order; an owned cloud's copy is freed at once, and its pages handed
-        // back: the heap cannot give them to the next (differently sized) array, so they would otherwise stay
-        // resident beside the whole map.
+        // An owned cloud is put into map order in place and its columns move into the map without a copy: the
+        // peak is the cloud alone, where copying each column beside it added the largest (positions) on top of
+        // all the others. The bucket order mostly moves points within their neighbourhood (the cloud comes
+        // from the stages in a spatial order), so following its cycles stays in cache.
+        let owned = matches!(cloud, Cow::Owned(_));
+        if let Cow::Owned(c) = &mut cloud {
+            c.permute_in_place(&b.order);
+        }
+        // An optional attribute in map order: moved out of an owned cloud, copied out of a borrowed one.
         macro_rules! pick {
             ($field:ident, $take:ident) => {{
-                let out = cloud.$field().map(|v| reorder(v, &b.order));
-                if let Cow::Owned(c) = &mut cloud {
-                    drop(c.$take());
-                    crate::memory::release_free_memory();
+                match &mut cloud {
+                    Cow::Owned(c) => c.$take(),
+                    Cow::Borrowed(c) => c.$field().map(|v| reorder(v, &b.order)),
                 }
-                out
             }};
         }
         let intensity = pick!(intensity, take_intensity);
         let refl = intensity.as_deref().and_then(reflectance_from_intensity);
+        crate::memory::release_free_memory();
         let mut dropped = Vec::new();
         for (present, name) in [
             (cloud.time().is_some(), "time"),
@@ -619,8 +626,11 @@ impl PackedMap {
         let classification = pick!(classification, take_classification);
         // Positions last: they cannot leave a cloud that has points, so an owned cloud is dropped with them.
         let origin = cloud.origin;
-        let positions = reorder(cloud.positions(), &b.order);
-        drop(cloud);
+        let positions = if owned {
+            cloud.into_owned().into_columns().positions
+        } else {
+            reorder(cloud.positions(), &b.order)
+        };
         let mut map = PackedMap {
             origin,
             resolution,
