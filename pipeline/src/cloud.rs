@@ -657,37 +657,6 @@ impl ColumnOp for Permute<'_> {
     }
 }
 
-/// [`Permute`] without a second column: the permutation's cycles are followed in place (`visited` takes one
-/// bit per point). Fast when points move within their neighbourhood (one spatial order into another); bound
-/// by memory latency when they scatter across the cloud.
-struct PermuteInPlace<'a>(&'a [u32]);
-
-impl ColumnOp for PermuteInPlace<'_> {
-    fn apply<T: Copy + Send + Sync>(&self, v: &mut Vec<T>) {
-        let order = self.0;
-        let mut visited = vec![0u64; v.len().div_ceil(64)];
-        let seen = |visited: &[u64], k: usize| visited[k / 64] >> (k % 64) & 1 == 1;
-        for start in 0..v.len() {
-            if seen(&visited, start) {
-                continue;
-            }
-            let first = v[start];
-            let mut k = start;
-            loop {
-                visited[k / 64] |= 1 << (k % 64);
-                let from = order[k] as usize;
-                if from == start {
-                    v[k] = first;
-                    break;
-                }
-                assert!(!seen(&visited, from), "not a permutation");
-                v[k] = v[from];
-                k = from;
-            }
-        }
-    }
-}
-
 /// What a stage hands back after borrowing a cloud's positions by value ([`Cloud::lend_positions`]).
 pub enum Returned {
     /// The positions, one per point, in the cloud's order.
@@ -791,18 +760,6 @@ impl Cloud {
         assert_eq!(positions.len(), n, "a stage must hand back every position");
         self.columns.positions = positions;
         r
-    }
-
-    /// Put the points in the order `order` gives (point `j` becomes the point that was at `order[j]`), in place:
-    /// no column is copied, for the last step of a map's packing where a copy of the positions would set the
-    /// peak. Scan point ranges are dropped unless one scan holds every point. Panics unless `order` is a
-    /// permutation of the points.
-    pub(crate) fn permute_in_place(&mut self, order: &[u32]) {
-        assert_eq!(order.len(), self.len(), "a reorder must cover every point");
-        let op = PermuteInPlace(order);
-        op.apply(&mut self.columns.positions);
-        self.columns.each_attribute(&op);
-        self.drop_scan_ranges_after_reorder(order.len());
     }
 
     /// After a reorder of `n` points, scan point ranges no longer describe runs of points, except one scan
@@ -1131,29 +1088,28 @@ mod tests {
     #[test]
     fn reorders_move_every_column_together() {
         let order: Vec<u32> = vec![3, 0, 9, 1, 8, 2, 7, 4, 6, 5];
+        let reorder = |c: &mut Cloud| {
+            c.lend_positions(|p| {
+                let positions = order.iter().map(|&i| p[i as usize]).collect();
+                (
+                    Returned::Reordered {
+                        positions,
+                        order: order.clone(),
+                    },
+                    7,
+                )
+            })
+        };
+        // Lent positions handed back in a new order: the other columns follow them, scan ranges go.
         let mut c = numbered();
-        c.permute_in_place(&order);
+        assert_eq!(reorder(&mut c), 7);
         assert_eq!(consistent(&c), order);
         assert!(c.meta.scans.iter().all(|s| s.points.is_empty()));
-        // Lent positions handed back in a new order: the other columns follow them.
-        let mut c = numbered();
-        let got = c.lend_positions(|p| {
-            let positions = order.iter().map(|&i| p[i as usize]).collect();
-            (
-                Returned::Reordered {
-                    positions,
-                    order: order.clone(),
-                },
-                7,
-            )
-        });
-        assert_eq!(got, 7);
-        assert_eq!(consistent(&c), order);
         // One scan holding every point still does after a reorder.
         let mut c = numbered();
         c.meta.scans.truncate(1);
         c.meta.scans[0].points = 0..10;
-        c.permute_in_place(&order);
+        reorder(&mut c);
         assert_eq!(c.meta.scans[0].points, 0..10);
         // Handed back in order, nothing moves.
         let mut c = numbered();

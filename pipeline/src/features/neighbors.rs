@@ -885,7 +885,11 @@ impl Neighbors {
         // or they would stay resident under it (the peak of a stage that owns its positions).
         crate::memory::release_free_memory();
         let sorted: Vec<[f32; 3]> = order.par_iter().map(|&i| positions[i as usize]).collect();
-        drop(positions);
+        if let Cow::Owned(unsorted) = positions {
+            // The cloud's own copy: its pages go back too, or the stage's results would sit beside it.
+            drop(unsorted);
+            crate::memory::release_free_memory();
+        }
         let sub = |a: usize| -> Vec<u8> {
             sorted
                 .par_iter()
