@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use wide::{f32x4, u32x4};
 
 use aerie_pipeline::lanes::{COMPACT, LANES};
-use aerie_pipeline::map::MapView;
+use aerie_pipeline::map::{Bucket, MapView};
 
 use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, dot, gamma_mm};
 
@@ -291,26 +291,27 @@ impl Grid {
     }
 }
 
-/// The buckets that hold points (a bucket out of the positions' range is skipped, here and everywhere).
+/// Whether bucket `b` holds points of `map` (a bucket out of the positions' range is skipped, here and
+/// everywhere).
+fn holds_points(map: &MapView, b: &Bucket) -> bool {
+    b.count > 0 && b.first as u64 + b.count as u64 <= map.positions.len() as u64
+}
+
+/// The point ranges of the buckets that hold points.
 fn valid_ranges(map: &MapView) -> Vec<std::ops::Range<usize>> {
-    let n_points = map.positions.len() as u64;
     map.buckets
         .iter()
-        .filter(|b| b.count > 0 && b.first as u64 + b.count as u64 <= n_points)
+        .filter(|b| holds_points(map, b))
         .map(|b| b.first as usize..(b.first + b.count) as usize)
         .collect()
 }
 
 /// Bounds of the points the buckets hold, widened by the disk radius `rho` (zero for an empty map).
 fn bounds(map: &MapView, rho: f32) -> ([f32; 3], [f32; 3]) {
-    let n_points = map.positions.len() as u64;
     let mut lo = [f32::INFINITY; 3];
     let mut hi = [f32::NEG_INFINITY; 3];
     for b in map.buckets {
-        if b.count == 0
-            || b.first as u64 + b.count as u64 > n_points
-            || !b.min.iter().chain(b.max.iter()).all(|v| v.is_finite())
-        {
+        if !holds_points(map, b) || !b.min.iter().chain(b.max.iter()).all(|v| v.is_finite()) {
             continue;
         }
         for k in 0..3 {
