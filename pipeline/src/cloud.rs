@@ -489,6 +489,23 @@ pub enum Attribute {
     Ring,
 }
 
+impl Attribute {
+    /// The name reports give the attribute: its serialized name (`time`, `return_number`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Attribute::Intensity => "intensity",
+            Attribute::Color => "color",
+            Attribute::Normal => "normal",
+            Attribute::Gamma => "gamma",
+            Attribute::Time => "time",
+            Attribute::ReturnNumber => "return_number",
+            Attribute::NumberOfReturns => "number_of_returns",
+            Attribute::Classification => "classification",
+            Attribute::Ring => "ring",
+        }
+    }
+}
+
 /// Calls `$then!` with the modelled optional attributes, in field order: the column, its accessors, its value
 /// type and its [`Attribute`]. One list, so the accessors, the length check and [`Cloud::attributes`] cannot
 /// disagree.
@@ -569,7 +586,19 @@ macro_rules! attribute_accessors {
             }
         }
 
+        impl Attribute {
+            /// Every modelled attribute, in the cloud's field order.
+            pub const ALL: &[Attribute] = &[$(Attribute::$attr),*];
+        }
+
         impl Cloud {
+            /// Remove the column of `attribute`; whether it was present.
+            pub fn take_attribute(&mut self, attribute: Attribute) -> bool {
+                match attribute {
+                    $(Attribute::$attr => self.columns.$name.take().is_some(),)*
+                }
+            }
+
             /// Which modelled attributes are present.
             pub fn attributes(&self) -> Vec<Attribute> {
                 let mut out = Vec::new();
@@ -753,21 +782,16 @@ impl Cloud {
             Returned::Reordered { positions, order } => {
                 assert_eq!(order.len(), n, "a reorder must cover every point");
                 self.columns.each_attribute(&Permute(&order));
-                self.drop_scan_ranges_after_reorder(n);
+                // Scan ranges no longer describe runs of points, except one scan holding them all.
+                if !matches!(self.meta.scans.as_slice(), [s] if s.points == (0..n)) {
+                    self.meta.scans.iter_mut().for_each(|s| s.points = 0..0);
+                }
                 positions
             }
         };
         assert_eq!(positions.len(), n, "a stage must hand back every position");
         self.columns.positions = positions;
         r
-    }
-
-    /// After a reorder of `n` points, scan point ranges no longer describe runs of points, except one scan
-    /// holding them all.
-    fn drop_scan_ranges_after_reorder(&mut self, n: usize) {
-        if !matches!(self.meta.scans.as_slice(), [s] if s.points == (0..n)) {
-            self.meta.scans.iter_mut().for_each(|s| s.points = 0..0);
-        }
     }
 
     /// Keep the points where `keep` is true, in order, in place (no second cloud at the peak); scan point

@@ -78,6 +78,9 @@ pub(crate) fn sort_into_runs(
         let order = keyed.par_iter().map(|&(_, i)| i).collect();
         (order, runs(n, run_shift, |j| keyed[j].0))
     };
+    // The sort's keys (8 or 16 bytes a point) are freed: their pages go back, or they would stay resident under
+    // the caller's next arrays (a stage's peak).
+    crate::memory::release_free_memory();
     CellRuns {
         order,
         keys,

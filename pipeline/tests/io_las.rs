@@ -566,23 +566,7 @@ fn skip_option_sets() -> Vec<(&'static str, ReadOptions)> {
     };
     vec![
         ("map", map_read_options()),
-        (
-            "everything",
-            skip(
-                &[
-                    Intensity,
-                    Color,
-                    Normal,
-                    Gamma,
-                    Time,
-                    ReturnNumber,
-                    NumberOfReturns,
-                    Classification,
-                    Ring,
-                ],
-                true,
-            ),
-        ),
+        ("everything", skip(Attribute::ALL, true)),
         ("return number", skip(&[ReturnNumber], false)),
         ("number of returns", skip(&[NumberOfReturns], false)),
         ("time and colour", skip(&[Time, Color], false)),

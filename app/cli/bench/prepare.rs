@@ -129,13 +129,14 @@ fn time_in_place(
     cloud: &Cloud,
     mut stage: impl FnMut(&mut Cloud) -> anyhow::Result<StageReport>,
 ) -> anyhow::Result<(f64, Cloud)> {
-    let mut last = cloud.clone();
     let mut times = Vec::new();
+    let mut last = None;
     for _ in 0..repeat.max(1) {
-        last = cloud.clone();
+        let mut c = cloud.clone();
         let t = Instant::now();
-        stage(&mut last)?;
+        stage(&mut c)?;
         times.push(t.elapsed().as_secs_f64());
+        last = Some(c);
     }
-    Ok((median(times), last))
+    Ok((median(times), last.unwrap_or_default()))
 }

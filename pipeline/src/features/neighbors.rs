@@ -881,9 +881,6 @@ impl Neighbors {
         } = sort_into_runs(n, 3 * (FINE_BITS - main) + main, main, |i| {
             key_of(&positions[i], fine, main)
         });
-        // The sort's keys (8 bytes per point) are freed: their pages go back before the sorted copy is made,
-        // or they would stay resident under it (the peak of a stage that owns its positions).
-        crate::memory::release_free_memory();
         let sorted: Vec<[f32; 3]> = order.par_iter().map(|&i| positions[i as usize]).collect();
         if let Cow::Owned(unsorted) = positions {
             // The cloud's own copy: its pages go back too, or the stage's results would sit beside it.

@@ -150,8 +150,6 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
         let cell = world_cell(o, positions[i], r);
         pack_key(dims, [0, 1, 2].map(|k| (cell[k] - lo[k]) as u64))
     });
-    // The sort's keys are freed: their pages go back before the output is made.
-    crate::memory::release_free_memory();
     check_cancel(progress)?;
     Ok(Grid {
         order,

@@ -41,7 +41,7 @@ use rayon::prelude::*;
 
 use crate::cloud::{self, ExtraDim, ExtraScalar, ExtraValues, ScalarKind, origin_for};
 use crate::io::atomic::write_atomic;
-use crate::io::{LasVersion, ReadOptions, WriteOptions, attribute_name};
+use crate::io::{LasVersion, ReadOptions, WriteOptions};
 use crate::{Attribute, Cloud, Error, Result};
 
 /// Points decoded per parallel work item: big enough to amortise scheduling, small enough to stay in cache.
@@ -549,7 +549,7 @@ impl Layout {
                 _ => false,
             };
             if held {
-                dropped.push(attribute_name(attribute).to_string());
+                dropped.push(attribute.name().to_string());
             }
         }
         if opts.skip_extras {

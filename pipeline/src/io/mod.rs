@@ -173,35 +173,6 @@ impl ReadOptions {
     }
 }
 
-/// Every modelled optional attribute, in [`Cloud`]'s field order: the order in which [`take_skipped`] records
-/// the names of those it takes out.
-const ATTRIBUTES: [Attribute; 9] = [
-    Attribute::Intensity,
-    Attribute::Color,
-    Attribute::Normal,
-    Attribute::Gamma,
-    Attribute::Time,
-    Attribute::ReturnNumber,
-    Attribute::NumberOfReturns,
-    Attribute::Classification,
-    Attribute::Ring,
-];
-
-/// The name reports give an attribute (its serialized name: `time`, `return_number`, ...).
-pub fn attribute_name(attribute: Attribute) -> &'static str {
-    match attribute {
-        Attribute::Intensity => "intensity",
-        Attribute::Color => "color",
-        Attribute::Normal => "normal",
-        Attribute::Gamma => "gamma",
-        Attribute::Time => "time",
-        Attribute::ReturnNumber => "return_number",
-        Attribute::NumberOfReturns => "number_of_returns",
-        Attribute::Classification => "classification",
-        Attribute::Ring => "ring",
-    }
-}
-
 /// Take out of `cloud` the columns `opts` skips ([`ReadOptions::skip`], and every extra dimension when
 /// [`ReadOptions::skip_extras`]), and append the name of each one that was present to `cloud.meta.dropped`:
 /// modelled attributes first, in [`Cloud`]'s field order, then extra dimensions in the cloud's order. A column
@@ -210,26 +181,9 @@ pub fn attribute_name(attribute: Attribute) -> &'static str {
 /// [`read_bytes`] applies it after every format's reader, so every format gives the same cloud for the same
 /// options; the LAS reader skips the columns while decoding instead and records the same names itself.
 pub fn take_skipped(cloud: &mut Cloud, opts: &ReadOptions) {
-    for attribute in ATTRIBUTES {
-        if !opts.skips(attribute) {
-            continue;
-        }
-        let present = match attribute {
-            Attribute::Intensity => cloud.take_intensity().is_some(),
-            Attribute::Color => cloud.take_color().is_some(),
-            Attribute::Normal => cloud.take_normals().is_some(),
-            Attribute::Gamma => cloud.take_gamma().is_some(),
-            Attribute::Time => cloud.take_time().is_some(),
-            Attribute::ReturnNumber => cloud.take_return_number().is_some(),
-            Attribute::NumberOfReturns => cloud.take_number_of_returns().is_some(),
-            Attribute::Classification => cloud.take_classification().is_some(),
-            Attribute::Ring => cloud.take_ring().is_some(),
-        };
-        if present {
-            cloud
-                .meta
-                .dropped
-                .push(attribute_name(attribute).to_string());
+    for &attribute in Attribute::ALL {
+        if opts.skips(attribute) && cloud.take_attribute(attribute) {
+            cloud.meta.dropped.push(attribute.name().to_string());
         }
     }
     if opts.skip_extras {

@@ -408,8 +408,6 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
         let g = world_cell(origin, positions[i], l);
         morton_encode([0, 1, 2].map(|a| (g[a] - lo[a]) as u32))
     });
-    // The sort's keys are freed: their pages go back rather than stay resident under the map's arrays.
-    crate::memory::release_free_memory();
     let levels = level_count(l, f64::from(resolution));
     // Each bucket's run of `sorted` is put into coarse-to-fine order where it lies: no second order array.
     let mut runs = Vec::with_capacity(run_keys.len());
