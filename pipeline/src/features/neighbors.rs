@@ -27,6 +27,13 @@
 //! Results are sorted by (squared distance in f32, original index), so they do not depend on the grid, the
 //! chosen level or the number of threads.
 //!
+//! Outlier removal needs only each point's sum of distances to its k nearest, not the list: for it
+//! (`Neighbors::knn_root_sums_in_cell_order`) the same search lists the candidates within the guess and
+//! finds the k-th squared distance by counting, four lanes at a time, how many lie below a few probes (the
+//! previous point's k-th first, then interpolated), and sums the roots below it; equal distances count as
+//! often as they occur, so no order or tie-break is needed. On lone_star this took SOR's search from 0.145 to
+//! about 0.11 s (docs/benchmarks.md, 2026-11-25): the ranking, the lists and the closure were a third of it.
+//!
 //! Points stay `[f32; 3]` arrays (the cloud's storage) rather than nalgebra points: the distance loops here are
 //! the hottest code of the preparation stages (kNN for SOR and normals), written over plain arrays (a block's
 //! candidates as a structure of arrays) in four-lane `wide` vectors.
@@ -39,7 +46,7 @@ use wide::{f32x4, u32x4};
 use crate::error::{Error, Result};
 use crate::filters::check_cancel;
 use crate::grid::{CellRuns, sort_into_runs};
-use crate::lanes::{COMPACT, LANES};
+use crate::lanes::{COMPACT, LANES, lanes_set};
 use crate::progress::Progress;
 
 /// One neighbour: its index in the positions slice and its squared distance to the query, in m^2.
@@ -373,19 +380,13 @@ impl Candidates {
         }
     }
 
-    /// The k nearest candidates of `q` with `d2 <= tau` into `top`, sorted by (d2, index); returns how many
-    /// candidates lie within `tau`. Only the buckets that meet the square `|x - q.x|, |y - q.y| <= r` are
-    /// scanned: a computed `d2 <= tau` implies both differences are at most `r` (the margins cover f32
-    /// rounding and underflow), and rows and columns are non-decreasing functions of the coordinates (the
-    /// fine coordinates the grid was built with), so no candidate within `tau` is left out.
-    fn select(
-        &mut self,
-        nb: &Neighbors,
-        q: [f32; 3],
-        tau: f32,
-        k: usize,
-        top: &mut Vec<Entry>,
-    ) -> usize {
+    /// Lists the candidates of `q` with `d2 <= tau`: their slots in `listed` and their squared distances in
+    /// `near` (padded with infinity to a whole number of lanes); returns how many. Only the buckets that meet
+    /// the square `|x - q.x|, |y - q.y| <= r` are scanned: a computed `d2 <= tau` implies both differences are
+    /// at most `r` (the margins cover f32 rounding and underflow), and rows and columns are non-decreasing
+    /// functions of the coordinates (the fine coordinates the grid was built with), so no candidate within
+    /// `tau` is left out.
+    fn list(&mut self, nb: &Neighbors, q: [f32; 3], tau: f32) -> usize {
         let r = (tau.sqrt() * (1.0 + 1e-5) + 1e-22) as f64;
         let [u, v] = self.axes;
         let c0 = self.col(nb.coarse_of(q[u] as f64 - r, u));
@@ -437,25 +438,36 @@ impl Candidates {
             }
             n += w;
         }
-        for ((key, near), &t) in self
-            .keys
-            .iter_mut()
-            .zip(&mut self.near)
-            .zip(&self.listed[..n])
-        {
+        for (near, &t) in self.near.iter_mut().zip(&self.listed[..n]) {
             *near = self.d2[t as usize];
+        }
+        self.near[n..n + LANES].fill(f32::INFINITY);
+        n
+    }
+
+    /// The k nearest candidates of `q` with `d2 <= tau` into `top`, sorted by (d2, index); returns how many
+    /// candidates lie within `tau`.
+    fn select(
+        &mut self,
+        nb: &Neighbors,
+        q: [f32; 3],
+        tau: f32,
+        k: usize,
+        top: &mut Vec<Entry>,
+    ) -> usize {
+        let n = self.list(nb, q, tau);
+        for ((key, near), &t) in self.keys.iter_mut().zip(&self.near).zip(&self.listed[..n]) {
             *key = ((near.to_bits() as u64) << 32) | t as u64;
         }
         let (xs, ys, zs, orig) = (&self.xs, &self.ys, &self.zs, &self.orig);
         let pos = |t: usize| [xs[t], ys[t], zs[t]];
-        if n <= RANKED && k <= n {
-            self.near[n..n + LANES].fill(f32::INFINITY);
-            if let Some(head) =
+        if n <= RANKED
+            && k <= n
+            && let Some(head) =
                 select_by_rank(&self.near[..n + LANES], n, &self.keys, k, &mut self.head)
-            {
-                entries_of(head, pos, |t| orig[t], top);
-                return n;
-            }
+        {
+            entries_of(head, pos, |t| orig[t], top);
+            return n;
         }
         select_keys(pos, |t| orig[t], &mut self.keys[..n], k, top);
         n
@@ -706,6 +718,267 @@ impl<A: Outputs> Outputs for Option<A> {
             a.set(i, item);
         }
     }
+}
+
+/// The k-th squared distance of a search's answer `top`, None when it holds fewer than k.
+fn kth(top: &[Entry], want: Want) -> Option<f32> {
+    top.last().filter(|_| top.len() == want.k).map(|w| w.d2)
+}
+
+/// What an all-points k-nearest query ([`Neighbors::per_point`]) makes of each point: the list of its
+/// neighbours for a closure ([`Lists`]), or only the sum of their distances ([`RootSums`]).
+trait PerPoint {
+    /// One point's output.
+    type Item;
+    /// Selects the k nearest of `q` (within `want.limit2`) among the block's candidates: within `guess`
+    /// first (the previous point's k-th squared distance, a little more: a guess, not a bound), else within
+    /// a bound. The k-th squared distance, when k were found.
+    fn select(
+        &mut self,
+        nb: &Neighbors,
+        block: &mut Candidates,
+        q: [f32; 3],
+        guess: f32,
+        want: Want,
+    ) -> Option<f32>;
+    /// Searches `q`'s k nearest exactly, within `tau`, where the block did not hold them.
+    fn exact(&mut self, nb: &Neighbors, block: &mut Candidates, q: [f32; 3], tau: f32, want: Want);
+    /// The output of sorted point `j` at `q` from the last [`PerPoint::select`] or [`PerPoint::exact`].
+    fn emit(&mut self, nb: &Neighbors, j: usize, q: [f32; 3]) -> Self::Item;
+}
+
+/// The exact search of [`PerPoint::exact`] into `top`: a scan of the cells `tau` reaches, or, without a bound
+/// or over too many cells, a search of its own.
+fn exact_into(
+    nb: &Neighbors,
+    block: &mut Candidates,
+    q: [f32; 3],
+    tau: f32,
+    want: Want,
+    top: &mut Vec<Entry>,
+) {
+    if !block.scan_box(nb, q, tau, want.k, PENDING_CELLS, top) {
+        nb.search(q, want, top, None);
+    }
+}
+
+/// Each point's neighbours, sorted by (distance, index), handed to a closure with their positions.
+struct Lists<'f, S, F> {
+    state: S,
+    f: &'f F,
+    top: Vec<Entry>,
+    spare: Vec<Entry>,
+    nb: Vec<Neighbor>,
+    np: Vec<[f32; 3]>,
+}
+
+impl<S, F, R> PerPoint for Lists<'_, S, F>
+where
+    F: Fn(&mut S, usize, [f32; 3], &[Neighbor], &[[f32; 3]]) -> R + Sync,
+{
+    type Item = R;
+
+    fn select(
+        &mut self,
+        nb: &Neighbors,
+        block: &mut Candidates,
+        q: [f32; 3],
+        guess: f32,
+        want: Want,
+    ) -> Option<f32> {
+        // When the block holds k points within the guess, the k nearest of the block are among them.
+        if guess >= want.limit2 || block.select(nb, q, guess, want.k, &mut self.spare) < want.k {
+            // The previous point's k neighbours are k points of the cloud: the farthest of them from this
+            // point bounds its k-th distance exactly (same f32 distances, no slack needed).
+            let tau = match kth(&self.top, want) {
+                Some(_) => {
+                    let far = self.top.iter().fold(0.0f32, |m, e| m.max(dist2(e.pos, q)));
+                    want.limit2.min(far)
+                }
+                None => want.limit2,
+            };
+            block.select(nb, q, tau, want.k, &mut self.top);
+        } else {
+            std::mem::swap(&mut self.top, &mut self.spare);
+        }
+        kth(&self.top, want)
+    }
+
+    fn exact(&mut self, nb: &Neighbors, block: &mut Candidates, q: [f32; 3], tau: f32, want: Want) {
+        exact_into(nb, block, q, tau, want, &mut self.top);
+    }
+
+    fn emit(&mut self, nb: &Neighbors, j: usize, q: [f32; 3]) -> R {
+        self.nb.clear();
+        self.np.clear();
+        for e in &self.top {
+            self.nb.push(Neighbor {
+                index: e.index,
+                dist2: e.d2,
+            });
+            self.np.push(e.pos);
+        }
+        (self.f)(&mut self.state, nb.order[j] as usize, q, &self.nb, &self.np)
+    }
+}
+
+/// Each point's sum of the distances to its k nearest, found without listing or ordering them: the k-th
+/// squared distance comes from counting the candidates below a few probes ([`kth_and_root_sum`]), which
+/// made the search about a quarter faster than ranking the candidates and handing the list on.
+#[derive(Default)]
+struct RootSums {
+    sum: f64,
+    /// The previous point and its k-th squared distance: its k neighbours bound this point's.
+    prev: Option<([f32; 3], f32)>,
+    top: Vec<Entry>,
+    d2: Vec<f32>,
+}
+
+impl PerPoint for RootSums {
+    type Item = f64;
+
+    fn select(
+        &mut self,
+        nb: &Neighbors,
+        block: &mut Candidates,
+        q: [f32; 3],
+        guess: f32,
+        want: Want,
+    ) -> Option<f32> {
+        let mut n = if guess < want.limit2 {
+            block.list(nb, q, guess)
+        } else {
+            0
+        };
+        if n < want.k {
+            // The previous point's k neighbours lie within its k-th distance of it, so within that plus
+            // the step between the two points of this one (with a margin for f32 rounding).
+            let tau = self.prev.map_or(want.limit2, |(p, pk2)| {
+                let reach = (pk2 as f64).sqrt() + (dist2(p, q) as f64).sqrt();
+                want.limit2
+                    .min((reach * (1.0 + 1e-5) + 1e-20).powi(2) as f32)
+            });
+            // Most misses are near: twice the guess first, when that is tighter than the bound.
+            let wider = 2.0 * guess;
+            if wider < tau {
+                n = block.list(nb, q, wider);
+            }
+            if n < want.k {
+                n = block.list(nb, q, tau);
+            }
+        }
+        let k = want.k.min(n);
+        let estimate = self.prev.map_or(f32::INFINITY, |p| p.1);
+        let (kth, sum) = kth_and_root_sum(&block.near, n, k, estimate);
+        self.sum = sum;
+        let found = (n >= want.k).then_some(kth);
+        self.prev = found.map(|d2| (q, d2));
+        found
+    }
+
+    fn exact(&mut self, nb: &Neighbors, block: &mut Candidates, q: [f32; 3], tau: f32, want: Want) {
+        exact_into(nb, block, q, tau, want, &mut self.top);
+        let n = self.top.len();
+        self.d2.clear();
+        self.d2.extend(self.top.iter().map(|e| e.d2));
+        self.d2.resize(n.next_multiple_of(LANES), f32::INFINITY);
+        self.sum = kth_and_root_sum(&self.d2, n, n, f32::INFINITY).1;
+        self.prev = kth(&self.top, want).map(|d2| (q, d2));
+    }
+
+    fn emit(&mut self, _: &Neighbors, _: usize, _: [f32; 3]) -> f64 {
+        self.sum
+    }
+}
+
+/// `v` four lanes at a time (`v.len()` a multiple of [`LANES`]).
+#[inline]
+fn lanes_of(v: &[f32]) -> impl Iterator<Item = f32x4> + '_ {
+    v.chunks_exact(LANES)
+        .map(|c| f32x4::from(<[f32; LANES]>::try_from(c).unwrap_or_default()))
+}
+
+/// Counting passes [`kth_and_root_sum`] makes to narrow the interval that holds the k-th value.
+const PROBES: usize = 6;
+
+/// The k-th smallest of `near[..n]` (`k <= n`; `near` padded past `n` with infinity to a whole number of
+/// lanes) and the sum of the roots of the k smallest (0 and 0 when k is 0), without ordering the values:
+/// counting passes (four lanes at a time, from `estimate`, then by interpolation) narrow an interval to
+/// the few values around the k-th, which are then taken smallest first. Equal values count as often as they
+/// occur, so the sum does not depend on which of them a sort would have kept. Roots in f32, summed in f64
+/// lane by lane.
+fn kth_and_root_sum(near: &[f32], n: usize, k: usize, estimate: f32) -> (f32, f64) {
+    if k == 0 {
+        return (0.0, 0.0);
+    }
+    let vectors = || lanes_of(&near[..n.next_multiple_of(LANES)]);
+    let count = |cmp: fn(f32x4, f32x4) -> f32x4, x: f32| -> usize {
+        let x = f32x4::splat(x);
+        vectors()
+            .map(|v| lanes_set(cmp(v, x).to_bitmask()) as usize)
+            .sum()
+    };
+    // Fewer than k values lie below `lo`, at least k below `hi`.
+    let (mut lo, mut below_lo) = (0.0f32, 0usize);
+    let (mut hi, mut below_hi) = (f32::INFINITY, n);
+    let mut x = if estimate > 0.0 && estimate.is_finite() {
+        estimate
+    } else {
+        0.5 * near[..n].iter().fold(0.0f32, |m, &v| m.max(v))
+    };
+    for _ in 0..PROBES {
+        if below_hi - below_lo <= 2 || !(x > lo && x < hi) {
+            break;
+        }
+        let c = count(f32x4::simd_lt, x);
+        if c >= k {
+            (hi, below_hi) = (x, c);
+        } else {
+            (lo, below_lo) = (x, c);
+        }
+        // Counts grow about linearly with squared distance on a surface.
+        x = if hi.is_finite() {
+            let want = (k - below_lo) as f32 - 0.5;
+            let t = lo + (hi - lo) * want / (below_hi - below_lo) as f32;
+            if t > lo && t < hi { t } else { 0.5 * (lo + hi) }
+        } else {
+            2.0 * x
+        };
+    }
+    // The smallest values from `lo` on, in turn, until k lie at or below one.
+    let mut from = lo;
+    let kth = loop {
+        let from4 = f32x4::splat(from);
+        let m = vectors()
+            .map(|v| v.simd_ge(from4).bitselect(v, f32x4::splat(f32::INFINITY)))
+            .fold(f32x4::splat(f32::INFINITY), f32x4::min)
+            .to_array()
+            .into_iter()
+            .fold(f32::INFINITY, f32::min);
+        if !m.is_finite() || count(f32x4::simd_le, m) >= k {
+            break m;
+        }
+        from = m.next_up();
+    };
+    let kth4 = f32x4::splat(kth);
+    let mut sums = [0.0f64; LANES];
+    let mut nearer = 0u32;
+    for v in vectors() {
+        let inside = v.simd_lt(kth4);
+        nearer += lanes_set(inside.to_bitmask());
+        for (s, r) in sums
+            .iter_mut()
+            .zip(inside.bitselect(v.sqrt(), f32x4::ZERO).to_array())
+        {
+            *s += r as f64;
+        }
+    }
+    // The k-th value's copies that the k smallest hold (none when it is not finite: no value was).
+    let ties = match k.saturating_sub(nearer as usize) {
+        0 => 0.0,
+        t => t as f64 * kth.sqrt() as f64,
+    };
+    (kth, (sums[0] + sums[1]) + (sums[2] + sums[3]) + ties)
 }
 
 /// What every index needs of its positions: at most `u32::MAX` of them (indices are u32), all finite.
@@ -1116,12 +1389,10 @@ impl Neighbors {
     }
 
     /// Whether a search bounded by `bound` (block face distance) is complete.
-    fn complete(top: &[Entry], want: Want, bound: f64) -> bool {
+    /// `kth`: the k-th squared distance found, None when fewer than k were.
+    fn complete(kth: Option<f32>, want: Want, bound: f64) -> bool {
         let b2 = bound * bound;
-        if want.limit2 as f64 <= b2 {
-            return true;
-        }
-        top.len() == want.k && top.last().is_some_and(|w| (w.d2 as f64) <= b2)
+        want.limit2 as f64 <= b2 || kth.is_some_and(|d2| d2 as f64 <= b2)
     }
 
     /// Exact k nearest of `q` with `d2 <= limit2` into `top` (sorted by (d2, index)). With `started` =
@@ -1132,7 +1403,7 @@ impl Neighbors {
         let (mut level, mut ring) = (0u32, 1i64);
         if let Some((bound, r)) = started {
             ring = r;
-            if Neighbors::complete(top, want, bound) {
+            if Neighbors::complete(kth(top, want), want, bound) {
                 return;
             }
             (level, ring) = self.widen(top, want, level, ring);
@@ -1168,7 +1439,7 @@ impl Neighbors {
                     }
                 }
             });
-            if Neighbors::complete(top, want, bound) || level >= self.top_level() {
+            if Neighbors::complete(kth(top, want), want, bound) || level >= self.top_level() {
                 return;
             }
             (level, ring) = self.widen(top, want, level, ring);
@@ -1408,61 +1679,77 @@ impl Neighbors {
         init: impl Fn() -> S + Sync + Send,
         f: impl Fn(&mut S, usize, [f32; 3], &[Neighbor], &[[f32; 3]]) -> O::Item + Sync + Send,
     ) -> Result<()> {
-        let k = k.min(self.len);
-        let limit2 = max_radius.map_or(f32::INFINITY, |r| r * r);
-        if k == 0 || limit2.is_nan() || limit2 < 0.0 {
+        let Some(want) = self.want(k, max_radius) else {
             let mut state = init();
             for (j, (&i, &p)) in self.order.iter().zip(&self.sorted).enumerate() {
                 out.set(j, f(&mut state, i as usize, p, &[], &[]));
             }
             return Ok(());
+        };
+        self.per_point(out, want, progress, || Lists {
+            state: init(),
+            f: &f,
+            top: Vec::with_capacity(want.k + 1),
+            spare: Vec::with_capacity(want.k + 1),
+            nb: Vec::with_capacity(want.k),
+            np: Vec::with_capacity(want.k),
+        })
+    }
+
+    /// For every point, in cell order (the order of [`Neighbors::into_order`]): the sum of the distances to
+    /// its `k` nearest points, itself included (at distance 0), in metres: what outlier removal averages.
+    /// The same neighbours as [`Neighbors::knn_all`], but neither listed nor ordered ([`RootSums`]): the
+    /// roots are taken in f32 of the f32 squared distances (as PCL takes them of FLANN's float distances) and
+    /// summed in f64.
+    pub(crate) fn knn_root_sums_in_cell_order(
+        &self,
+        k: usize,
+        progress: &dyn Progress,
+    ) -> Result<Vec<f64>> {
+        let mut sums = vec![0.0; self.len];
+        if let Some(want) = self.want(k, None) {
+            self.per_point(&mut sums[..], want, progress, RootSums::default)?;
         }
-        let want = Want { k, limit2 };
-        struct Bufs<S> {
-            state: S,
+        Ok(sums)
+    }
+
+    /// What an all-points query asks for, None when it finds nothing (k = 0, or no radius).
+    fn want(&self, k: usize, max_radius: Option<f32>) -> Option<Want> {
+        let k = k.min(self.len);
+        let limit2 = max_radius.map_or(f32::INFINITY, |r| r * r);
+        (k > 0 && limit2 >= 0.0).then_some(Want { k, limit2 })
+    }
+
+    /// The all-points k-nearest search, point by point in cell order, `M` making each point's output.
+    fn per_point<O: Outputs, M: PerPoint<Item = O::Item>>(
+        &self,
+        out: O,
+        want: Want,
+        progress: &dyn Progress,
+        init: impl Fn() -> M + Sync + Send,
+    ) -> Result<()> {
+        struct Bufs<M> {
+            mode: M,
             block: Candidates,
-            top: Vec<Entry>,
-            spare: Vec<Entry>,
             /// The 2x2x2 main cells whose block `block` holds (the lowest one's coordinates).
             group: Option<[i64; 3]>,
             /// The previous query's k-th squared distance, when it had k neighbours.
             last: Option<f32>,
             pending: Vec<(usize, f32)>,
-            nb: Vec<Neighbor>,
-            np: Vec<[f32; 3]>,
         }
         self.per_cells(
             out,
             progress,
             || Bufs {
-                state: init(),
+                mode: init(),
                 block: Candidates::default(),
-                top: Vec::with_capacity(k + 1),
-                spare: Vec::with_capacity(k + 1),
                 group: None,
                 last: None,
                 pending: Vec::new(),
-                nb: Vec::with_capacity(k),
-                np: Vec::with_capacity(k),
             },
             |b, ci, out| {
                 let own = self.cell_start[ci] as usize..self.cell_start[ci + 1] as usize;
                 let base = own.start;
-                let mut emit = |b: &mut Bufs<S>, j: usize, q: [f32; 3]| {
-                    b.nb.clear();
-                    b.np.clear();
-                    for e in &b.top {
-                        b.nb.push(Neighbor {
-                            index: e.index,
-                            dist2: e.d2,
-                        });
-                        b.np.push(e.pos);
-                    }
-                    out.set(
-                        j - base,
-                        f(&mut b.state, self.order[j] as usize, q, &b.nb, &b.np),
-                    );
-                };
                 // One block serves the 2x2x2 main cells of a cell one level up (consecutive in Morton order):
                 // the 4x4x4 main cells around them.
                 let g = decode(self.cell_codes[ci] >> 3).map(|v| 2 * v as i64);
@@ -1474,36 +1761,15 @@ impl Neighbors {
                 b.pending.clear();
                 for j in own.clone() {
                     let q = self.sorted[j];
-                    // The previous point's k neighbours are k points of the cloud: the farthest of them from
-                    // this point bounds its k-th distance exactly (same f32 distances, no slack needed).
-                    let bound = |top: &[Entry]| {
-                        if top.len() == k {
-                            let far = top.iter().fold(0.0f32, |m, e| m.max(dist2(e.pos, q)));
-                            limit2.min(far)
-                        } else {
-                            limit2
-                        }
-                    };
-                    // First a guess, not a bound: the previous point's k-th distance, a little more. When the
-                    // block holds k points within it, the k nearest of the block are among them; otherwise the
-                    // block is searched again within the bound.
+                    // First a guess, not a bound: the previous point's k-th distance, a little more.
                     let guess = b.last.map_or(f32::INFINITY, |pk2| pk2 * GUESS2);
-                    if guess >= limit2 || b.block.select(self, q, guess, k, &mut b.spare) < k {
-                        let tau = bound(&b.top);
-                        b.block.select(self, q, tau, k, &mut b.top);
-                    } else {
-                        std::mem::swap(&mut b.top, &mut b.spare);
-                    }
-                    b.last = match b.top.last() {
-                        Some(w) if b.top.len() == k => Some(w.d2),
-                        _ => None,
-                    };
-                    if Neighbors::complete(&b.top, want, self.span_bound(q, lo, hi)) {
-                        emit(b, j, q);
+                    b.last = b.mode.select(self, &mut b.block, q, guess, want);
+                    if Neighbors::complete(b.last, want, self.span_bound(q, lo, hi)) {
+                        out.set(j - base, b.mode.emit(self, j, q));
                     } else {
                         // The k-th candidate so far bounds the answer.
                         b.pending
-                            .push((j, b.last.map_or(limit2, |d| d.min(limit2))));
+                            .push((j, b.last.map_or(want.limit2, |d| d.min(want.limit2))));
                     }
                 }
                 if b.pending.is_empty() {
@@ -1511,15 +1777,11 @@ impl Neighbors {
                 }
                 // Points near the block's faces in sparse parts: a scan of the cells their bound reaches, or,
                 // rarely (no bound, or too many cells), a search of their own.
-                let pending = std::mem::take(&mut b.pending);
-                for &(j, tau) in &pending {
+                for &(j, tau) in &b.pending {
                     let q = self.sorted[j];
-                    if !b.block.scan_box(self, q, tau, k, PENDING_CELLS, &mut b.top) {
-                        self.search(q, want, &mut b.top, None);
-                    }
-                    emit(b, j, q);
+                    b.mode.exact(self, &mut b.block, q, tau, want);
+                    out.set(j - base, b.mode.emit(self, j, q));
                 }
-                b.pending = pending;
                 b.last = None;
             },
         )
@@ -1855,6 +2117,85 @@ mod tests {
                 for i in (0..pts.len()).step_by(97) {
                     nb.knn(pts[i], k, r, &mut one);
                     assert_eq!(one.len() as u32, got[i]);
+                }
+            }
+        }
+    }
+
+    /// The sum of the roots of the k smallest squared distances, as brute force finds them (f32 roots of the
+    /// f32 squared distances, summed in f64).
+    fn brute_root_sum(points: &[[f32; 3]], q: [f32; 3], k: usize) -> f64 {
+        brute(points, q, k, f32::INFINITY)
+            .iter()
+            .map(|&(_, d2)| d2.sqrt() as f64)
+            .sum()
+    }
+
+    #[test]
+    fn kth_and_root_sum_matches_a_sort_with_ties_and_any_estimate() {
+        let mut s = 5u64;
+        for n in [1usize, 2, 3, 7, 17, 40, 130] {
+            // Values on a coarse lattice, so that many are equal, and some zeros.
+            let mut near: Vec<f32> = (0..n)
+                .map(|i| {
+                    if i % 9 == 0 {
+                        0.0
+                    } else {
+                        (rng(&mut s) * 12.0).floor() * 0.25
+                    }
+                })
+                .collect();
+            near.resize(n.next_multiple_of(LANES), f32::INFINITY);
+            let mut sorted = near[..n].to_vec();
+            sorted.sort_by(f32::total_cmp);
+            for k in [1, n / 2, n] {
+                if k == 0 {
+                    continue;
+                }
+                let want: f64 = sorted[..k].iter().map(|v| v.sqrt() as f64).sum();
+                for estimate in [f32::INFINITY, 0.0, 1e-9, sorted[k - 1], 0.6, 100.0] {
+                    let (kth, sum) = kth_and_root_sum(&near, n, k, estimate);
+                    assert_eq!(kth, sorted[k - 1], "n {n} k {k} estimate {estimate}");
+                    assert!(
+                        (sum - want).abs() <= 1e-12 * want.max(1.0),
+                        "{sum} against {want}"
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            kth_and_root_sum(&[f32::INFINITY; LANES], 0, 0, 1.0),
+            (0.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn root_sums_match_brute_force() {
+        let mut s = 11u64;
+        let mut walls = Vec::new();
+        for i in 0..3000 {
+            let (a, b) = (rng(&mut s) * 6.0, rng(&mut s) * 6.0);
+            walls.push(match i % 3 {
+                0 => [2.0, a, b],
+                1 => [a, 4.0, b],
+                _ => [
+                    (i % 7) as f32 * 0.1,
+                    (i / 7 % 9) as f32 * 0.1,
+                    (i / 63) as f32 * 0.1,
+                ],
+            });
+        }
+        for pts in [mixed_cloud(3000), walls, tiled_cloud(300)] {
+            for k in [1usize, 2, 17, 40] {
+                let nb = Neighbors::for_knn(&pts, k).unwrap();
+                let sums = nb.knn_root_sums_in_cell_order(k, &NoProgress).unwrap();
+                let order = nb.into_order();
+                for (sum, &i) in sums.iter().zip(&order) {
+                    let want = brute_root_sum(&pts, pts[i as usize], k);
+                    assert!(
+                        (sum - want).abs() <= 1e-12 * want.max(1.0),
+                        "point {i} k {k}: {sum} against {want}"
+                    );
                 }
             }
         }

@@ -13,6 +13,9 @@
 //! Open3D's quirk is reproduced too: its mean of d divides by every point but its spread only sums points with
 //! d > 0. Outside `open3d` mode a point whose d is 0 (it has k exact duplicates) is never an outlier.
 //!
+//! Distances are the f32 roots of f32 squared distances, summed in f64, as PCL takes them of FLANN's float
+//! distances; the search never lists the neighbours (`Neighbors::knn_root_sums_in_cell_order`).
+//!
 //! Detection ([`sor_mask`]) is separate from deletion ([`sor`]), as in PDAL, so callers can mark instead of
 //! delete.
 
@@ -84,12 +87,12 @@ pub struct SorStats {
     pub warnings: Vec<String>,
 }
 
-/// How many points a query asks for, what the sum divides by, and whether the first result (the point itself
-/// or an exact duplicate, at distance 0) is skipped: `compat`'s meaning of k, clamped to the cloud's size.
+/// How many points a query asks for and what the sum of their distances divides by: `compat`'s meaning of k,
+/// clamped to the cloud's size. PCL and CloudCompare skip "the point itself", the nearest result; it lies at
+/// distance 0 (itself or an exact duplicate), so the sum over one more point than they average is their sum.
 struct Query {
     points: usize,
     divisor: usize,
-    skip: usize,
 }
 
 impl Query {
@@ -110,18 +113,18 @@ impl Query {
             ));
         }
         // Dropping the nearest result removes "the point itself" as PCL and CloudCompare do.
-        let (points, divisor, wanted, skip) = match params.compat {
+        let (points, divisor, wanted) = match params.compat {
             SorCompat::Pcl => {
                 let k = params.k.min(n.saturating_sub(1));
-                (k + 1, k, params.k, 1)
+                (k + 1, k, params.k)
             }
             SorCompat::CloudCompare => {
                 let k = (params.k - 1).min(n.saturating_sub(1));
-                (k + 1, k, params.k - 1, 1)
+                (k + 1, k, params.k - 1)
             }
             SorCompat::Open3d => {
                 let k = params.k.min(n);
-                (k, k, params.k, 0)
+                (k, k, params.k)
             }
         };
         if divisor < wanted && n > 0 {
@@ -130,11 +133,7 @@ impl Query {
                 params.k
             ));
         }
-        Ok(Query {
-            points,
-            divisor,
-            skip,
-        })
+        Ok(Query { points, divisor })
     }
 
     /// Whether the cloud is too small for outlier statistics (every point is kept).
@@ -145,22 +144,11 @@ impl Query {
     /// Each point's mean distance to its neighbours, in metres, in the index's cell order.
     fn mean_distances(&self, nb: &Neighbors, progress: &dyn Progress) -> Result<Vec<f64>> {
         progress.stage("statistical outliers", nb.len() as u64);
-        nb.knn_all_in_cell_order(
-            self.points,
-            None,
-            progress,
-            || (),
-            |_, _, p, _, near| {
-                let mut sum = 0.0f64;
-                for r in near.iter().skip(self.skip) {
-                    let dx = r[0] as f64 - p[0] as f64;
-                    let dy = r[1] as f64 - p[1] as f64;
-                    let dz = r[2] as f64 - p[2] as f64;
-                    sum += (dx * dx + dy * dy + dz * dz).sqrt();
-                }
-                sum / self.divisor as f64
-            },
-        )
+        let mut d = nb.knn_root_sums_in_cell_order(self.points, progress)?;
+        for x in &mut d {
+            *x /= self.divisor as f64;
+        }
+        Ok(d)
     }
 }
 
