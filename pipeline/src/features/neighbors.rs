@@ -898,6 +898,15 @@ fn lanes_of(v: &[f32]) -> impl Iterator<Item = f32x4> + '_ {
         .map(|c| f32x4::from(<[f32; LANES]>::try_from(c).unwrap_or_default()))
 }
 
+/// The smallest lane of the vectors (infinity for none).
+#[inline]
+fn lanes_min(v: impl Iterator<Item = f32x4>) -> f32 {
+    v.fold(f32x4::splat(f32::INFINITY), f32x4::min)
+        .to_array()
+        .into_iter()
+        .fold(f32::INFINITY, f32::min)
+}
+
 /// Counting passes [`kth_and_root_sum`] makes to narrow the interval that holds the k-th value.
 const PROBES: usize = 6;
 
@@ -936,29 +945,37 @@ fn kth_and_root_sum(near: &[f32], n: usize, k: usize, estimate: f32) -> (f32, f6
         } else {
             (lo, below_lo) = (x, c);
         }
-        // Counts grow about linearly with squared distance on a surface.
+        // Counts grow about linearly with squared distance on a surface: aim between the (k-1)-th and k-th.
+        let want = (k - below_lo) as f32 - 0.5;
         x = if hi.is_finite() {
-            let want = (k - below_lo) as f32 - 0.5;
             let t = lo + (hi - lo) * want / (below_hi - below_lo) as f32;
             if t > lo && t < hi { t } else { 0.5 * (lo + hi) }
         } else {
-            2.0 * x
+            x * (k as f32 + 0.5) / (below_lo.max(1) as f32)
         };
     }
-    // The smallest values from `lo` on, in turn, until k lie at or below one.
-    let mut from = lo;
-    let kth = loop {
-        let from4 = f32x4::splat(from);
-        let m = vectors()
-            .map(|v| v.simd_ge(from4).bitselect(v, f32x4::splat(f32::INFINITY)))
-            .fold(f32x4::splat(f32::INFINITY), f32x4::min)
-            .to_array()
-            .into_iter()
-            .fold(f32::INFINITY, f32::min);
-        if !m.is_finite() || count(f32x4::simd_le, m) >= k {
-            break m;
+    // The k-th is the (k - below_lo)-th smallest of the values in [lo, hi): the first or the last of them
+    // in one pass, else the smallest in turn until k lie at or below one.
+    let (inf4, lo4, hi4) = (
+        f32x4::splat(f32::INFINITY),
+        f32x4::splat(lo),
+        f32x4::splat(hi),
+    );
+    let rank = k - below_lo;
+    let kth = if rank == 1 {
+        lanes_min(vectors().map(|v| v.simd_ge(lo4).bitselect(v, inf4)))
+    } else if rank == below_hi - below_lo {
+        -lanes_min(vectors().map(|v| v.simd_lt(hi4).bitselect(-v, inf4)))
+    } else {
+        let mut from = lo;
+        loop {
+            let from4 = f32x4::splat(from);
+            let m = lanes_min(vectors().map(|v| v.simd_ge(from4).bitselect(v, inf4)));
+            if !m.is_finite() || count(f32x4::simd_le, m) >= k {
+                break m;
+            }
+            from = m.next_up();
         }
-        from = m.next_up();
     };
     let kth4 = f32x4::splat(kth);
     let mut sums = [0.0f64; LANES];
