@@ -36,6 +36,7 @@ mod frame;
 
 mod splat;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use aerie_pipeline::map::MapView;
@@ -582,20 +583,20 @@ impl Layer {
 
     /// The beam's hit: the weighted mean range of the hits within the nearest hit's window, with the nearest
     /// hit's point and incidence. Sums run in a fixed order (sorted by range, then point), so the result does
-    /// not depend on the order in which the march met the points.
-    pub fn resolve(&self) -> Option<Hit> {
+    /// not depend on the order in which the march met the points. Consumes the layer, whose hits it sorts in
+    /// place (a copy of them was a 256-byte memcpy per beam).
+    pub fn resolve(mut self) -> Option<Hit> {
         if self.n == 0 {
             return None;
         }
-        let mut hits = self.hits;
-        let hits = &mut hits[..self.n];
+        let limit = self.limit();
+        let hits = &mut self.hits[..self.n];
         hits.sort_unstable_by(|a, b| {
             (a.0, a.1)
                 .partial_cmp(&(b.0, b.1))
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         let (first, _) = hits.split_first()?;
-        let limit = self.limit();
         let (mut sw, mut swt) = (0.0f32, 0.0f32);
         for h in hits.iter().take_while(|h| h.0 <= limit) {
             sw += h.3;
@@ -1088,11 +1089,7 @@ impl<'a> Ctx<'a> {
     pub fn ray(&self, i: usize) -> ([f32; 3], [f32; 3]) {
         let b = self.beam_dir(i);
         let t = self.beams.get(i).map_or(0.0, |b| b.time_s as f64);
-        let pose = if self.moving {
-            self.poses.at(t)
-        } else {
-            self.start
-        };
+        let pose = self.pose_at(t);
         let o = pose.origin32();
         match self.origins.get(i) {
             Some(&offset) => (
@@ -1105,11 +1102,12 @@ impl<'a> Ctx<'a> {
 
     /// Pose of the sensor at beam time `t` (seconds since the frame start).
     #[inline]
-    pub fn pose_at(&self, t: f64) -> LocalPose {
+    pub fn pose_at(&self, t: f64) -> Cow<'_, LocalPose> {
+        // Borrowed when static: a copy of the pose is a 132-byte memcpy per beam.
         if self.moving {
-            self.poses.at(t)
+            Cow::Owned(self.poses.at(t))
         } else {
-            self.start
+            Cow::Borrowed(&self.start)
         }
     }
 
@@ -1251,11 +1249,7 @@ impl<'a> Ctx<'a> {
                 {
                     return None;
                 }
-                let pose = if self.moving {
-                    self.poses.at(beam.time_s as f64)
-                } else {
-                    self.start
-                };
+                let pose = self.pose_at(beam.time_s as f64);
                 let mut u_map = pose.rot64 * Vector3::new(b[0] as f64, b[1] as f64, b[2] as f64);
                 if self.moving {
                     // An interpolated rotation (`PoseTable::at`) shortens vectors by ~1e-7.
