@@ -31,8 +31,8 @@
 //! (`Neighbors::knn_root_sums_in_cell_order`) the same search lists the candidates within the guess and
 //! finds the k-th squared distance by counting, four lanes at a time, how many lie below a few probes (the
 //! previous point's k-th first, then interpolated), and sums the roots below it; equal distances count as
-//! often as they occur, so no order or tie-break is needed. On lone_star this took SOR's search from 0.145 to
-//! about 0.11 s (docs/benchmarks.md, 2026-11-25): the ranking, the lists and the closure were a third of it.
+//! often as they occur, so no order or tie-break is needed. On lone_star this took SOR from 0.179 to 0.115 s
+//! (docs/benchmarks.md, 2026-11-25): the ranking, the lists and the closure were a third of its search.
 //!
 //! Points stay `[f32; 3]` arrays (the cloud's storage) rather than nalgebra points: the distance loops here are
 //! the hottest code of the preparation stages (kNN for SOR and normals), written over plain arrays (a block's
@@ -288,8 +288,9 @@ impl Candidates {
     }
 
     /// The points of the main cells `lo..=hi` (per axis, clipped to the grid), bucketed by (row, column)
-    /// along the axes [`Candidates::spread_axes`] chooses, finer where the block is dense.
-    fn fill(&mut self, nb: &Neighbors, lo: [i64; 3], hi: [i64; 3]) {
+    /// along the axes [`Candidates::spread_axes`] chooses, finer where the block is dense; with their original
+    /// indices when `indexed` (a search that only sums distances never reads them).
+    fn fill(&mut self, nb: &Neighbors, lo: [i64; 3], hi: [i64; 3], indexed: bool) {
         self.ranges.clear();
         let span: [[u32; 2]; 3] = std::array::from_fn(|a| {
             [
@@ -375,7 +376,9 @@ impl Candidates {
                 self.xs[at] = p[0];
                 self.ys[at] = p[1];
                 self.zs[at] = p[2];
-                self.orig[at] = nb.order[j];
+                if indexed {
+                    self.orig[at] = nb.order[j];
+                }
             }
         }
     }
@@ -730,6 +733,8 @@ fn kth(top: &[Entry], want: Want) -> Option<f32> {
 trait PerPoint {
     /// One point's output.
     type Item;
+    /// Whether [`PerPoint::select`] reads the candidates' original indices.
+    const INDEXED: bool;
     /// Selects the k nearest of `q` (within `want.limit2`) among the block's candidates: within `guess`
     /// first (the previous point's k-th squared distance, a little more: a guess, not a bound), else within
     /// a bound. The k-th squared distance, when k were found.
@@ -777,6 +782,7 @@ where
     F: Fn(&mut S, usize, [f32; 3], &[Neighbor], &[[f32; 3]]) -> R + Sync,
 {
     type Item = R;
+    const INDEXED: bool = true;
 
     fn select(
         &mut self,
@@ -836,6 +842,7 @@ struct RootSums {
 
 impl PerPoint for RootSums {
     type Item = f64;
+    const INDEXED: bool = false;
 
     fn select(
         &mut self,
@@ -912,10 +919,10 @@ const PROBES: usize = 6;
 
 /// The k-th smallest of `near[..n]` (`k <= n`; `near` padded past `n` with infinity to a whole number of
 /// lanes) and the sum of the roots of the k smallest (0 and 0 when k is 0), without ordering the values:
-/// counting passes (four lanes at a time, from `estimate`, then by interpolation) narrow an interval to
-/// the few values around the k-th, which are then taken smallest first. Equal values count as often as they
-/// occur, so the sum does not depend on which of them a sort would have kept. Roots in f32, summed in f64
-/// lane by lane.
+/// counting passes (four lanes at a time, from `estimate`, then by interpolation; about two per call on
+/// lone_star) narrow an interval until the k-th is its first or its last value, which one more pass reads
+/// (else the values are taken smallest first). Equal values count as often as they occur, so the sum does
+/// not depend on which of them a sort would have kept. Roots in f32, summed in f64 lane by lane.
 fn kth_and_root_sum(near: &[f32], n: usize, k: usize, estimate: f32) -> (f32, f64) {
     if k == 0 {
         return (0.0, 0.0);
@@ -936,7 +943,8 @@ fn kth_and_root_sum(near: &[f32], n: usize, k: usize, estimate: f32) -> (f32, f6
         0.5 * near[..n].iter().fold(0.0f32, |m, &v| m.max(v))
     };
     for _ in 0..PROBES {
-        if below_hi - below_lo <= 2 || !(x > lo && x < hi) {
+        // Done when the k-th is the first value from `lo` or the last below `hi`.
+        if below_lo + 1 == k || below_hi == k || !(x > lo && x < hi) {
             break;
         }
         let c = count(f32x4::simd_lt, x);
@@ -1773,7 +1781,7 @@ impl Neighbors {
                 let (lo, hi) = (g.map(|v| v - 1), g.map(|v| v + 2));
                 if b.group != Some(g) {
                     b.group = Some(g);
-                    b.block.fill(self, lo, hi);
+                    b.block.fill(self, lo, hi, M::INDEXED);
                 }
                 b.pending.clear();
                 for j in own.clone() {
