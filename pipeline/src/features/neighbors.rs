@@ -837,7 +837,6 @@ struct RootSums {
     /// The previous point and its k-th squared distance: its k neighbours bound this point's.
     prev: Option<([f32; 3], f32)>,
     top: Vec<Entry>,
-    d2: Vec<f32>,
 }
 
 impl PerPoint for RootSums {
@@ -885,11 +884,7 @@ impl PerPoint for RootSums {
 
     fn exact(&mut self, nb: &Neighbors, block: &mut Candidates, q: [f32; 3], tau: f32, want: Want) {
         exact_into(nb, block, q, tau, want, &mut self.top);
-        let n = self.top.len();
-        self.d2.clear();
-        self.d2.extend(self.top.iter().map(|e| e.d2));
-        self.d2.resize(n.next_multiple_of(LANES), f32::INFINITY);
-        self.sum = kth_and_root_sum(&self.d2, n, n, f32::INFINITY).1;
+        self.sum = self.top.iter().map(|e| e.d2.sqrt() as f64).sum();
         self.prev = kth(&self.top, want).map(|d2| (q, d2));
     }
 
