@@ -11,8 +11,8 @@
 //!   (a prefix of the code), and within a cell the points of an x range are one run, found by binary search;
 //! - the "main" level is chosen from the point density (or the query radius) so that a typical point shares its
 //!   cell with a handful of points; occupied main cells are found through a small open-addressing table;
-//! - k-nearest queries for every point: the 2x2x2 main cells of one cell a level up share the 4x4x4 block of
-//!   main cells around them, gathered once and bucketed by (row, column) along the two axes onto which the
+//! - k-nearest queries for every point: the 4x4x4 main cells of one cell two levels up share the 6x6x6 block
+//!   of main cells around them, gathered once and bucketed by (row, column) along the two axes onto which the
 //!   block's points spread most evenly (x and y for ground, the wall's own axes for a wall: a quarter fewer
 //!   distances on TLS scans), at a resolution that follows the block's density. A query first guesses its k-th
 //!   distance from the previous point's (1.2 times it), and scans only the buckets within that distance on
@@ -192,6 +192,12 @@ fn push_top(top: &mut Vec<Entry>, k: usize, e: Entry) {
     }
     top.insert(at, e);
 }
+
+/// Main cells that share one block of candidates: 2^GROUP_LEVELS along each axis, with one more cell
+/// around them. A surface's points are copied into about ((2^GROUP_LEVELS + 2) / 2^GROUP_LEVELS)^2 blocks each
+/// (4 for 2x2x2 groups, 2.25 for 4x4x4): 4x4x4 made SOR 6-7% faster on lone_star than 2x2x2, and 8x8x8 was
+/// slower again.
+const GROUP_LEVELS: u32 = 2;
 
 /// Columns per main cell along x in a block of candidates, at least: log2.
 const X_BUCKET_BITS: u32 = 3;
@@ -1001,6 +1007,31 @@ fn kth_and_root_sum(near: &[f32], n: usize, k: usize, estimate: f32) -> (f32, f6
     (kth, (sums[0] + sums[1]) + (sums[2] + sums[3]) + ties)
 }
 
+/// A block's faces beyond which points may lie (infinite where the block reaches the grid's edge), made
+/// once per block so that each query's bound costs a few subtractions.
+struct Faces {
+    low: [f64; 3],
+    high: [f64; 3],
+    /// Safety margin, in metres, for the rounding of the faces and of the query.
+    slack: f64,
+}
+
+impl Faces {
+    /// Distance from `q` to the nearest face, less a safety margin (infinite when the block covers the grid
+    /// on every side).
+    #[inline]
+    fn bound(&self, q: [f32; 3]) -> f64 {
+        let mut bound = f64::INFINITY;
+        for ((&v, low), high) in q.iter().zip(self.low).zip(self.high) {
+            bound = bound.min(v as f64 - low).min(high - v as f64);
+        }
+        if bound.is_finite() {
+            bound = (bound - self.slack).max(0.0) * (1.0 - MARGIN);
+        }
+        bound
+    }
+}
+
 /// What every index needs of its positions: at most `u32::MAX` of them (indices are u32), all finite.
 fn check(positions: &[[f32; 3]]) -> Result<()> {
     let n = positions.len();
@@ -1310,46 +1341,37 @@ impl Neighbors {
     /// points may lie, less a safety margin (infinite when the block covers the grid on every side).
     fn block(&self, q: [f32; 3], c: [i64; 3], level: u32, ring: i64) -> ([[u32; 2]; 3], f64) {
         let max = self.max_at(level);
-        let s = self.side(level);
-        let mut span = [[0u32; 2]; 3];
-        let mut bound = f64::INFINITY;
-        for a in 0..3 {
-            let lo = c[a] - ring;
-            let hi = c[a] + ring;
-            if lo > 0 {
-                bound = bound.min(q[a] as f64 - (self.lo[a] + lo as f64 * s));
-            }
-            if hi < max[a] as i64 {
-                bound = bound.min(self.lo[a] + (hi + 1) as f64 * s - q[a] as f64);
-            }
-            span[a] = [
-                lo.clamp(0, max[a] as i64) as u32,
-                hi.clamp(0, max[a] as i64) as u32,
-            ];
-        }
-        if bound.is_finite() {
-            bound = (bound - s * MARGIN).max(0.0) * (1.0 - MARGIN);
-        }
-        (span, bound)
+        let (lo, hi) = (c.map(|v| v - ring), c.map(|v| v + ring));
+        let span = std::array::from_fn(|a| {
+            [
+                lo[a].clamp(0, max[a] as i64) as u32,
+                hi[a].clamp(0, max[a] as i64) as u32,
+            ]
+        });
+        (span, self.faces(level, lo, hi).bound(q))
     }
 
-    /// Distance from `q` to the nearest face, beyond which points may lie, of the block of main cells
-    /// `lo..=hi` (per axis), less a safety margin (infinite when the block covers the grid on every side).
-    fn span_bound(&self, q: [f32; 3], lo: [i64; 3], hi: [i64; 3]) -> f64 {
-        let s = self.side(0);
-        let mut bound = f64::INFINITY;
-        for a in 0..3 {
-            if lo[a] > 0 {
-                bound = bound.min(q[a] as f64 - (self.lo[a] + lo[a] as f64 * s));
-            }
-            if hi[a] < self.max_cell[a] as i64 {
-                bound = bound.min(self.lo[a] + (hi[a] + 1) as f64 * s - q[a] as f64);
-            }
+    /// The faces of the block of cells `lo..=hi` (per axis) at `level` beyond which points may lie, for
+    /// [`Faces::bound`].
+    fn faces(&self, level: u32, lo: [i64; 3], hi: [i64; 3]) -> Faces {
+        let (max, s) = (self.max_at(level), self.side(level));
+        Faces {
+            low: std::array::from_fn(|a| {
+                if lo[a] > 0 {
+                    self.lo[a] + lo[a] as f64 * s
+                } else {
+                    f64::NEG_INFINITY
+                }
+            }),
+            high: std::array::from_fn(|a| {
+                if hi[a] < max[a] as i64 {
+                    self.lo[a] + (hi[a] + 1) as f64 * s
+                } else {
+                    f64::INFINITY
+                }
+            }),
+            slack: s * MARGIN,
         }
-        if bound.is_finite() {
-            bound = (bound - s * MARGIN).max(0.0) * (1.0 - MARGIN);
-        }
-        bound
     }
 
     /// Sorted point `j`'s coordinate along axis `a` within its main cell, in 1/256 of the cell (the low byte
@@ -1751,7 +1773,7 @@ impl Neighbors {
         struct Bufs<M> {
             mode: M,
             block: Candidates,
-            /// The 2x2x2 main cells whose block `block` holds (the lowest one's coordinates).
+            /// The group of main cells whose block `block` holds (the lowest one's coordinates).
             group: Option<[i64; 3]>,
             /// The previous query's k-th squared distance, when it had k neighbours.
             last: Option<f32>,
@@ -1770,21 +1792,23 @@ impl Neighbors {
             |b, ci, out| {
                 let own = self.cell_start[ci] as usize..self.cell_start[ci + 1] as usize;
                 let base = own.start;
-                // One block serves the 2x2x2 main cells of a cell one level up (consecutive in Morton order):
-                // the 4x4x4 main cells around them.
-                let g = decode(self.cell_codes[ci] >> 3).map(|v| 2 * v as i64);
-                let (lo, hi) = (g.map(|v| v - 1), g.map(|v| v + 2));
+                // One block serves the main cells of a cell GROUP_LEVELS up (consecutive in Morton order):
+                // those cells and one more around them.
+                let g = decode(self.cell_codes[ci] >> (3 * GROUP_LEVELS))
+                    .map(|v| (v as i64) << GROUP_LEVELS);
+                let (lo, hi) = (g.map(|v| v - 1), g.map(|v| v + (1 << GROUP_LEVELS)));
                 if b.group != Some(g) {
                     b.group = Some(g);
                     b.block.fill(self, lo, hi, M::INDEXED);
                 }
+                let faces = self.faces(0, lo, hi);
                 b.pending.clear();
                 for j in own.clone() {
                     let q = self.sorted[j];
                     // First a guess, not a bound: the previous point's k-th distance, a little more.
                     let guess = b.last.map_or(f32::INFINITY, |pk2| pk2 * GUESS2);
                     b.last = b.mode.select(self, &mut b.block, q, guess, want);
-                    if Neighbors::complete(b.last, want, self.span_bound(q, lo, hi)) {
+                    if Neighbors::complete(b.last, want, faces.bound(q)) {
                         out.set(j - base, b.mode.emit(self, j, q));
                     } else {
                         // The k-th candidate so far bounds the answer.
