@@ -32,6 +32,16 @@ pub(crate) struct CellRuns {
     pub starts: Vec<u32>,
 }
 
+/// How [`sort_into_runs`] sorts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sorting {
+    /// Radix sorts of two halves on two threads, then a merge: about twice as fast as rayon's sort on two
+    /// cores, with a second buffer of 8 bytes a point for the time of the sort.
+    Radix,
+    /// Rayon's parallel pattern-defeating quicksort, in place: for a sort at a prepare's peak of memory.
+    InPlace,
+}
+
 /// Sort points `0..n` by (`key(i)`, i) for keys below `2^key_bits`, and cut the order into runs of equal
 /// `key >> run_shift`. The pair is packed into one u64 when key and index fit (the common case: a few million
 /// points and keys of a few tens of bits): the sort then moves half the bytes, where it was a tenth of a whole
@@ -40,6 +50,7 @@ pub(crate) fn sort_into_runs(
     n: usize,
     key_bits: u32,
     run_shift: u32,
+    sorting: Sorting,
     key: impl Fn(usize) -> u64 + Sync,
 ) -> CellRuns {
     use rayon::prelude::*;
@@ -67,7 +78,10 @@ pub(crate) fn sort_into_runs(
             .into_par_iter()
             .map(|i| (key(i) << index_bits) | i as u64)
             .collect();
-        packed.par_sort_unstable();
+        match sorting {
+            Sorting::Radix => sort_packed(&mut packed, index_bits, key_bits),
+            Sorting::InPlace => packed.par_sort_unstable(),
+        }
         let mask = (1u64 << index_bits) - 1;
         let order = packed.par_iter().map(|&k| (k & mask) as u32).collect();
         (order, runs(n, run_shift, |j| packed[j] >> index_bits))
@@ -88,13 +102,123 @@ pub(crate) fn sort_into_runs(
     }
 }
 
+/// Sorts `v`, whose values are distinct and, among those with equal bits `lo..lo + bits`, already in order
+/// (the packed (key, index) pairs of [`sort_into_runs`], made in index order). Each half is sorted by those bits
+/// alone with a stable radix sort, on its own thread, and the halves are merged in two parts at once: on
+/// lone_star's 519k keys, 3.5-4.0 ms against 6.7-7.6 ms for rayon's `par_sort_unstable` on two cores. It needs a
+/// second buffer, as long as `v`, for the time of the sort.
+fn sort_packed(v: &mut Vec<u64>, lo: u32, bits: u32) {
+    use rayon::join;
+    let n = v.len();
+    if n < 1 << 14 {
+        v.sort_unstable();
+        return;
+    }
+    let mut out = vec![0u64; n];
+    let mid = n / 2;
+    {
+        let (a, b) = v.split_at_mut(mid);
+        let (ta, tb) = out.split_at_mut(mid);
+        join(
+            || radix_sort(a, ta, lo, bits),
+            || radix_sort(b, tb, lo, bits),
+        );
+    }
+    let (a, b) = v.split_at(mid);
+    let i = a.len() / 2;
+    let j = b.partition_point(|&x| x < a[i]);
+    let (head, tail) = out.split_at_mut(i + j);
+    join(
+        || merge(&a[..i], &b[..j], head),
+        || merge(&a[i..], &b[j..], tail),
+    );
+    *v = out;
+}
+
+/// Sorts `v` by bits `lo..lo + bits` of its values, stably (`tmp` as long as `v`, for the passes): least
+/// significant digit first, 11 bits a pass, skipping the digits that all values share.
+fn radix_sort(v: &mut [u64], tmp: &mut [u64], lo: u32, bits: u32) {
+    const DIGIT_BITS: u32 = 11;
+    const RADIX: usize = 1 << DIGIT_BITS;
+    let digit =
+        |x: u64, pass: usize| ((x >> (lo + pass as u32 * DIGIT_BITS)) as usize) & (RADIX - 1);
+    let mut counts = vec![[0u32; RADIX]; bits.div_ceil(DIGIT_BITS) as usize];
+    for &x in v.iter() {
+        for (pass, c) in counts.iter_mut().enumerate() {
+            c[digit(x, pass)] += 1;
+        }
+    }
+    let mut in_tmp = false;
+    for (pass, c) in counts.iter_mut().enumerate() {
+        if c.iter().any(|&k| k as usize == v.len()) {
+            continue;
+        }
+        let mut at = 0u32;
+        for k in c.iter_mut() {
+            (*k, at) = (at, at + *k);
+        }
+        let (from, to): (&[u64], &mut [u64]) = if in_tmp { (tmp, v) } else { (v, tmp) };
+        for &x in from {
+            let d = digit(x, pass);
+            to[c[d] as usize] = x;
+            c[d] += 1;
+        }
+        in_tmp = !in_tmp;
+    }
+    if in_tmp {
+        v.copy_from_slice(tmp);
+    }
+}
+
+/// Merges the ascending `a` and `b` into `out` (as long as both).
+fn merge(a: &[u64], b: &[u64], out: &mut [u64]) {
+    let (mut i, mut j) = (0, 0);
+    for o in out {
+        if j == b.len() || (i < a.len() && a[i] < b[j]) {
+            *o = a[i];
+            i += 1;
+        } else {
+            *o = b[j];
+            j += 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn sort_packed_matches_a_sort() {
+        let mut s = 7u64;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s >> 33
+        };
+        for (n, key_bits, spread) in [
+            (1000, 10, 1),
+            (70_001, 37, 1),
+            (70_001, 37, 1 << 11),
+            (100_000, 3, 1),
+        ] {
+            let index_bits = usize::BITS - (n - 1usize).leading_zeros();
+            // Keys with ties, and (spread) with a low digit that every key shares, which the sort skips.
+            let mut v: Vec<u64> = (0..n as u64)
+                .map(|i| ((next() * spread) % (1 << key_bits)) << index_bits | i)
+                .collect();
+            let mut want = v.clone();
+            want.sort_unstable();
+            sort_packed(&mut v, index_bits, key_bits);
+            assert_eq!(v, want, "n {n} key bits {key_bits} spread {spread}");
+        }
+    }
+
+    #[test]
     fn runs_match_a_sort_of_pairs_packed_or_not() {
-        let keys: Vec<u64> = (0..5000u64)
+        // Enough keys for the radix sort (below 2^14 both sort in place).
+        let keys: Vec<u64> = (0..50_000u64)
             .map(|i| (i * 7919 % 613) * 3 + (i % 3 == 0) as u64)
             .collect();
         let mut want: Vec<(u64, u32)> = keys
@@ -103,8 +227,11 @@ mod tests {
             .map(|(i, &k)| (k, i as u32))
             .collect();
         want.sort_unstable();
-        for key_bits in [11, 63] {
-            let got = sort_into_runs(keys.len(), key_bits, 2, |i| keys[i]);
+        for (key_bits, sorting) in [11, 63]
+            .into_iter()
+            .flat_map(|b| [(b, Sorting::Radix), (b, Sorting::InPlace)])
+        {
+            let got = sort_into_runs(keys.len(), key_bits, 2, sorting, |i| keys[i]);
             let order: Vec<u32> = want.iter().map(|p| p.1).collect();
             assert_eq!(got.order, order);
             assert_eq!(*got.starts.last().unwrap() as usize, keys.len());

@@ -45,7 +45,7 @@ use wide::{f32x4, u32x4};
 
 use crate::error::{Error, Result};
 use crate::filters::check_cancel;
-use crate::grid::{CellRuns, sort_into_runs};
+use crate::grid::{CellRuns, Sorting, sort_into_runs};
 use crate::lanes::{COMPACT, LANES, lanes_set};
 use crate::progress::Progress;
 
@@ -1202,9 +1202,13 @@ impl Neighbors {
             order,
             keys: cell_codes,
             starts: cell_start,
-        } = sort_into_runs(n, 3 * (FINE_BITS - main) + main, main, |i| {
-            key_of(&positions[i], fine, main)
-        });
+        } = sort_into_runs(
+            n,
+            3 * (FINE_BITS - main) + main,
+            main,
+            Sorting::Radix,
+            |i| key_of(&positions[i], fine, main),
+        );
         let sorted: Vec<[f32; 3]> = order.par_iter().map(|&i| positions[i as usize]).collect();
         if let Cow::Owned(unsorted) = positions {
             // The cloud's own copy: its pages go back too, or the stage's results would sit beside it.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{CHUNK, check_cancel, check_cloud};
 use crate::cloud::{Cloud, ExtraValues};
 use crate::error::{Error, Result};
-use crate::grid::{CellRuns, sort_into_runs, world_cell};
+use crate::grid::{CellRuns, Sorting, sort_into_runs, world_cell};
 use crate::progress::Progress;
 use crate::report::StageReport;
 
@@ -146,7 +146,7 @@ fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
         order,
         keys,
         starts,
-    } = sort_into_runs(cloud.len(), key_bits, 0, |i| {
+    } = sort_into_runs(cloud.len(), key_bits, 0, Sorting::Radix, |i| {
         let cell = world_cell(o, positions[i], r);
         pack_key(dims, [0, 1, 2].map(|k| (cell[k] - lo[k]) as u64))
     });

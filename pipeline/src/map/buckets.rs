@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use super::{Bucket, BucketingInfo, MapMetadata, MapSource, PackedMap, ReflectanceInfo, ScanPose};
-use crate::grid::{CellRuns, sort_into_runs, world_cell};
+use crate::grid::{CellRuns, Sorting, sort_into_runs, world_cell};
 use crate::{Cloud, Error, Result};
 
 /// Bits per axis in a bucket key.
@@ -404,7 +404,7 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
         order: mut sorted,
         keys: run_keys,
         starts,
-    } = sort_into_runs(positions.len(), 3 * axis_bits, 0, |i| {
+    } = sort_into_runs(positions.len(), 3 * axis_bits, 0, Sorting::InPlace, |i| {
         let g = world_cell(origin, positions[i], l);
         morton_encode([0, 1, 2].map(|a| (g[a] - lo[a]) as u32))
     });
