@@ -102,12 +102,13 @@ pub(crate) fn sort_into_runs(
     }
 }
 
-/// Sorts `v`, whose values are distinct and, among those with equal bits `lo..lo + bits`, already in order
-/// (the packed (key, index) pairs of [`sort_into_runs`], made in index order). Each half is sorted by those bits
+/// Sorts `v`, whose values below 2^(lo + bits) are, among those with equal bits `lo..lo + bits`, already in
+/// order: the packed (key, index) pairs of [`sort_into_runs`], made in index order, or any values with `lo`
+/// 0. Each half is sorted by those bits
 /// alone with a stable radix sort, on its own thread, and the halves are merged in two parts at once: on
 /// lone_star's 519k keys, 3.5-4.0 ms against 6.7-7.6 ms for rayon's `par_sort_unstable` on two cores. It needs a
 /// second buffer, as long as `v`, for the time of the sort.
-fn sort_packed(v: &mut Vec<u64>, lo: u32, bits: u32) {
+pub(crate) fn sort_packed(v: &mut Vec<u64>, lo: u32, bits: u32) {
     use rayon::join;
     let n = v.len();
     if n < 1 << 14 {

@@ -45,7 +45,7 @@ use wide::{f32x4, u32x4};
 
 use crate::error::{Error, Result};
 use crate::filters::check_cancel;
-use crate::grid::{CellRuns, Sorting, sort_into_runs};
+use crate::grid::{CellRuns, Sorting, sort_into_runs, sort_packed};
 use crate::lanes::{COMPACT, LANES, lanes_set};
 use crate::progress::Progress;
 
@@ -1057,7 +1057,7 @@ fn check(positions: &[[f32; 3]]) -> Result<()> {
 }
 
 /// The main level for k-nearest queries with this `k`, from the occupancy of a sample.
-fn knn_level(k: usize) -> impl Fn(f64, &[(u64, u32)], f64) -> (u32, f64) {
+fn knn_level(k: usize) -> impl Fn(f64, &[u64], f64) -> (u32, f64) {
     let target = (k.max(1) as f64 * OCCUPANCY_PER_K).max(2.0);
     move |fine, codes, rate| occupancy_level(codes, target, fine, rate)
 }
@@ -1121,7 +1121,7 @@ impl Neighbors {
     fn build(
         positions: Cow<'_, [[f32; 3]]>,
         level_sample: usize,
-        choose_level: impl Fn(f64, &[(u64, u32)], f64) -> (u32, f64),
+        choose_level: impl Fn(f64, &[u64], f64) -> (u32, f64),
     ) -> Neighbors {
         let n = positions.len();
         let (lo, hi) = positions
@@ -1171,17 +1171,16 @@ impl Neighbors {
         // The level is chosen from the Morton codes of a sample of the points (every `stride`-th, so the same
         // for any number of threads): occupancy statistics need no more, and the full sort comes once, after.
         let stride = (n / level_sample.max(1)).max(1);
-        let mut sample: Vec<(u64, u32)> = positions
+        let mut sample: Vec<u64> = positions
             .par_iter()
-            .enumerate()
             .step_by(stride)
-            .map(|(i, p)| {
-                let c: [u32; 3] =
-                    std::array::from_fn(|a| fine_coord(p[a] as f64, lo[a], 1.0 / fine));
-                (morton(c), i as u32)
+            .map(|p| {
+                morton(std::array::from_fn(|a| {
+                    fine_coord(p[a] as f64, lo[a], 1.0 / fine)
+                }))
             })
             .collect();
-        sample.par_sort_unstable();
+        sort_packed(&mut sample, 0, 3 * FINE_BITS);
         let rate = if n == 0 {
             1.0
         } else {
@@ -1890,12 +1889,12 @@ fn decode(code: u64) -> [u32; 3] {
 
 /// The finest level whose point-weighted mean occupancy (the number of points sharing a typical point's cell,
 /// each cell's count capped at 8 * target so a pile of duplicates does not decide) reaches `target`.
-fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64, rate: f64) -> (u32, f64) {
-    let n = keyed.len();
+fn occupancy_level(codes: &[u64], target: f64, fine: f64, rate: f64) -> (u32, f64) {
+    let n = codes.len();
     if n == 0 {
         return (0, fine);
     }
-    // `keyed` is a sample of the cloud at `rate`: a sampled point sharing its cell with r - 1 sampled ones
+    // `codes` (sorted) are a sample of the cloud at `rate`: a sampled point sharing its cell with r - 1 sampled ones
     // shares it with about 1 + (r - 1) / rate points of the cloud (r (r - 1) estimates rate^2 c (c - 1)
     // without bias), and it is that estimate of the cloud's count which is capped. Capping the sampled
     // count r instead needs a cap of 8 * target * rate, which falls below 2 on large clouds (rate below
@@ -1908,7 +1907,7 @@ fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64, rate: f64) -> (
         let mut run = 0u64;
         let mut prev = u64::MAX;
         let weight = |run: u64| run as f64 * (1.0 + (run.max(1) - 1) as f64 / rate).min(cap);
-        for &(code, _) in keyed {
+        for &code in codes {
             let c = code >> shift;
             if c != prev {
                 sum += weight(run);
@@ -1920,6 +1919,9 @@ fn occupancy_level(keyed: &[(u64, u32)], target: f64, fine: f64, rate: f64) -> (
         sum += weight(run);
         sum / n as f64
     };
+    // Each level's occupancy once: a pass over the sample each.
+    let mut known = [None; FINE_BITS as usize + 1];
+    let mut occupancy = |level: u32| *known[level as usize].get_or_insert_with(|| occupancy(level));
     // Occupancy grows with the level: binary search the first level that reaches the target.
     let (mut a, mut b) = (0u32, FINE_BITS);
     while a < b {
@@ -2065,7 +2067,7 @@ mod tests {
         let pts = tiled_cloud(4000);
         let k = 17;
         let target = k as f64 * OCCUPANCY_PER_K;
-        let choose = |fine, codes: &[(u64, u32)], rate| occupancy_level(codes, target, fine, rate);
+        let choose = |fine, codes: &[u64], rate| occupancy_level(codes, target, fine, rate);
         let whole = Neighbors::build(Cow::Borrowed(&pts), usize::MAX, choose);
         let sampled = Neighbors::build(Cow::Borrowed(&pts), 512, choose);
         let occupancy = cell_occupancy(&sampled);
