@@ -54,22 +54,40 @@ pub(crate) fn sort_into_runs(
     key: impl Fn(usize) -> u64 + Sync,
 ) -> CellRuns {
     use rayon::prelude::*;
-    /// The runs of equal `key_at(j) >> run_shift` over the sorted `0..n`: their keys and starts, then `n`.
-    fn runs(n: usize, run_shift: u32, key_at: impl Fn(usize) -> u64) -> (Vec<u64>, Vec<u32>) {
-        // Counted first and allocated once: grown by doubling, the arrays left their outgrown blocks
-        // resident (a cell per point or so when a grid is fine).
-        let count = (0..n)
-            .filter(|&j| j == 0 || key_at(j) >> run_shift != key_at(j - 1) >> run_shift)
-            .count();
+    /// The runs of equal `key(x) >> run_shift` over the sorted `v`: their keys and starts, then `v.len()`.
+    /// Found in parallel, chunk by chunk, then joined where a run crosses a chunk's edge.
+    fn runs<T: Sync>(
+        v: &[T],
+        run_shift: u32,
+        key: impl Fn(&T) -> u64 + Sync,
+    ) -> (Vec<u64>, Vec<u32>) {
+        const CHUNK: usize = 1 << 16;
+        let parts: Vec<(Vec<u64>, Vec<u32>)> = v
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(c, part)| {
+                let (mut keys, mut starts) = (Vec::new(), Vec::new());
+                for (j, x) in part.iter().enumerate() {
+                    let k = key(x) >> run_shift;
+                    if keys.last() != Some(&k) {
+                        keys.push(k);
+                        starts.push((c * CHUNK + j) as u32);
+                    }
+                }
+                (keys, starts)
+            })
+            .collect();
+        // Allocated once, at their length: grown by doubling, the arrays left their outgrown blocks resident
+        // (a cell per point or so when a grid is fine).
+        let count: usize = parts.iter().map(|p| p.0.len()).sum();
         let (mut keys, mut starts) = (Vec::with_capacity(count), Vec::with_capacity(count + 1));
-        for j in 0..n {
-            let c = key_at(j) >> run_shift;
-            if keys.last() != Some(&c) {
-                keys.push(c);
-                starts.push(j as u32);
-            }
+        for (k, s) in parts {
+            // A run that goes on from the previous chunk starts there.
+            let skip = usize::from(keys.last().is_some() && keys.last() == k.first());
+            keys.extend_from_slice(&k[skip..]);
+            starts.extend_from_slice(&s[skip..]);
         }
-        starts.push(n as u32);
+        starts.push(v.len() as u32);
         (keys, starts)
     }
     let index_bits = usize::BITS - n.saturating_sub(1).leading_zeros();
@@ -84,13 +102,13 @@ pub(crate) fn sort_into_runs(
         }
         let mask = (1u64 << index_bits) - 1;
         let order = packed.par_iter().map(|&k| (k & mask) as u32).collect();
-        (order, runs(n, run_shift, |j| packed[j] >> index_bits))
+        (order, runs(&packed, run_shift, |&x| x >> index_bits))
     } else {
         let mut keyed: Vec<(u64, u32)> =
             (0..n).into_par_iter().map(|i| (key(i), i as u32)).collect();
         keyed.par_sort_unstable();
         let order = keyed.par_iter().map(|&(_, i)| i).collect();
-        (order, runs(n, run_shift, |j| keyed[j].0))
+        (order, runs(&keyed, run_shift, |x| x.0))
     };
     // The sort's keys (8 or 16 bytes a point) are freed: their pages go back, or they would stay resident under
     // the caller's next arrays (a stage's peak).
@@ -218,8 +236,9 @@ mod tests {
 
     #[test]
     fn runs_match_a_sort_of_pairs_packed_or_not() {
-        // Enough keys for the radix sort (below 2^14 both sort in place).
-        let keys: Vec<u64> = (0..50_000u64)
+        // Enough keys for the radix sort (below 2^14 both sort in place) and for runs that cross the edges of
+        // the chunks that `runs` works in.
+        let keys: Vec<u64> = (0..150_000u64)
             .map(|i| (i * 7919 % 613) * 3 + (i % 3 == 0) as u64)
             .collect();
         let mut want: Vec<(u64, u32)> = keys
