@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use super::{Bucket, BucketingInfo, MapMetadata, MapSource, PackedMap, ReflectanceInfo, ScanPose};
-use crate::grid::{CellRuns, Sorting, sort_into_runs, world_cell};
+use crate::grid::{CellRuns, Sorting, radix_sort_vec, sort_into_runs, world_cell};
 use crate::{Cloud, Error, Result};
 
 /// Bits per axis in a bucket key.
@@ -221,7 +221,7 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
         })
         .collect();
     // (code, index) pairs are unique and built in index order, so a stable sort by code is the sort of pairs.
-    radix_sort(&mut pts, 3 * levels, |p| p.0);
+    radix_sort_vec(&mut pts, 3 * levels, |p| p.0);
     let mut taken = vec![false; m];
     let mut out = Vec::with_capacity(m);
     let mut chosen: Vec<(u64, usize)> = Vec::new();
@@ -261,7 +261,7 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
             s = e;
         }
         // One entry per cell: the keys are unique.
-        radix_sort(&mut chosen, 3 * (k + 1), |c| c.0);
+        radix_sort_vec(&mut chosen, 3 * (k + 1), |c| c.0);
         for &(_, pos) in &chosen {
             taken[pos] = true;
             out.push(pts[pos].1);
@@ -286,42 +286,10 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
     // (rank, code) pairs are unique (ranks count up within a cell): sorting by both is the sort of the triples.
     // By code, then stably by rank: each key fits its own 64 bits (codes take up to 60).
     let rank_bits = u32::BITS - rest.iter().map(|r| r.0).max().unwrap_or(0).leading_zeros();
-    radix_sort(&mut rest, 3 * levels, |r| r.1);
-    radix_sort(&mut rest, rank_bits, |r| u64::from(r.0));
+    radix_sort_vec(&mut rest, 3 * levels, |r| r.1);
+    radix_sort_vec(&mut rest, rank_bits, |r| u64::from(r.0));
     out.extend(rest.iter().map(|&(_, _, pos)| pts[pos].1));
     out
-}
-
-/// Stable least-significant-digit radix sort of `v` by the low `bits` bits of `key` (a byte per pass; passes
-/// where every key has the same byte are skipped). The buckets' point order sorts three arrays of a few
-/// thousand small keys per bucket, where this is several times faster than a comparison sort.
-fn radix_sort<T: Copy>(v: &mut Vec<T>, bits: u32, key: impl Fn(&T) -> u64) {
-    if v.len() < 2 {
-        return;
-    }
-    let mask = u64::MAX >> (64 - bits.clamp(1, 64));
-    let mut from = std::mem::take(v);
-    let mut to = from.clone();
-    for shift in (0..bits.min(64)).step_by(8) {
-        let digit = |x: &T| (((key(x) & mask) >> shift) & 0xFF) as usize;
-        let mut start = [0usize; 257];
-        for x in &from {
-            start[digit(x) + 1] += 1;
-        }
-        if start.contains(&from.len()) {
-            continue;
-        }
-        for d in 1..257 {
-            start[d] += start[d - 1];
-        }
-        for x in &from {
-            let d = digit(x);
-            to[start[d]] = *x;
-            start[d] += 1;
-        }
-        std::mem::swap(&mut from, &mut to);
-    }
-    *v = from;
 }
 
 /// The result of bucketing a cloud: the grid and the point order.
@@ -663,32 +631,6 @@ mod tests {
         }
         pub fn unit(&mut self) -> f64 {
             (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-        }
-    }
-
-    #[test]
-    fn radix_sort_is_a_stable_sort_by_the_key() {
-        let mut rng = Rng(7);
-        for (n, bits) in [(0, 8), (1, 8), (5, 3), (1000, 18), (3000, 40), (500, 64)] {
-            let mask = if bits >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << bits) - 1
-            };
-            // Few distinct keys, so that stability is exercised; bits above `bits` are ignored.
-            let v: Vec<(u64, u32)> = (0..n)
-                .map(|i| {
-                    (
-                        rng.next_u64() & mask & 0xF0F0_F0F0_F0F0_F0F1 | (rng.next_u64() & !mask),
-                        i,
-                    )
-                })
-                .collect();
-            let mut want = v.clone();
-            want.sort_by_key(|x| x.0 & mask);
-            let mut got = v;
-            radix_sort(&mut got, bits, |x| x.0);
-            assert_eq!(got, want, "n {n}, bits {bits}");
         }
     }
 
