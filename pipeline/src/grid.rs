@@ -220,15 +220,19 @@ fn merge(a: &[u64], b: &[u64], out: &mut [u64]) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn radix_sort_is_a_stable_sort_by_the_key() {
-        let mut s = 3u64;
-        let mut next = || {
+    /// A seeded generator of 64-bit values (an LCG, its high bits folded into the low ones).
+    fn values(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
             s = s
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             s ^ (s >> 29)
-        };
+        }
+    }
+
+    #[test]
+    fn radix_sort_is_a_stable_sort_by_the_key() {
+        let mut next = values(3);
         // Below and above 2^14 values (digits of 8 and of 11 bits).
         for (n, bits) in [
             (0, 8),
@@ -259,13 +263,7 @@ mod tests {
 
     #[test]
     fn sort_packed_matches_a_sort() {
-        let mut s = 7u64;
-        let mut next = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            s >> 33
-        };
+        let mut next = values(7);
         for (n, key_bits, spread) in [
             (1000, 10, 1),
             (70_001, 37, 1),
@@ -275,7 +273,7 @@ mod tests {
             let index_bits = usize::BITS - (n - 1usize).leading_zeros();
             // Keys with ties, and (spread) with a low digit that every key shares, which the sort skips.
             let mut v: Vec<u64> = (0..n as u64)
-                .map(|i| ((next() * spread) % (1 << key_bits)) << index_bits | i)
+                .map(|i| (((next() >> 33) * spread) % (1 << key_bits)) << index_bits | i)
                 .collect();
             let mut want = v.clone();
             want.sort_unstable();
