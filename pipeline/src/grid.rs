@@ -55,39 +55,38 @@ pub(crate) fn sort_into_runs(
 ) -> CellRuns {
     use rayon::prelude::*;
     /// The runs of equal `key(x) >> run_shift` over the sorted `v`: their keys and starts, then `v.len()`.
-    /// Found in parallel, chunk by chunk, then joined where a run crosses a chunk's edge.
+    /// Counted, then listed, chunk by chunk in parallel: the arrays are allocated once at their length (grown
+    /// by doubling, they left their outgrown blocks resident: a run per point or so when a grid is fine).
     fn runs<T: Sync>(
         v: &[T],
         run_shift: u32,
         key: impl Fn(&T) -> u64 + Sync,
     ) -> (Vec<u64>, Vec<u32>) {
         const CHUNK: usize = 1 << 16;
-        let parts: Vec<(Vec<u64>, Vec<u32>)> = v
-            .par_chunks(CHUNK)
-            .enumerate()
-            .map(|(c, part)| {
-                let (mut keys, mut starts) = (Vec::new(), Vec::new());
-                for (j, x) in part.iter().enumerate() {
-                    let k = key(x) >> run_shift;
-                    if keys.last() != Some(&k) {
-                        keys.push(k);
-                        starts.push((c * CHUNK + j) as u32);
-                    }
-                }
-                (keys, starts)
-            })
+        let run_key = |j: usize| key(&v[j]) >> run_shift;
+        let starts_run = |j: usize| j == 0 || run_key(j) != run_key(j - 1);
+        let chunk = |c: usize| c * CHUNK..((c + 1) * CHUNK).min(v.len());
+        let chunks = v.len().div_ceil(CHUNK);
+        let counts: Vec<usize> = (0..chunks)
+            .into_par_iter()
+            .map(|c| chunk(c).filter(|&j| starts_run(j)).count())
             .collect();
-        // Allocated once, at their length: grown by doubling, the arrays left their outgrown blocks resident
-        // (a cell per point or so when a grid is fine).
-        let count: usize = parts.iter().map(|p| p.0.len()).sum();
-        let (mut keys, mut starts) = (Vec::with_capacity(count), Vec::with_capacity(count + 1));
-        for (k, s) in parts {
-            // A run that goes on from the previous chunk starts there.
-            let skip = usize::from(keys.last().is_some() && keys.last() == k.first());
-            keys.extend_from_slice(&k[skip..]);
-            starts.extend_from_slice(&s[skip..]);
+        let count = counts.iter().sum();
+        let (mut keys, mut starts) = (vec![0u64; count], vec![0u32; count + 1]);
+        let mut parts = Vec::with_capacity(chunks);
+        let (mut rest_keys, mut rest_starts) = (&mut keys[..], &mut starts[..count]);
+        for &m in &counts {
+            let (k, kt) = rest_keys.split_at_mut(m);
+            let (s, st) = rest_starts.split_at_mut(m);
+            parts.push((k, s));
+            (rest_keys, rest_starts) = (kt, st);
         }
-        starts.push(v.len() as u32);
+        parts.into_par_iter().enumerate().for_each(|(c, (k, s))| {
+            for (j, (k, s)) in chunk(c).filter(|&j| starts_run(j)).zip(k.iter_mut().zip(s)) {
+                (*k, *s) = (run_key(j), j as u32);
+            }
+        });
+        starts[count] = v.len() as u32;
         (keys, starts)
     }
     let index_bits = usize::BITS - n.saturating_sub(1).leading_zeros();
