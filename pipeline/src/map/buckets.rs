@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use super::{Bucket, BucketingInfo, MapMetadata, MapSource, PackedMap, ReflectanceInfo, ScanPose};
-use crate::grid::{CellRuns, Sorting, radix_sort_vec, sort_into_runs, world_cell};
+use crate::grid::{CellRuns, Sorting, radix_sort_with_buffer, sort_into_runs, world_cell};
 use crate::{Cloud, Error, Result};
 
 /// Bits per axis in a bucket key.
@@ -221,7 +221,7 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
         })
         .collect();
     // (code, index) pairs are unique and built in index order, so a stable sort by code is the sort of pairs.
-    radix_sort_vec(&mut pts, 3 * levels, |p| p.0);
+    radix_sort_with_buffer(&mut pts, 3 * levels, |p| p.0);
     let mut taken = vec![false; m];
     let mut out = Vec::with_capacity(m);
     let mut chosen: Vec<(u64, usize)> = Vec::new();
@@ -261,7 +261,7 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
             s = e;
         }
         // One entry per cell: the keys are unique.
-        radix_sort_vec(&mut chosen, 3 * (k + 1), |c| c.0);
+        radix_sort_with_buffer(&mut chosen, 3 * (k + 1), |c| c.0);
         for &(_, pos) in &chosen {
             taken[pos] = true;
             out.push(pts[pos].1);
@@ -286,8 +286,8 @@ pub(crate) fn coarse_to_fine(local: &[[f64; 3]], levels: u32) -> Vec<u32> {
     // (rank, code) pairs are unique (ranks count up within a cell): sorting by both is the sort of the triples.
     // By code, then stably by rank: each key fits its own 64 bits (codes take up to 60).
     let rank_bits = u32::BITS - rest.iter().map(|r| r.0).max().unwrap_or(0).leading_zeros();
-    radix_sort_vec(&mut rest, 3 * levels, |r| r.1);
-    radix_sort_vec(&mut rest, rank_bits, |r| u64::from(r.0));
+    radix_sort_with_buffer(&mut rest, 3 * levels, |r| r.1);
+    radix_sort_with_buffer(&mut rest, rank_bits, |r| u64::from(r.0));
     out.extend(rest.iter().map(|&(_, _, pos)| pts[pos].1));
     out
 }
