@@ -920,7 +920,7 @@ const PROBES: usize = 6;
 
 /// The k-th smallest of `near[..n]` (`k <= n`; `near` padded past `n` with infinity to a whole number of
 /// lanes) and the sum of the roots of the k smallest (0 and 0 when k is 0), without ordering the values:
-/// counting passes (four lanes at a time, from `estimate`, then by interpolation; about two per call on
+/// counting passes (four lanes at a time, from `estimate`, then by interpolation; about 2.7 per call on
 /// lone_star) narrow an interval until the k-th is its first or its last value, which one more pass reads
 /// (else the values are taken smallest first). Equal values count as often as they occur, so the sum does
 /// not depend on which of them a sort would have kept. Roots in f32, summed in f64 lane by lane.
@@ -1776,8 +1776,9 @@ impl Neighbors {
         struct Bufs<M> {
             mode: M,
             block: Candidates,
-            /// The group of main cells whose block `block` holds (the lowest one's coordinates).
-            group: Option<[i64; 3]>,
+            /// The group of main cells whose block `block` holds (the lowest one's coordinates), and the
+            /// block's faces.
+            group: Option<([i64; 3], Faces)>,
             /// The previous query's k-th squared distance, when it had k neighbours.
             last: Option<f32>,
             pending: Vec<(usize, f32)>,
@@ -1800,11 +1801,13 @@ impl Neighbors {
                 let g = decode(self.cell_codes[ci] >> (3 * GROUP_LEVELS))
                     .map(|v| (v as i64) << GROUP_LEVELS);
                 let (lo, hi) = (g.map(|v| v - 1), g.map(|v| v + (1 << GROUP_LEVELS)));
-                if b.group != Some(g) {
-                    b.group = Some(g);
-                    b.block.fill(self, lo, hi, M::INDEXED);
-                }
-                let faces = self.faces(0, lo, hi);
+                let faces = match &mut b.group {
+                    Some((held, faces)) if *held == g => &*faces,
+                    group => {
+                        b.block.fill(self, lo, hi, M::INDEXED);
+                        &group.insert((g, self.faces(0, lo, hi))).1
+                    }
+                };
                 b.pending.clear();
                 for j in own.clone() {
                     let q = self.sorted[j];
@@ -1894,7 +1897,7 @@ fn occupancy_level(codes: &[u64], target: f64, fine: f64, rate: f64) -> (u32, f6
     if n == 0 {
         return (0, fine);
     }
-    // `codes` (sorted) are a sample of the cloud at `rate`: a sampled point sharing its cell with r - 1 sampled ones
+    // `codes` (sorted) sample the cloud at `rate`: a sampled point sharing its cell with r - 1 sampled ones
     // shares it with about 1 + (r - 1) / rate points of the cloud (r (r - 1) estimates rate^2 c (c - 1)
     // without bias), and it is that estimate of the cloud's count which is capped. Capping the sampled
     // count r instead needs a cap of 8 * target * rate, which falls below 2 on large clouds (rate below
