@@ -1,6 +1,6 @@
 //! How the process's allocator treats freed memory: kept for reuse while a process works, handed back to the
-//! operating system between preparation stages. With `mmap.rs`, one of the two places in the crate with
-//! `unsafe`.
+//! operating system between preparation stages. With `mmap.rs` and `features/avx2.rs`, one of the three places
+//! in the crate with `unsafe`.
 //!
 //! Why: glibc returns a freed block of more than its (dynamic) mmap threshold, or a heap top beyond twice that,
 //! to the kernel at once, and the next allocation of the same size costs a page fault per 4 KiB on first

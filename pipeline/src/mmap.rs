@@ -1,4 +1,5 @@
-//! Read-only memory maps of input files: with `memory.rs`, one of the two places in the crate with `unsafe`.
+//! Read-only memory maps of input files: with `memory.rs` and `features/avx2.rs`, one of the three places in the
+//! crate with `unsafe`.
 
 use std::fs::File;
 

@@ -1,5 +1,6 @@
 //! Per-point features from neighbourhoods: neighbour search, normals, plane thickness gamma.
 
+mod avx2;
 pub mod neighbors;
 pub mod normals;
 

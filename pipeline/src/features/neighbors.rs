@@ -16,13 +16,13 @@
 //!   block's points spread most evenly (x and y for ground, the wall's own axes for a wall: a quarter fewer
 //!   distances on TLS scans), at a resolution that follows the block's density. A query first guesses its k-th
 //!   distance from the previous point's (1.2 times it), and scans only the buckets within that distance on
-//!   both axes, four candidates at a time, listing those within it; the k nearest of the listed are found by
-//!   rank (each one's count of nearer ones, with no branch) rather than by a sort, which was the largest cost
-//!   of a query. When fewer than k lie within the guess, it scans again within a bound that holds (the
-//!   farthest of the previous point's k neighbours). Its answer is final when the k-th is nearer than the
-//!   block's nearest face; otherwise the cells within the k-th distance are
-//!   scanned directly, or, without a bound, the search is redone on a block (at a coarser level when needed)
-//!   that provably contains every closer point. Results are exact.
+//!   both axes, four candidates at a time (eight with AVX2, `avx2.rs`: the same list), listing those within
+//!   it; the k nearest of the listed are found by rank (each one's count of nearer ones, with no branch)
+//!   rather than by a sort, which was the largest cost of a query. When fewer than k lie within the guess, it
+//!   scans again within a bound that holds (the farthest of the previous point's k neighbours). Its answer is
+//!   final when the k-th is nearer than the block's nearest face; otherwise the cells within the k-th distance
+//!   are scanned directly, or, without a bound, the search is redone on a block (at a coarser level when
+//!   needed) that provably contains every closer point. Results are exact.
 //!
 //! Results are sorted by (squared distance in f32, original index), so they do not depend on the grid, the
 //! chosen level or the number of threads.
@@ -43,6 +43,7 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 use wide::{f32x4, u32x4};
 
+use super::avx2::{self, LANES8};
 use crate::error::{Error, Result};
 use crate::filters::check_cancel;
 use crate::grid::{CellRuns, Sorting, sort_into_runs, sort_packed};
@@ -245,6 +246,8 @@ struct Candidates {
     /// Direct-mapped cache of main-cell look-ups (code, index in `cell_codes` or `u32::MAX`), by the code's
     /// low bits: consecutive cells in Morton order share most of their blocks.
     seen: Vec<(u64, u32)>,
+    /// Whether [`Candidates::list`] lists in eight AVX2 lanes ([`avx2`]) rather than four: the same result.
+    lanes8: bool,
 }
 
 /// A query whose first block did not hold its answer scans the cells of its bound's box directly when there
@@ -255,6 +258,14 @@ const PENDING_CELLS: u64 = 343;
 const SEEN: usize = 512;
 
 impl Candidates {
+    /// Empty buffers, listing in eight lanes where the processor can.
+    fn new() -> Candidates {
+        Candidates {
+            lanes8: avx2::available(),
+            ..Candidates::default()
+        }
+    }
+
     /// The column (along x) of coarse x coordinate `cx`: non-decreasing in `cx`.
     #[inline]
     fn col(&self, cx: u32) -> usize {
@@ -359,14 +370,14 @@ impl Candidates {
         }
         // start[b + 1] is now where bucket b begins; placing each candidate moves it to where bucket b ends,
         // which is where bucket b + 1 begins, and start[0] stays 0.
-        // Padded by LANES - 1 for `select`'s reads of four at a time (the padding's lanes are masked off).
-        self.xs.resize(m + LANES - 1, 0.0);
-        self.ys.resize(m + LANES - 1, 0.0);
-        self.zs.resize(m + LANES - 1, 0.0);
+        // Padded for `list`'s reads of a whole vector at a time (the padding's lanes are masked off).
+        self.xs.resize(m + LANES8 - 1, 0.0);
+        self.ys.resize(m + LANES8 - 1, 0.0);
+        self.zs.resize(m + LANES8 - 1, 0.0);
         self.orig.resize(m, 0);
         self.d2.resize(m + LANES - 1, 0.0);
-        self.listed.resize(m + LANES, 0);
-        self.near.resize(m + LANES, 0.0);
+        self.listed.resize(m + LANES8, 0);
+        self.near.resize(m + LANES8, 0.0);
         self.head.resize(RANK_SLOTS, 0);
         if self.keys.len() < m + LANES {
             self.keys.resize(m + LANES, 0);
@@ -405,6 +416,22 @@ impl Candidates {
         let [qx, qy, qz] = q.map(f32x4::splat);
         let tau4 = f32x4::splat(tau);
         let mut n = 0usize;
+        if self.lanes8 {
+            let query = avx2::Query {
+                xs: &self.xs,
+                ys: &self.ys,
+                zs: &self.zs,
+                start: &self.start,
+                nx: self.nx,
+                rows: (r0, r1),
+                cols: (c0, c1),
+                q,
+                tau,
+            };
+            n = avx2::list(&query, &mut self.listed, &mut self.near);
+            self.near[n..n + LANES].fill(f32::INFINITY);
+            return n;
+        }
         for row in r0..=r1 {
             let (a, e) = (
                 self.start[row * self.nx + c0] as usize,
@@ -1788,7 +1815,7 @@ impl Neighbors {
             progress,
             || Bufs {
                 mode: init(),
-                block: Candidates::default(),
+                block: Candidates::new(),
                 group: None,
                 last: None,
                 pending: Vec::new(),
@@ -2220,6 +2247,39 @@ mod tests {
             kth_and_root_sum(&[f32::INFINITY; LANES], 0, 0, 1.0),
             (0.0, 0.0)
         );
+    }
+
+    /// The eight-lane listing (AVX2) lists exactly the slots and distances the four-lane one does, in the same
+    /// order, whatever the bound.
+    #[test]
+    fn both_listings_agree() {
+        if !avx2::available() {
+            eprintln!("skipped: this processor has no AVX2, so only the four-lane listing runs");
+            return;
+        }
+        for pts in [mixed_cloud(3000), tiled_cloud(300)] {
+            let nb = Neighbors::for_knn(&pts, 17).unwrap();
+            let mut block = Candidates::new();
+            for ci in (0..nb.cell_codes.len()).step_by(5) {
+                let g = decode(nb.cell_codes[ci]).map(|v| v as i64);
+                block.fill(&nb, g.map(|v| v - 1), g.map(|v| v + 1), false);
+                for j in nb.cell_start[ci] as usize..nb.cell_start[ci + 1] as usize {
+                    for tau in [0.0, 1e-4, 3e-3, 0.02, 0.1, f32::INFINITY] {
+                        let listing = |block: &mut Candidates, lanes8| {
+                            block.lanes8 = lanes8;
+                            let n = block.list(&nb, nb.sorted[j], tau);
+                            let near: Vec<u32> = block.near[..n + LANES]
+                                .iter()
+                                .map(|d| d.to_bits())
+                                .collect();
+                            (block.listed[..n].to_vec(), near)
+                        };
+                        let four = listing(&mut block, false);
+                        assert_eq!(four, listing(&mut block, true), "point {j}, tau {tau}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
