@@ -19,6 +19,7 @@ pub(super) const LANES8: usize = 8;
 
 /// For each 8-bit mask (`_mm256_movemask_ps`), its set lanes in ascending order (the others repeat lane 0,
 /// past the count, where the next store overwrites them).
+#[cfg(target_arch = "x86_64")]
 static PERMUTE: [[u32; LANES8]; 256] = {
     let mut table = [[0u32; LANES8]; 256];
     let mut mask = 0;
@@ -51,6 +52,7 @@ pub(super) fn available() -> bool {
 
 /// A query's rows of candidates: row `r` in `rows` is the run `start[r * nx + c0]..start[r * nx + c1 + 1]`
 /// of the structure of arrays `xs, ys, zs` (padded by [`LANES8`] - 1 past its end), for `cols = (c0, c1)`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) struct Query<'a> {
     pub xs: &'a [f32],
     pub ys: &'a [f32],
