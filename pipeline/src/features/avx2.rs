@@ -50,9 +50,9 @@ pub(super) fn available() -> bool {
     }
 }
 
-/// A query's rows of candidates: row `r` in `rows` is the run `start[r * nx + c0]..start[r * nx + c1 + 1]`
-/// of the structure of arrays `xs, ys, zs` (padded by [`LANES8`] - 1 past its end), for `cols = (c0, c1)`.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+/// A query's rows of candidates, for this listing and the four-lane one: row `r` in `rows` is the run
+/// `start[r * nx + c0]..start[r * nx + c1 + 1]` of the structure of arrays `xs, ys, zs` (padded by [`LANES8`]
+/// - 1 past its end), for `cols = (c0, c1)`.
 pub(super) struct Query<'a> {
     pub xs: &'a [f32],
     pub ys: &'a [f32],

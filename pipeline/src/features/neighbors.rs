@@ -43,7 +43,7 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 use wide::{f32x4, u32x4};
 
-use super::avx2::{self, LANES8};
+use super::avx2::{self, LANES8, Query};
 use crate::error::{Error, Result};
 use crate::filters::check_cancel;
 use crate::grid::{CellRuns, Sorting, sort_into_runs, sort_packed};
@@ -409,74 +409,28 @@ impl Candidates {
     fn list(&mut self, nb: &Neighbors, q: [f32; 3], tau: f32) -> usize {
         let r = (tau.sqrt() * (1.0 + 1e-5) + 1e-22) as f64;
         let [u, v] = self.axes;
-        let c0 = self.col(nb.coarse_of(q[u] as f64 - r, u));
-        let c1 = self.col(nb.coarse_of(q[u] as f64 + r, u));
-        let r0 = self.row(nb.coarse_of(q[v] as f64 - r, v));
-        let r1 = self.row(nb.coarse_of(q[v] as f64 + r, v));
-        let [qx, qy, qz] = q.map(f32x4::splat);
-        let tau4 = f32x4::splat(tau);
-        let mut n = 0usize;
-        if self.lanes8 {
-            let query = avx2::Query {
-                xs: &self.xs,
-                ys: &self.ys,
-                zs: &self.zs,
-                start: &self.start,
-                nx: self.nx,
-                rows: (r0, r1),
-                cols: (c0, c1),
-                q,
-                tau,
-            };
-            n = avx2::list(&query, &mut self.listed, &mut self.near);
-            self.near[n..n + LANES].fill(f32::INFINITY);
-            return n;
-        }
-        for row in r0..=r1 {
-            let (a, e) = (
-                self.start[row * self.nx + c0] as usize,
-                self.start[row * self.nx + c1 + 1] as usize,
-            );
-            // Four candidates at a time (the arrays are padded by LANES - 1): the squared distances as
-            // [`dist2`] computes them, and the slots of those within tau listed with one store.
-            let len = (e - a).div_ceil(LANES) * LANES;
-            let (xs, ys, zs) = (
-                &self.xs[a..a + len],
-                &self.ys[a..a + len],
-                &self.zs[a..a + len],
-            );
-            // Each store advances by at most LANES, so the run's stores stay within `len` slots.
-            let listed = &mut self.listed[n..n + len];
-            let mut w = 0;
-            for (c, ((x, y), (z, d2))) in xs
-                .chunks_exact(LANES)
-                .zip(ys.chunks_exact(LANES))
-                .zip(
-                    zs.chunks_exact(LANES)
-                        .zip(self.d2[a..a + len].chunks_exact_mut(LANES)),
-                )
-                .enumerate()
-            {
-                let lanes =
-                    |v: &[f32]| f32x4::from(<[f32; LANES]>::try_from(v).unwrap_or_default());
-                let (dx, dy, dz) = (lanes(x) - qx, lanes(y) - qy, lanes(z) - qz);
-                let d = dx * dx + dy * dy + dz * dz;
-                d2.copy_from_slice(&d.to_array());
-                let i = c * LANES;
-                let valid = (1u32 << (e - a - i).min(LANES)) - 1;
-                let (set, count) = COMPACT[(d.simd_le(tau4).to_bitmask() & valid) as usize];
-                if let Some(slots) = listed.get_mut(w..w + LANES) {
-                    slots.copy_from_slice(
-                        &(u32x4::splat((a + i) as u32) + u32x4::from(set)).to_array(),
-                    );
-                }
-                w += count as usize;
-            }
-            n += w;
-        }
-        for (near, &t) in self.near.iter_mut().zip(&self.listed[..n]) {
-            *near = self.d2[t as usize];
-        }
+        let query = Query {
+            xs: &self.xs,
+            ys: &self.ys,
+            zs: &self.zs,
+            start: &self.start,
+            nx: self.nx,
+            cols: (
+                self.col(nb.coarse_of(q[u] as f64 - r, u)),
+                self.col(nb.coarse_of(q[u] as f64 + r, u)),
+            ),
+            rows: (
+                self.row(nb.coarse_of(q[v] as f64 - r, v)),
+                self.row(nb.coarse_of(q[v] as f64 + r, v)),
+            ),
+            q,
+            tau,
+        };
+        let n = if self.lanes8 {
+            avx2::list(&query, &mut self.listed, &mut self.near)
+        } else {
+            list4(&query, &mut self.d2, &mut self.listed, &mut self.near)
+        };
         self.near[n..n + LANES].fill(f32::INFINITY);
         n
     }
@@ -587,6 +541,60 @@ impl Candidates {
         self.box_keys = keys;
         true
     }
+}
+
+/// [`avx2::list`] four lanes at a time, on any processor: the same slots and distances. The squared distances
+/// of every candidate scanned go through `d2`, from which the listed ones are gathered (SSE2 has no lane
+/// permute to put them in place).
+fn list4(query: &Query, d2: &mut [f32], listed: &mut [u32], near: &mut [f32]) -> usize {
+    let (start, nx, (c0, c1)) = (query.start, query.nx, query.cols);
+    let [qx, qy, qz] = query.q.map(f32x4::splat);
+    let tau4 = f32x4::splat(query.tau);
+    let mut n = 0usize;
+    for row in query.rows.0..=query.rows.1 {
+        let (a, e) = (
+            start[row * nx + c0] as usize,
+            start[row * nx + c1 + 1] as usize,
+        );
+        // Four candidates at a time (the arrays are padded by LANES - 1): the squared distances as [`dist2`]
+        // computes them, and the slots of those within tau listed with one store.
+        let len = (e - a).div_ceil(LANES) * LANES;
+        let (xs, ys, zs) = (
+            &query.xs[a..a + len],
+            &query.ys[a..a + len],
+            &query.zs[a..a + len],
+        );
+        // Each store advances by at most LANES, so the run's stores stay within `len` slots.
+        let listed = &mut listed[n..n + len];
+        let mut w = 0;
+        for (c, ((x, y), (z, d2))) in xs
+            .chunks_exact(LANES)
+            .zip(ys.chunks_exact(LANES))
+            .zip(
+                zs.chunks_exact(LANES)
+                    .zip(d2[a..a + len].chunks_exact_mut(LANES)),
+            )
+            .enumerate()
+        {
+            let lanes = |v: &[f32]| f32x4::from(<[f32; LANES]>::try_from(v).unwrap_or_default());
+            let (dx, dy, dz) = (lanes(x) - qx, lanes(y) - qy, lanes(z) - qz);
+            let d = dx * dx + dy * dy + dz * dz;
+            d2.copy_from_slice(&d.to_array());
+            let i = c * LANES;
+            let valid = (1u32 << (e - a - i).min(LANES)) - 1;
+            let (set, count) = COMPACT[(d.simd_le(tau4).to_bitmask() & valid) as usize];
+            if let Some(slots) = listed.get_mut(w..w + LANES) {
+                slots
+                    .copy_from_slice(&(u32x4::splat((a + i) as u32) + u32x4::from(set)).to_array());
+            }
+            w += count as usize;
+        }
+        n += w;
+    }
+    for (near, &t) in near.iter_mut().zip(&listed[..n]) {
+        *near = d2[t as usize];
+    }
+    n
 }
 
 /// Candidates selected by [`select_by_rank`] when no more are within the bound.
