@@ -7,7 +7,7 @@
 
 use aerie_pipeline::filters::{DownsampleMethod, SorCompat};
 use aerie_pipeline::io::{Encoding, Format, LasVersion};
-use aerie_simcore::render::{Method, RenderParams};
+use aerie_simcore::render::{Method, PointsIn, RenderParams};
 use clap::ValueEnum;
 
 /// A scan file format (`--format`, `--input-format`).
@@ -161,6 +161,7 @@ impl MethodArg {
                     seed: base.seed,
                     plane_correction: base.plane_correction,
                     debug: base.debug,
+                    points_in: base.points_in,
                     ..RenderParams::marsim()
                 };
             }
@@ -317,6 +318,29 @@ mod tests {
                 Method::Auto => MethodArg::Auto,
             };
             assert_eq!(arg.params(&base).method, m);
+        }
+    }
+}
+
+/// The frame a moving sensor's points are written in (`aerie scan --points-in`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PointsInArg {
+    /// The sensor frame at the frame start, the motion during the frame compensated.
+    Start,
+    /// The sensor frame at the frame's last firing, the motion compensated (an undistorted scan, as
+    /// LiDAR-inertial front-ends such as FAST-LIO publish it).
+    End,
+    /// Each point in the sensor frame at its own firing time: the motion distortion left in, as the sensor's
+    /// driver gives it.
+    Firing,
+}
+
+impl From<PointsInArg> for PointsIn {
+    fn from(p: PointsInArg) -> PointsIn {
+        match p {
+            PointsInArg::Start => PointsIn::FrameStart,
+            PointsInArg::End => PointsIn::FrameEnd,
+            PointsInArg::Firing => PointsIn::Firing,
         }
     }
 }

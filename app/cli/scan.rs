@@ -12,7 +12,7 @@ use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xy
 use anyhow::Context;
 
 use super::BadInput;
-use super::choices::MethodArg;
+use super::choices::{MethodArg, PointsInArg};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -28,7 +28,7 @@ pub struct Args {
     /// A TUM trajectory (`t x y z qx qy qz qw` per line) of the sensor in the map frame, instead of --pose.
     #[arg(long, conflicts_with = "pose")]
     trajectory: Option<PathBuf>,
-    /// Output scan (.pcd .ply .las .laz .xyz ...): points in the sensor frame at the frame start, with
+    /// Output scan (.pcd .ply .las .laz .xyz ...): points in the sensor frame that --points-in names, with
     /// intensity, time (seconds since the frame start) and ring.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -46,6 +46,11 @@ pub struct Args {
     /// Start time on the trajectory's clock, seconds. Default: the trajectory's first time (0 for --pose).
     #[arg(long)]
     start: Option<f64>,
+    /// Where the points of a sensor moving along --trajectory are given: `start` (default) and `end`, in the
+    /// sensor frame at the frame start or at its last firing with the motion compensated; `firing`, each in the
+    /// sensor frame at its own firing time, as the driver gives them (motion distortion left in).
+    #[arg(long, value_enum, default_value_t = PointsInArg::Start)]
+    points_in: PointsInArg,
     /// Renderer (default auto).
     #[arg(long)]
     method: Option<MethodArg>,
@@ -138,9 +143,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         (None, Some(p)) => Tum::load(p)?.span_s().0,
         (None, None) => 0.0,
     };
+    if args.merge && args.points_in == PointsInArg::Firing {
+        return Err(BadInput(
+            "--merge places points in the map frame, which needs them compensated for the motion: use \
+             --points-in start or end with it"
+                .into(),
+        )
+        .into());
+    }
     let mut params = RenderParams {
         seed: args.seed,
         plane_correction: !args.no_plane_correction,
+        points_in: args.points_in.into(),
         ..RenderParams::default()
     };
     if let Some(m) = args.method {

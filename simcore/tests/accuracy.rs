@@ -16,7 +16,7 @@ use aerie_pipeline::prepare::{Recipe, Stage, prepare};
 use aerie_pipeline::{Cloud, NoProgress};
 use aerie_simcore::render::{Method, RenderParams, Renderer};
 use aerie_simcore::scene::{Scanner, Scene};
-use aerie_simcore::sensor::{Beam, SensorModel};
+use aerie_simcore::sensor::{Beam, Pattern, SensorModel};
 use aerie_simcore::trajectory::{
     Isometry3, Static, Translation3, UnitQuaternion, pose_from_xyz_rpy,
 };
@@ -601,9 +601,14 @@ fn real_hall_scan() {
     let mut beams = Vec::new();
     model.beams(0, &mut beams);
     assert_eq!(beams.len(), 64 * 2048);
-    // The scan's points are given from the optical centre (docs/accuracy.md, section 3): its frame is the
-    // lidar frame the beams start from.
-    let lidar_pose = hall_scan_pose();
+    // The scan's points are in Ouster's sensor frame, the lidar origin (where the beams start and the preset's
+    // elevations are measured from) `lidar_origin_z_mm` above it (docs/accuracy.md, section 3). The sensor
+    // moved during the sweep, which this section, still at the scan's pose, leaves out.
+    let Pattern::Spinning(pattern) = &model.pattern else {
+        panic!("os0_64_hall is spinning");
+    };
+    let lift = V3::new(0.0, 0.0, f64::from(pattern.lidar_origin_z_mm) * 1e-3);
+    let lidar_pose = hall_scan_pose() * Translation3::from(lift);
 
     // Real points in the lidar frame, matched to (ring, column) cells.
     let cols = 2048usize;
@@ -626,7 +631,7 @@ fn real_hall_scan() {
     let mut gaps = Vec::with_capacity(real.len());
     let (mut off_ring, mut duplicate) = (0usize, 0usize);
     for p in real.positions() {
-        let q = V3::new(p[0] as f64, p[1] as f64, p[2] as f64);
+        let q = V3::new(p[0] as f64, p[1] as f64, p[2] as f64) - lift;
         let range = q.norm();
         if range.is_nan() || range <= 0.1 {
             continue;

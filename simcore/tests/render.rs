@@ -5,7 +5,7 @@
 //! not depend on the pipeline's bucketing or normal estimation.
 
 use aerie_pipeline::map::{Bucket, MapView};
-use aerie_simcore::render::{self, Frame, Method, RenderParams, Renderer};
+use aerie_simcore::render::{self, Frame, Method, PointsIn, RenderParams, Renderer};
 use aerie_simcore::scene::Surface;
 use aerie_simcore::sensor::{Beam, Physics};
 use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xyz_rpy};
@@ -646,6 +646,9 @@ fn renderers_agree_on_a_simple_scene() {
     assert!(median < 1e-3 && within > 0.98);
 }
 
+/// Every beam is cast from the pose at its own firing time, and its point is given in the frame
+/// `RenderParams::points_in` names: the sensor at the frame start or at the last firing (the motion
+/// compensated), or at the beam's own firing (the motion distortion left in, as a driver gives it).
 #[test]
 fn motion_distortion_follows_per_beam_poses() {
     let scene = Scene::room();
@@ -653,55 +656,68 @@ fn motion_distortion_follows_per_beam_poses() {
     let beams = spinning(32, 1024);
     let traj = moving_trajectory();
     let start = 10.0;
-    let start_pose = traj.world_from_sensor(start);
+    let last = beams.iter().map(|b| b.time_s).fold(0.0f32, f32::max) as f64;
     for method in [Method::Splat, Method::Beam] {
-        let frame = render::render_frame(
-            &map.view(),
-            &beams,
-            &physics(),
-            &traj,
-            start,
-            0,
-            &params(method, true),
-        );
-        let mut errors = Vec::new();
-        let mut moved = 0usize;
-        for pt in &frame.points {
-            let beam = beams[pt.beam as usize];
-            assert_eq!((pt.time_s, pt.ring), (beam.time_s, beam.ring));
-            // The exact return of this beam from the pose at its own time, in the start frame.
-            let pose = traj.world_from_sensor(start + beam.time_s as f64);
-            let u = pose.rotation
-                * V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64).normalize();
-            let o = pose.translation.vector - V3::from(ORIGIN);
-            let Some(t) = scene.cast(&o, &u) else {
-                continue;
+        for points_in in [PointsIn::FrameStart, PointsIn::FrameEnd, PointsIn::Firing] {
+            let p = RenderParams {
+                points_in,
+                ..params(method, true)
             };
-            let want = start_pose.inverse() * Point3::from(pose.translation.vector + u * t);
-            let got = V3::new(pt.xyz[0] as f64, pt.xyz[1] as f64, pt.xyz[2] as f64);
-            errors.push((got - want.coords).norm());
-            // A static sensor at the start pose would have put the point elsewhere.
-            let naive = V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64)
-                .normalize()
-                * pt.range_m as f64;
-            if (naive - got).norm() > 0.1 {
-                moved += 1;
+            let frame = render::render_frame(&map.view(), &beams, &physics(), &traj, start, 0, &p);
+            let frame_pose = traj.world_from_sensor(match points_in {
+                PointsIn::FrameEnd => start + last,
+                PointsIn::FrameStart | PointsIn::Firing => start,
+            });
+            assert_eq!(
+                frame.world_from_sensor, frame_pose,
+                "{method:?} {points_in:?}"
+            );
+            let mut errors = Vec::new();
+            let mut moved = 0usize;
+            for pt in &frame.points {
+                let beam = beams[pt.beam as usize];
+                assert_eq!((pt.time_s, pt.ring), (beam.time_s, beam.ring));
+                // The exact return of this beam from the pose at its own time.
+                let pose = traj.world_from_sensor(start + beam.time_s as f64);
+                let dir = V3::new(beam.dir[0] as f64, beam.dir[1] as f64, beam.dir[2] as f64);
+                let u = pose.rotation * dir.normalize();
+                let o = pose.translation.vector - V3::from(ORIGIN);
+                let Some(t) = scene.cast(&o, &u) else {
+                    continue;
+                };
+                let seen_from = if points_in == PointsIn::Firing {
+                    pose
+                } else {
+                    frame_pose
+                };
+                let want = seen_from.inverse() * Point3::from(pose.translation.vector + u * t);
+                let got = V3::new(pt.xyz[0] as f64, pt.xyz[1] as f64, pt.xyz[2] as f64);
+                errors.push((got - want.coords).norm());
+                // A sensor still at the frame's pose would have put the point elsewhere.
+                if (dir.normalize() * pt.range_m as f64 - got).norm() > 0.1 {
+                    moved += 1;
+                }
+            }
+            errors.sort_by(f64::total_cmp);
+            let median = errors[errors.len() / 2];
+            let p90 = errors[errors.len() * 9 / 10];
+            let slices = frame.debug.as_ref().unwrap().time_slices;
+            println!(
+                "motion {method:?} {points_in:?}: {} points, median {median:.5} m, p90 {p90:.5} m, \
+                 {moved} moved, slices {slices}",
+                errors.len()
+            );
+            assert!(errors.len() > beams.len() * 9 / 10);
+            assert!(
+                median < 0.002 && p90 < 0.02,
+                "{method:?} {points_in:?}: median {median} p90 {p90}"
+            );
+            if points_in == PointsIn::Firing {
+                assert_eq!(moved, 0, "each point where its own pose saw it");
+            } else {
+                assert!(moved > errors.len() / 2, "the motion must be compensated");
             }
         }
-        errors.sort_by(f64::total_cmp);
-        let median = errors[errors.len() / 2];
-        let p90 = errors[errors.len() * 9 / 10];
-        let slices = frame.debug.as_ref().unwrap().time_slices;
-        println!(
-            "motion {method:?}: {} points, median {median:.5} m, p90 {p90:.5} m, {moved} distorted, slices {slices}",
-            errors.len()
-        );
-        assert!(errors.len() > beams.len() * 9 / 10);
-        assert!(
-            median < 0.002 && p90 < 0.02,
-            "{method:?}: median {median} p90 {p90}"
-        );
-        assert!(moved > errors.len() / 2, "motion must distort the scan");
     }
 }
 

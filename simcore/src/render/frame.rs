@@ -37,9 +37,10 @@ impl Image {
 
 impl Frame {
     /// The returns as a cloud with intensity, time (seconds since `time_offset_s` before the frame start, so a
-    /// series can share one clock) and ring. Points stay in the sensor frame at the frame start unless
-    /// `in_map_frame`, where they are placed by the frame's pose (origin at the pose, rounded down to metres,
-    /// so georeferenced maps keep their precision).
+    /// series can share one clock) and ring. Points stay in the sensor frame the frame gives them in
+    /// ([`super::RenderParams::points_in`]) unless `in_map_frame`, where they are placed by the frame's pose
+    /// (origin at the pose, rounded down to metres, so georeferenced maps keep their precision; for
+    /// [`super::PointsIn::Firing`] frames that placement ignores the motion during the frame).
     pub fn to_cloud(&self, time_offset_s: f64, in_map_frame: bool) -> Cloud {
         let mut cloud = Columns::default();
         let pose = &self.world_from_sensor;

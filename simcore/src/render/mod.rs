@@ -24,8 +24,10 @@
 //! On that map a beam also waits on cache misses: a Mid-360 beam, with half the work, cost as much; keeping what
 //! a beam reads together (docs/benchmarks.md, "Renderer speed") saved 0-20% of CPU per frame.
 //!
-//! Both take every beam from the pose at its own firing time (motion distortion) and express the points in the
-//! sensor frame at the frame start. Noise, angular jitter, intensity and dropout come from a counter-based hash
+//! Both take every beam from the pose at its own firing time and express the points where
+//! [`RenderParams::points_in`] says: compensated for the motion into the sensor frame at the frame start (the
+//! default) or at its last firing, or each in the sensor frame at its own firing (motion distortion left in, as
+//! the sensor's driver gives them). Noise, angular jitter, intensity and dropout come from a counter-based hash
 //! of (seed, frame, beam), so output is bit-identical for the same seed whatever the number of threads.
 
 // `!(a < b)` is deliberate throughout: a NaN must fail the test it is in, which `a >= b` would not do.
@@ -117,6 +119,26 @@ pub struct RenderParams {
     /// 0: the nearest hit wins (MARSIM). By default, 2 (a layer's full depth is about 2-3.5 gamma; measured on
     /// real scans in docs/accuracy.md).
     pub surface_layer: f32,
+    /// The frame the points of a moving sensor are given in. By default, [`PointsIn::FrameStart`].
+    pub points_in: PointsIn,
+}
+
+/// The frame a moving sensor's points are given in ([`RenderParams::points_in`]). For a sensor that does not
+/// move during the frame all three are the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointsIn {
+    /// The sensor frame at the frame start, the motion during the frame compensated: every point where it lies
+    /// in the world, seen from the start pose.
+    #[default]
+    FrameStart,
+    /// The sensor frame at the frame's last firing, the motion compensated: what LiDAR-inertial front-ends
+    /// (FAST-LIO and others) publish as an undistorted scan. The shared hall scan is given this way
+    /// (docs/accuracy.md, section 3).
+    FrameEnd,
+    /// Each point in the sensor frame at its own firing time, as the sensor's driver gives it: the motion
+    /// distortion left in, for testing a deskewing step.
+    Firing,
 }
 
 impl Default for RenderParams {
@@ -132,6 +154,7 @@ impl Default for RenderParams {
             pixel_rad: None,
             debug: false,
             surface_layer: 2.0,
+            points_in: PointsIn::FrameStart,
         }
     }
 }
@@ -161,8 +184,8 @@ impl RenderParams {
 /// One return of a rendered scan.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ScanPoint {
-    /// Position in the sensor frame at the frame start, metres (motion distortion included, as a real
-    /// sensor reports it).
+    /// Position, metres, in the sensor frame that [`RenderParams::points_in`] names (by default at the frame
+    /// start, the motion during the frame compensated).
     pub xyz: [f32; 3],
     /// Measured range along the beam, metres (noise included).
     pub range_m: f32,
@@ -186,7 +209,9 @@ pub struct Frame {
     pub beams: usize,
     /// Start of the frame on the trajectory's clock, seconds.
     pub start_s: f64,
-    /// Pose of the sensor at the frame start, in which `points` are expressed.
+    /// Pose of the sensor in whose frame `points` are given: at the frame start, or at its last firing with
+    /// [`PointsIn::FrameEnd`]. With [`PointsIn::Firing`] the pose at the frame start, though each point is in
+    /// the sensor frame at its own firing.
     pub world_from_sensor: Isometry3<f64>,
     /// The renderer that produced the frame (never `Auto`).
     pub method: Method,
@@ -462,7 +487,7 @@ impl Renderer {
         };
         let mut frame = ctx.finish(&hits);
         frame.start_s = frame_start_s;
-        frame.world_from_sensor = trajectory.world_from_sensor(frame_start_s);
+        frame.world_from_sensor = trajectory.world_from_sensor(frame_start_s + ctx.output_t);
         frame.method = if method == Method::Beam {
             Method::Beam
         } else {
@@ -975,8 +1000,12 @@ pub(crate) struct Ctx<'a> {
     pub gamma_max: f32,
     /// Plane correction possible (asked for and the map has normals).
     pub planes: bool,
-    /// Pose at the frame start, for output coordinates.
+    /// Pose at the frame start: every beam's pose when the sensor does not move.
     start: LocalPose,
+    /// When (seconds since the frame start) and where the sensor frame the points are given in is
+    /// ([`RenderParams::points_in`]; the frame start for [`PointsIn::Firing`], whose points are not in one frame).
+    output_t: f64,
+    output: LocalPose,
     /// Per-beam origins in the sensor frame, or empty (all at the sensor origin).
     origins: &'a [[f32; 3]],
 }
@@ -1010,11 +1039,20 @@ impl<'a> Ctx<'a> {
         let map_origin = Vector3::from(map.origin);
         let poses = PoseTable::new(trajectory, map_origin, frame_start_s, t_lo, t_hi);
         let moving = !poses.is_static();
-        let start_iso = trajectory.world_from_sensor(frame_start_s);
-        let start = LocalPose::from(
-            &start_iso.rotation,
-            start_iso.translation.vector - map_origin,
-        );
+        let local = |t: f64| {
+            let iso = trajectory.world_from_sensor(frame_start_s + t);
+            LocalPose::from(&iso.rotation, iso.translation.vector - map_origin)
+        };
+        let start = local(0.0);
+        let output_t = match params.points_in {
+            PointsIn::FrameEnd => t_hi,
+            PointsIn::FrameStart | PointsIn::Firing => 0.0,
+        };
+        let output = if output_t == 0.0 {
+            start
+        } else {
+            local(output_t)
+        };
         let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
             map.resolution
         } else {
@@ -1039,6 +1077,8 @@ impl<'a> Ctx<'a> {
             gamma_max,
             planes: params.plane_correction && map.normals.is_some(),
             start,
+            output_t,
+            output,
             origins: &[],
         }
     }
@@ -1211,7 +1251,7 @@ impl<'a> Ctx<'a> {
     /// Turns per-beam hits into the frame: range noise, intensity, dropout, range limits, output frame.
     fn finish(&self, hits: &[Option<Hit>]) -> Frame {
         let ph = self.physics;
-        let start_rot_t = self.start.rot64.transpose();
+        let output_rot_t = self.output.rot64.transpose();
         let points: Vec<ScanPoint> = hits
             .par_iter()
             .enumerate()
@@ -1263,7 +1303,12 @@ impl<'a> Ctx<'a> {
                     None => pose.origin,
                 };
                 let q = beam_origin + u_map * d;
-                let xyz = start_rot_t * (q - self.start.origin);
+                let xyz = match self.params.points_in {
+                    PointsIn::Firing => pose.rot64.transpose() * (q - pose.origin),
+                    PointsIn::FrameStart | PointsIn::FrameEnd => {
+                        output_rot_t * (q - self.output.origin)
+                    }
+                };
                 Some(ScanPoint {
                     xyz: [xyz.x as f32, xyz.y as f32, xyz.z as f32],
                     range_m: d as f32,

@@ -28,9 +28,9 @@ pub struct Spinning {
     #[serde(default)]
     pub beam_origin_offset_mm: f32,
     /// Height of the lidar origin (where elevations are measured from) above the origin of the frame the points
-    /// are given in, millimetres. By default 0: points from the optical centre, as the shipped presets give them
+    /// are given in, millimetres. By default 0: points from the optical centre, as the generic presets give them
     /// (ray-casting consumers take the frame origin for the rays' origin). 36.18 gives Ouster's sensor frame
-    /// (`os_sensor`, its lidar-to-sensor transform on OS0 and OS1).
+    /// (`os_sensor`, its lidar-to-sensor transform on OS0 and OS1), as `os0_64_hall` does.
     #[serde(default)]
     pub lidar_origin_z_mm: f32,
     /// Elevation of each laser, degrees, in the vendor's laser-id (packet) order. Rings are assigned by sorted
