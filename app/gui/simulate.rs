@@ -121,6 +121,7 @@ pub fn mission(app: &AerieApp) -> Result<Mission, String> {
                 name: s.sensor.clone(),
                 preset: s.sensor.clone(),
                 mount: [0.0, 0.0, 0.1, 0.0, 0.0, 0.0],
+                points_in: Default::default(),
             }],
             goals: vec![
                 Goal::Waypoint {

@@ -219,6 +219,7 @@ impl Flight {
                 sim.set_params(RenderParams {
                     seed: mission.seed
                         ^ ((vi as u64) << 32 | si as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    points_in: s.points_in,
                     ..RenderParams::default()
                 });
                 let id = sim

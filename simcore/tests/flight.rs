@@ -261,24 +261,29 @@ fn an_unreachable_goal_is_an_error_naming_it() {
     );
 }
 
-/// A short recorded flight with a spinning LiDAR, returning the MCAP bytes.
-fn recorded(seed: u64, dir: &Path) -> Vec<u8> {
-    let m = mission(&format!(
+/// One vehicle with a VLP-16 (`sensor_extra`: more keys of its table) flying from the origin to `goal_x` along x.
+fn vlp_mission(seed: u64, duration_s: f64, sensor_extra: &str, goal_x: f64) -> Mission {
+    mission(&format!(
         r#"
         seed = {seed}
-        duration_s = 0.6
+        duration_s = {duration_s}
         [[vehicle]]
         name = "uav"
         start = [0.0, 0.0, 1.5, 0.0]
         [[vehicle.sensor]]
         name = "vlp"
         preset = "vlp16"
-        mount = [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]
+        {sensor_extra}
         [[vehicle.goal]]
         kind = "waypoint"
-        position = [1.0, 0.0, 1.5]
+        position = [{goal_x}, 0.0, 1.5]
         "#
-    ));
+    ))
+}
+
+/// A short recorded flight with a spinning LiDAR, returning the MCAP bytes.
+fn recorded(seed: u64, dir: &Path) -> Vec<u8> {
+    let m = vlp_mission(seed, 0.6, "mount = [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]", 1.0);
     let mut f = Flight::new(map_with_walls(&[(5.0, -5.0, 5.0)], &[]), &m, Path::new(".")).unwrap();
     let path = dir.join(format!("flight_{seed}.mcap"));
     f.record_to(&path).unwrap();
@@ -474,4 +479,44 @@ fn the_recording_is_deterministic_and_every_message_decodes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("\"/uav/vlp/points\": 6"), "{stdout}");
+}
+
+/// `points_in = "firing"` records each point in the sensor frame at its own firing (as a driver publishes it),
+/// the default the motion compensated into the frame start: the same returns, placed apart by the motion.
+#[test]
+fn a_sensor_records_points_where_the_mission_asks() {
+    let frames = |points_in: &str| {
+        let m = vlp_mission(3, 1.5, points_in, 3.0);
+        let mut f =
+            Flight::new(map_with_walls(&[(5.0, -5.0, 5.0)], &[]), &m, Path::new(".")).unwrap();
+        let mut out = Vec::new();
+        f.run_until(f64::INFINITY, &mut |_, frame| {
+            out.push(frame.points.clone());
+        })
+        .unwrap();
+        out
+    };
+    let (start, firing) = (frames(""), frames("points_in = \"firing\""));
+    assert_eq!(start.len(), firing.len());
+    let mut moved = 0usize;
+    for (a, b) in start.iter().zip(&firing) {
+        assert_eq!(a.len(), b.len());
+        for (p, q) in a.iter().zip(b) {
+            assert_eq!((p.beam, p.range_m), (q.beam, q.range_m));
+            let norm = |v: [f32; 3]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            assert!((norm(q.xyz) - q.range_m).abs() < 1e-4, "{q:?}");
+            let d = [0, 1, 2].map(|k| p.xyz[k] - q.xyz[k]);
+            moved += usize::from(norm(d) > 0.01);
+        }
+    }
+    assert!(moved > 1000, "the motion must separate them: {moved}");
+
+    let text = "[[vehicle]]\nname = \"uav\"\nstart = [0.0, 0.0, 1.5, 0.0]\n[[vehicle.sensor]]\nname = \"l\"\npreset = \"vlp16\"\n\
+                points_in = \"frame_end\"\n";
+    let m: Mission = toml::from_str(text).unwrap();
+    let err = m.check().unwrap_err();
+    assert!(
+        err.contains("frame_end") && err.contains("sensor l"),
+        "{err}"
+    );
 }

@@ -31,6 +31,7 @@ use nalgebra::Vector3;
 use serde::{Deserialize, Serialize};
 
 use crate::control::Setpoint;
+use crate::render::PointsIn;
 use crate::world::ObstacleConfig;
 
 pub use planner::{Grid, PlanError};
@@ -106,6 +107,12 @@ pub struct SensorSpec {
     /// body_from_sensor: x y z (m), roll pitch yaw (rad). By default, the body origin.
     #[serde(default)]
     pub mount: [f64; 6],
+    /// Where the recorded points are given, each cloud stamped at its frame's start: `"frame_start"` (the
+    /// default), in the sensor frame at the stamp, the motion during the frame compensated; `"firing"`, each
+    /// point in the sensor frame at its own firing time (`t` after the stamp), the motion distortion left in,
+    /// as a sensor's driver publishes it, for testing a deskewing step.
+    #[serde(default)]
+    pub points_in: PointsIn,
 }
 
 /// What a vehicle does next.
@@ -192,6 +199,13 @@ impl Mission {
             }
             if !v.start.iter().all(|x| x.is_finite()) {
                 return Err(format!("vehicle {}: start must be finite", v.name));
+            }
+            if let Some(s) = v.sensors.iter().find(|s| s.points_in == PointsIn::FrameEnd) {
+                return Err(format!(
+                    "vehicle {} sensor {}: points_in = \"frame_end\" cannot be recorded (clouds are stamped at the \
+                     frame start); use \"frame_start\" or \"firing\"",
+                    v.name, s.name
+                ));
             }
         }
         if let Some(d) = self.duration_s
