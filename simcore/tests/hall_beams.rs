@@ -329,7 +329,7 @@ fn the_measured_motion_sharpens_the_rings() {
     assert!(moving < 0.04, "{moving}");
 }
 
-/// One simulated beam along each real return's direction, from the scan's origin (the optical centre): the
+/// One simulated beam along each real return's direction, from the scan's origin (to the real point): the
 /// sensor geometry is the real one, so the figures judge the map, the surface model, detection and noise
 /// alone. Also prints what other geometries of the generic preset score (docs/accuracy.md, section 3): Ouster's
 /// sensor frame (rays from 36.18 mm up) and no beam-origin offset.

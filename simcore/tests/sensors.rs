@@ -400,7 +400,7 @@ mod ouster {
             assert!((origin[0].hypot(origin[1]) - 0.02767).abs() < 1e-6);
             assert_eq!(
                 origin[2], 0.0,
-                "the presets give points from the optical centre"
+                "the generic presets give points from the optical centre"
             );
         }
         // Ouster's sensor frame: the circle 36.18 mm up.
