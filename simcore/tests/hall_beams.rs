@@ -295,8 +295,9 @@ fn ring_blur_deg(real: &Cloud, moving: bool) -> f64 {
         .map(|q| Vector3::new(q[0] as f64, q[1] as f64, q[2] as f64))
         .filter(|q| q.norm() > 0.3)
         .map(|q| {
-            // Ouster fires its columns clockwise from 180 deg azimuth: the sweep phase of this column.
-            let f = (180.0 - q.y.atan2(q.x).to_degrees()).rem_euclid(360.0) / 360.0;
+            // The sweep phase of this column, in the preset's firing order.
+            let turned = q.y.atan2(q.x).to_degrees() - f64::from(p.start_azimuth_deg);
+            let f = if p.clockwise { -turned } else { turned }.rem_euclid(360.0) / 360.0;
             let local = if moving {
                 scan_from_sensor(f)
                     .inverse_transform_point(&q.into())

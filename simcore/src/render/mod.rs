@@ -1044,14 +1044,9 @@ impl<'a> Ctx<'a> {
             LocalPose::from(&iso.rotation, iso.translation.vector - map_origin)
         };
         let start = local(0.0);
-        let output_t = match params.points_in {
-            PointsIn::FrameEnd => t_hi,
-            PointsIn::FrameStart | PointsIn::Firing => 0.0,
-        };
-        let output = if output_t == 0.0 {
-            start
-        } else {
-            local(output_t)
+        let (output_t, output) = match params.points_in {
+            PointsIn::FrameEnd => (t_hi, local(t_hi)),
+            PointsIn::FrameStart | PointsIn::Firing => (0.0, start),
         };
         let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
             map.resolution
