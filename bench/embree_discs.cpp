@@ -1,0 +1,169 @@
+// Peer for issue 8: Embree 3 casting Aerie's rays against Embree's own disc primitives built from the same map
+// points, so that a frame time separates "points against triangles" (scan_peers.py: Embree on a Poisson mesh)
+// from "Aerie's traversal against Embree's" on the very same disks.
+//
+// Points on a plane (finite plane thickness below gamma_max, a normal) become RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT
+// of radius rho; the others RTC_GEOMETRY_TYPE_DISC_POINT (facing the ray), as Aerie's beam index lists them.
+// Nearest hit only: no surface layer and no near-parallel fallback, so it does a little less than Aerie per ray.
+//
+//   apt-get install libembree-dev
+//   g++ -O2 -fopenmp -o embree_discs bench/embree_discs.cpp -lembree3
+//   aerie export tiled.amap tiled_map.ply            # x y z nx ny nz gamma, binary little endian
+//   aerie bench scan --map tiled.amap --pose 44.44,67.76,3.0,0,0,0 --sensors avia,os1_128 --rays-out rays_A
+//   ./embree_discs tiled_map.ply --rho 0.0433 --gamma-max 0.025 --threads 2 rays_A/rays_avia.f32 rays_A/rays_os1_128.f32
+//
+// rho = sqrt(3)/2 * r_map and gamma_max = r_map / 2 are the beam index's defaults (r_map 0.05 m here).
+#include <embree3/rtcore.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+[[noreturn]] void fail(const std::string& msg) {
+  std::fprintf(stderr, "embree_discs: %s\n", msg.c_str());
+  std::exit(2);
+}
+
+// The vertices of an `aerie export` PLY as seven floats each (x y z nx ny nz gamma): every property must be a
+// float; those seven are picked by name, the others (intensity) skipped.
+std::vector<float> read_ply(const char* path, size_t& n) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(std::string(path) + ": cannot open");
+  std::string line;
+  std::vector<std::string> names;
+  n = 0;
+  while (std::getline(f, line)) {
+    if (line.rfind("element vertex ", 0) == 0) n = std::stoul(line.substr(15));
+    if (line.rfind("property ", 0) == 0) {
+      if (line.rfind("property float ", 0) != 0) fail(std::string(path) + ": expected float properties, found " + line);
+      names.push_back(line.substr(15));
+    }
+    if (line == "end_header") break;
+  }
+  const char* want[7] = {"x", "y", "z", "nx", "ny", "nz", "scalar_gamma"};
+  size_t at[7];
+  for (int k = 0; k < 7; k++) {
+    auto it = std::find(names.begin(), names.end(), want[k]);
+    if (it == names.end()) fail(std::string(path) + ": no property " + want[k] + " (write it with `aerie export`)");
+    at[k] = static_cast<size_t>(it - names.begin());
+  }
+  size_t w = names.size();
+  std::vector<float> raw(n * w);
+  if (!f.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(n * w * 4)))
+    fail(std::string(path) + ": fewer vertices than the header says");
+  std::vector<float> v(n * 7);
+  for (size_t i = 0; i < n; i++)
+    for (int k = 0; k < 7; k++) v[i * 7 + k] = raw[i * w + at[k]];
+  return v;
+}
+
+void add_discs(RTCDevice dev, RTCScene scene, const std::vector<float>& v, const std::vector<size_t>& idx, float rho,
+               bool oriented) {
+  if (idx.empty()) return;
+  RTCGeometry g =
+      rtcNewGeometry(dev, oriented ? RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT : RTC_GEOMETRY_TYPE_DISC_POINT);
+  auto* vb = static_cast<float*>(
+      rtcSetNewGeometryBuffer(g, RTC_BUFFER_TYPE_VERTEX, 0, RTC_FORMAT_FLOAT4, 16, idx.size()));
+  float* nb = oriented ? static_cast<float*>(rtcSetNewGeometryBuffer(g, RTC_BUFFER_TYPE_NORMAL, 0,
+                                                                     RTC_FORMAT_FLOAT3, 12, idx.size()))
+                       : nullptr;
+  for (size_t k = 0; k < idx.size(); k++) {
+    const float* p = &v[idx[k] * 7];
+    std::memcpy(vb + 4 * k, p, 12);
+    vb[4 * k + 3] = rho;
+    if (nb) std::memcpy(nb + 3 * k, p + 3, 12);
+  }
+  rtcCommitGeometry(g);
+  rtcAttachGeometry(scene, g);
+  rtcReleaseGeometry(g);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  float rho = 0.0433f, gamma_max = 0.025f, max_range = 200.0f;
+  int threads = 2, repeat = 10;
+  std::vector<const char*> pos;
+  for (int a = 1; a < argc; a++) {
+    std::string s = argv[a];
+    auto next = [&]() -> const char* {
+      if (a + 1 >= argc) fail(s + " needs a value");
+      return argv[++a];
+    };
+    if (s == "--rho") rho = std::atof(next());
+    else if (s == "--gamma-max") gamma_max = std::atof(next());
+    else if (s == "--max-range") max_range = std::atof(next());
+    else if (s == "--threads") threads = std::atoi(next());
+    else if (s == "--repeat") repeat = std::atoi(next());
+    else pos.push_back(argv[a]);
+  }
+  if (pos.size() < 2) fail("usage: embree_discs MAP.ply [--rho R] [--gamma-max G] [--threads N] RAYS.f32...");
+  size_t n;
+  std::vector<float> v = read_ply(pos[0], n);
+  std::vector<size_t> planar, facing;
+  for (size_t i = 0; i < n; i++) {
+    const float* p = &v[i * 7];
+    bool has_normal = p[3] * p[3] + p[4] * p[4] + p[5] * p[5] > 0.5f;
+    (std::isfinite(p[6]) && p[6] < gamma_max && has_normal ? planar : facing).push_back(i);
+  }
+  std::string config = "threads=" + std::to_string(threads);
+  RTCDevice dev = rtcNewDevice(config.c_str());
+  RTCScene scene = rtcNewScene(dev);
+  auto t0 = Clock::now();
+  add_discs(dev, scene, v, planar, rho, true);
+  add_discs(dev, scene, v, facing, rho, false);
+  rtcCommitScene(scene);
+  std::printf("{\"points\": %zu, \"planar\": %zu, \"embree_build_s\": %.3f}\n", n, planar.size(), seconds_since(t0));
+  for (size_t a = 1; a < pos.size(); a++) {
+    std::ifstream f(pos[a], std::ios::binary | std::ios::ate);
+    if (!f) fail(std::string(pos[a]) + ": cannot open");
+    size_t bytes = static_cast<size_t>(f.tellg());
+    f.seekg(0);
+    std::vector<float> r(bytes / 4);
+    f.read(reinterpret_cast<char*>(r.data()), static_cast<std::streamsize>(bytes));
+    size_t m = r.size() / 6;
+    std::vector<double> times;
+    size_t hits = 0;
+    for (int rep = 0; rep <= repeat; rep++) {  // the first pass warms up, uncounted
+      size_t h = 0;
+      auto s = Clock::now();
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : h) num_threads(threads)
+      for (size_t i = 0; i < m; i++) {
+        RTCIntersectContext ctx;
+        rtcInitIntersectContext(&ctx);
+        RTCRayHit rh;
+        const float* q = &r[6 * i];
+        rh.ray.org_x = q[0], rh.ray.org_y = q[1], rh.ray.org_z = q[2];
+        rh.ray.dir_x = q[3], rh.ray.dir_y = q[4], rh.ray.dir_z = q[5];
+        rh.ray.tnear = 0.0f, rh.ray.tfar = max_range, rh.ray.time = 0.0f;
+        rh.ray.mask = 0xFFFFFFFFu, rh.ray.id = 0, rh.ray.flags = 0;
+        rh.hit.geomID = RTC_INVALID_GEOMETRY_ID;
+        rtcIntersect1(scene, &ctx, &rh);
+        h += rh.hit.geomID != RTC_INVALID_GEOMETRY_ID;
+      }
+      if (rep > 0) times.push_back(seconds_since(s) * 1e3);
+      hits = h;
+    }
+    std::sort(times.begin(), times.end());
+    double med = times[times.size() / 2];
+    std::printf("{\"rays\": \"%s\", \"n\": %zu, \"median_ms\": %.2f, \"min_ms\": %.2f, \"mrays_per_s\": %.2f, \"hit\": %.3f}\n",
+                pos[a], m, med, times[0], m / med / 1e3, static_cast<double>(hits) / m);
+  }
+  rtcReleaseScene(scene);
+  rtcReleaseDevice(dev);
+  return 0;
+}
