@@ -740,19 +740,19 @@ fn trace_block(
     // A point gives a hit in a cell only within rho of the beam's path through it (the hit lies on its disk);
     // the margin covers that and the rounding of the cell's ray parameters.
     let margin = ray.screen + 1e-3 * c;
+    // The block's occupancy words and cell starts, looked up once for all its cells.
+    let (Some(occupancy), Some(starts)) = (
+        index.occupied.get(slot),
+        index.starts.get(base..base + BLOCK_CELLS + 1),
+    ) else {
+        return;
+    };
     let mut t_in = ta;
     loop {
         let [x, y, z] = dda.cell;
         let local = ((z * BLOCK + y) * BLOCK + x) as usize;
-        let cell = base + local;
-        let occupied = index
-            .occupied
-            .get(slot)
-            .and_then(|o| o.0.get(local / 64))
-            .is_some_and(|w| w & (1u64 << (local % 64)) != 0);
-        if occupied
-            && let (Some(&a), Some(&b)) = (index.starts.get(cell), index.starts.get(cell + 1))
-        {
+        let occupied = occupancy.0[local / 64 % 8] & (1u64 << (local % 64)) != 0;
+        if occupied && let (Some(&a), Some(&b)) = (starts.get(local), starts.get(local + 1)) {
             // A beam within 30 degrees of horizontal skips the cell's packs (sorted by height) outside its
             // height range in the cell, and so does a steeper one whose range there is short (it clips the
             // cell); other steep beams walk every pack, which keeps the two tests below predictable where
