@@ -29,6 +29,8 @@ def directions(p):
 
 
 def ring_offset(u, el_nom):
+    """Per point, beamcmp.beams' bin key (its ring and column rule, which it keeps to itself) and the distance
+    from the nominal ring, degrees."""
     el = np.degrees(np.arcsin(np.clip(u[:, 2], -1, 1)))
     ring = np.clip(np.searchsorted(el_nom, el), 1, len(el_nom) - 1)
     ring -= (el - el_nom[ring - 1]) < (el_nom[ring] - el)

@@ -25,8 +25,6 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -112,6 +110,7 @@ int main(int argc, char** argv) {
     else pos.push_back(argv[a]);
   }
   if (pos.size() < 2) fail("usage: embree_discs MAP.ply [--rho R] [--gamma-max G] [--threads N] RAYS.f32...");
+  if (repeat < 1 || threads < 1) fail("--repeat and --threads must be at least 1");
   size_t n;
   std::vector<float> v = read_ply(pos[0], n);
   std::vector<size_t> planar, facing;
@@ -132,6 +131,8 @@ int main(int argc, char** argv) {
     std::ifstream f(pos[a], std::ios::binary | std::ios::ate);
     if (!f) fail(std::string(pos[a]) + ": cannot open");
     size_t bytes = static_cast<size_t>(f.tellg());
+    if (bytes == 0 || bytes % 24 != 0)
+      fail(std::string(pos[a]) + ": expected rays of six floats (24 bytes) each, as `aerie bench scan --rays-out` writes");
     f.seekg(0);
     std::vector<float> r(bytes / 4);
     f.read(reinterpret_cast<char*>(r.data()), static_cast<std::streamsize>(bytes));
