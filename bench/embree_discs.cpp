@@ -13,6 +13,10 @@
 //   ./embree_discs tiled_map.ply --rho 0.0433 --gamma-max 0.025 --threads 2 rays_A/rays_avia.f32 rays_A/rays_os1_128.f32
 //
 // rho = sqrt(3)/2 * r_map and gamma_max = r_map / 2 are the beam index's defaults (r_map 0.05 m here).
+//
+// --sort casts the rays in Morton order over their azimuth and elevation (0.1 deg steps) instead of the file's
+// order; --packet 4|8|16 casts them so sorted, that many at a time, through rtcIntersect4/8/16 with Embree's
+// coherent flag (what Embree's ray packets give on a scan pattern; the sort is not timed).
 #include <embree3/rtcore.h>
 
 #include <algorithm>
@@ -90,11 +94,73 @@ void add_discs(RTCDevice dev, RTCScene scene, const std::vector<float>& v, const
   rtcReleaseGeometry(g);
 }
 
+// Rays reordered so that neighbours in the file point nearly the same way (Morton order over azimuth and
+// elevation in 0.1 degree steps), which is what a packet of consecutive rays needs.
+void sort_by_direction(std::vector<float>& r) {
+  size_t m = r.size() / 6;
+  std::vector<std::pair<uint64_t, size_t>> key(m);
+  auto spread = [](uint64_t x) {
+    x &= 0xFFFF;
+    x = (x | (x << 8)) & 0x00FF00FF;
+    x = (x | (x << 4)) & 0x0F0F0F0F;
+    x = (x | (x << 2)) & 0x33333333;
+    x = (x | (x << 1)) & 0x55555555;
+    return x;
+  };
+  for (size_t i = 0; i < m; i++) {
+    const float* d = &r[6 * i + 3];
+    double az = std::atan2(d[1], d[0]) * 180.0 / M_PI + 180.0, el = std::asin(std::clamp(d[2], -1.0f, 1.0f)) * 180.0 / M_PI + 90.0;
+    key[i] = {spread(static_cast<uint64_t>(az * 10.0)) | spread(static_cast<uint64_t>(el * 10.0)) << 1, i};
+  }
+  std::sort(key.begin(), key.end());
+  std::vector<float> out(r.size());
+  for (size_t i = 0; i < m; i++) std::copy_n(&r[6 * key[i].second], 6, &out[6 * i]);
+  r.swap(out);
+}
+
+// Casts the rays `packet` at a time through rtcIntersect4/8/16 (coherent context); returns the hits.
+template <int N, typename RH, void (*Cast)(const int*, RTCScene, RTCIntersectContext*, RH*)>
+size_t cast_n(RTCScene scene, const std::vector<float>& r, float max_range, int threads) {
+  size_t m = r.size() / 6, groups = (m + N - 1) / N, h = 0;
+#pragma omp parallel for schedule(dynamic, 8) reduction(+ : h) num_threads(threads)
+  for (size_t g = 0; g < groups; g++) {
+    RTCIntersectContext ctx;
+    rtcInitIntersectContext(&ctx);
+    ctx.flags = RTC_INTERSECT_CONTEXT_FLAG_COHERENT;
+    alignas(64) RH rh;
+    alignas(64) int valid[N];
+    for (int k = 0; k < N; k++) {
+      size_t i = g * N + k;
+      valid[k] = i < m ? -1 : 0;
+      const float* q = &r[6 * std::min(i, m - 1)];
+      rh.ray.org_x[k] = q[0], rh.ray.org_y[k] = q[1], rh.ray.org_z[k] = q[2];
+      rh.ray.dir_x[k] = q[3], rh.ray.dir_y[k] = q[4], rh.ray.dir_z[k] = q[5];
+      rh.ray.tnear[k] = 0.0f, rh.ray.tfar[k] = max_range, rh.ray.time[k] = 0.0f;
+      rh.ray.mask[k] = 0xFFFFFFFFu, rh.ray.id[k] = 0, rh.ray.flags[k] = 0;
+      rh.hit.geomID[k] = RTC_INVALID_GEOMETRY_ID;
+    }
+    Cast(valid, scene, &ctx, &rh);
+    for (int k = 0; k < N; k++) h += valid[k] && rh.hit.geomID[k] != RTC_INVALID_GEOMETRY_ID;
+  }
+  return h;
+}
+
+void cast4(const int* v, RTCScene s, RTCIntersectContext* c, RTCRayHit4* rh) { rtcIntersect4(v, s, c, rh); }
+void cast8(const int* v, RTCScene s, RTCIntersectContext* c, RTCRayHit8* rh) { rtcIntersect8(v, s, c, rh); }
+void cast16(const int* v, RTCScene s, RTCIntersectContext* c, RTCRayHit16* rh) { rtcIntersect16(v, s, c, rh); }
+
+size_t cast_packets(RTCScene scene, const std::vector<float>& r, int packet, float max_range, int threads) {
+  if (packet == 4) return cast_n<4, RTCRayHit4, cast4>(scene, r, max_range, threads);
+  if (packet == 8) return cast_n<8, RTCRayHit8, cast8>(scene, r, max_range, threads);
+  return cast_n<16, RTCRayHit16, cast16>(scene, r, max_range, threads);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   float rho = 0.0433f, gamma_max = 0.025f, max_range = 200.0f;
-  int threads = 2, repeat = 10;
+  int threads = 2, repeat = 10, packet = 1;
+  bool sorted = false;
   std::vector<const char*> pos;
   for (int a = 1; a < argc; a++) {
     std::string s = argv[a];
@@ -107,10 +173,14 @@ int main(int argc, char** argv) {
     else if (s == "--max-range") max_range = std::atof(next());
     else if (s == "--threads") threads = std::atoi(next());
     else if (s == "--repeat") repeat = std::atoi(next());
+    else if (s == "--packet") packet = std::atoi(next());
+    else if (s == "--sort") sorted = true;
     else pos.push_back(argv[a]);
   }
-  if (pos.size() < 2) fail("usage: embree_discs MAP.ply [--rho R] [--gamma-max G] [--threads N] RAYS.f32...");
+  if (pos.size() < 2)
+    fail("usage: embree_discs MAP.ply [--rho R] [--gamma-max G] [--threads N] [--sort] [--packet 4|8|16] RAYS.f32...");
   if (repeat < 1 || threads < 1) fail("--repeat and --threads must be at least 1");
+  if (packet != 1 && packet != 4 && packet != 8 && packet != 16) fail("--packet must be 1, 4, 8 or 16");
   size_t n;
   std::vector<float> v = read_ply(pos[0], n);
   std::vector<size_t> planar, facing;
@@ -137,11 +207,15 @@ int main(int argc, char** argv) {
     std::vector<float> r(bytes / 4);
     f.read(reinterpret_cast<char*>(r.data()), static_cast<std::streamsize>(bytes));
     size_t m = r.size() / 6;
+    if (packet > 1 || sorted) sort_by_direction(r);
     std::vector<double> times;
     size_t hits = 0;
     for (int rep = 0; rep <= repeat; rep++) {  // the first pass warms up, uncounted
       size_t h = 0;
       auto s = Clock::now();
+      if (packet > 1) {
+        h = cast_packets(scene, r, packet, max_range, threads);
+      } else
 #pragma omp parallel for schedule(dynamic, 64) reduction(+ : h) num_threads(threads)
       for (size_t i = 0; i < m; i++) {
         RTCIntersectContext ctx;
