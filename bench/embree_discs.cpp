@@ -119,6 +119,26 @@ void sort_by_direction(std::vector<float>& r) {
   r.swap(out);
 }
 
+// Casts the rays one at a time through rtcIntersect1; returns the hits.
+size_t cast_singles(RTCScene scene, const std::vector<float>& r, float max_range, int threads) {
+  size_t m = r.size() / 6, h = 0;
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : h) num_threads(threads)
+  for (size_t i = 0; i < m; i++) {
+    RTCIntersectContext ctx;
+    rtcInitIntersectContext(&ctx);
+    RTCRayHit rh;
+    const float* q = &r[6 * i];
+    rh.ray.org_x = q[0], rh.ray.org_y = q[1], rh.ray.org_z = q[2];
+    rh.ray.dir_x = q[3], rh.ray.dir_y = q[4], rh.ray.dir_z = q[5];
+    rh.ray.tnear = 0.0f, rh.ray.tfar = max_range, rh.ray.time = 0.0f;
+    rh.ray.mask = 0xFFFFFFFFu, rh.ray.id = 0, rh.ray.flags = 0;
+    rh.hit.geomID = RTC_INVALID_GEOMETRY_ID;
+    rtcIntersect1(scene, &ctx, &rh);
+    h += rh.hit.geomID != RTC_INVALID_GEOMETRY_ID;
+  }
+  return h;
+}
+
 // Casts the rays `packet` at a time through rtcIntersect4/8/16 (coherent context); returns the hits.
 template <int N, typename RH, void (*Cast)(const int*, RTCScene, RTCIntersectContext*, RH*)>
 size_t cast_n(RTCScene scene, const std::vector<float>& r, float max_range, int threads) {
@@ -212,25 +232,8 @@ int main(int argc, char** argv) {
     std::vector<double> times;
     size_t hits = 0;
     for (int rep = 0; rep <= repeat; rep++) {  // the first pass warms up, uncounted
-      size_t h = 0;
       auto s = Clock::now();
-      if (packet > 1) {
-        h = cast_packets(scene, r, packet, max_range, threads);
-      } else
-#pragma omp parallel for schedule(dynamic, 64) reduction(+ : h) num_threads(threads)
-      for (size_t i = 0; i < m; i++) {
-        RTCIntersectContext ctx;
-        rtcInitIntersectContext(&ctx);
-        RTCRayHit rh;
-        const float* q = &r[6 * i];
-        rh.ray.org_x = q[0], rh.ray.org_y = q[1], rh.ray.org_z = q[2];
-        rh.ray.dir_x = q[3], rh.ray.dir_y = q[4], rh.ray.dir_z = q[5];
-        rh.ray.tnear = 0.0f, rh.ray.tfar = max_range, rh.ray.time = 0.0f;
-        rh.ray.mask = 0xFFFFFFFFu, rh.ray.id = 0, rh.ray.flags = 0;
-        rh.hit.geomID = RTC_INVALID_GEOMETRY_ID;
-        rtcIntersect1(scene, &ctx, &rh);
-        h += rh.hit.geomID != RTC_INVALID_GEOMETRY_ID;
-      }
+      size_t h = packet > 1 ? cast_packets(scene, r, packet, max_range, threads) : cast_singles(scene, r, max_range, threads);
       if (rep > 0) times.push_back(seconds_since(s) * 1e3);
       hits = h;
     }
