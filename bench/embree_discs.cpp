@@ -110,7 +110,8 @@ void sort_by_direction(std::vector<float>& r) {
   };
   for (size_t i = 0; i < m; i++) {
     const float* d = &r[6 * i + 3];
-    double az = std::atan2(d[1], d[0]) * 180.0 / M_PI + 180.0, el = std::asin(std::clamp(d[2], -1.0f, 1.0f)) * 180.0 / M_PI + 90.0;
+    double az = std::atan2(d[1], d[0]) * 180.0 / M_PI + 180.0;
+    double el = std::asin(std::clamp(d[2], -1.0f, 1.0f)) * 180.0 / M_PI + 90.0;
     key[i] = {spread(static_cast<uint64_t>(az * 10.0)) | spread(static_cast<uint64_t>(el * 10.0)) << 1, i};
   }
   std::sort(key.begin(), key.end());
@@ -233,7 +234,8 @@ int main(int argc, char** argv) {
     size_t hits = 0;
     for (int rep = 0; rep <= repeat; rep++) {  // the first pass warms up, uncounted
       auto s = Clock::now();
-      size_t h = packet > 1 ? cast_packets(scene, r, packet, max_range, threads) : cast_singles(scene, r, max_range, threads);
+      size_t h = packet > 1 ? cast_packets(scene, r, packet, max_range, threads)
+                            : cast_singles(scene, r, max_range, threads);
       if (rep > 0) times.push_back(seconds_since(s) * 1e3);
       hits = h;
     }
