@@ -134,6 +134,36 @@ fn bad_input_exits_2_and_writes_nothing() {
 
     let missing = aerie(&["info", dir.path().join("nope.las").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(2));
+    // The simulator's commands open the map through the simulator, whose error wraps the reader's.
+    let nope = dir.path().join("nope.amap");
+    let pose = "0,0,0,0,0,0";
+    for args in [
+        vec![
+            "scan",
+            nope.to_str().unwrap(),
+            "--sensor",
+            "avia",
+            "--pose",
+            pose,
+        ],
+        vec![
+            "scan",
+            bad.to_str().unwrap(),
+            "--sensor",
+            "avia",
+            "--pose",
+            pose,
+        ],
+        vec!["export", nope.to_str().unwrap(), out_path.to_str().unwrap()],
+    ] {
+        let out = aerie(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(args[1]),
+            "{args:?}: the error names the file: {err}"
+        );
+    }
     let unknown = aerie(&[
         "convert",
         bad.to_str().unwrap(),

@@ -121,6 +121,10 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         if let Some(e) = cause.downcast_ref::<aerie_pipeline::Error>() {
             return if e.is_bad_input() { 2 } else { 1 };
         }
+        // A map error inside the simulator's is transparent: its chain skips the pipeline error it wraps.
+        if let Some(e) = cause.downcast_ref::<aerie_simcore::SimError>() {
+            return if e.is_bad_input() { 2 } else { 1 };
+        }
         if cause.downcast_ref::<BadInput>().is_some() {
             return 2;
         }
@@ -177,23 +181,34 @@ pub fn format_hint<E: Into<anyhow::Error>>(flag: &'static str) -> impl FnOnce(E)
 
 /// Prints an error for the terminal: the outermost message, each cause, then the hint if there is one.
 pub fn print_error(err: &anyhow::Error) {
+    for line in error_lines(err) {
+        eprintln!("{line}");
+    }
+}
+
+/// The lines [`print_error`] prints. A cause whose text the line before already holds (an error that shows its
+/// source in its own message, as `path: source` does) is not repeated.
+fn error_lines(err: &anyhow::Error) -> Vec<String> {
     // A context shows in the chain as its own message (the wrapper type is anyhow's), so the hint's layer is
     // recognised by its text.
     let hint = err.downcast_ref::<Hint>().map(ToString::to_string);
-    let causes = err
-        .chain()
-        .map(ToString::to_string)
-        .filter(|c| Some(c) != hint.as_ref());
-    for (k, cause) in causes.enumerate() {
-        if k == 0 {
-            eprintln!("error: {cause}");
-        } else {
-            eprintln!("  caused by: {cause}");
+    let mut lines = Vec::new();
+    let mut last = String::new();
+    for cause in err.chain().map(ToString::to_string) {
+        if Some(&cause) == hint.as_ref() || (!lines.is_empty() && last.contains(&cause)) {
+            continue;
         }
+        lines.push(if lines.is_empty() {
+            format!("error: {cause}")
+        } else {
+            format!("  caused by: {cause}")
+        });
+        last = cause;
     }
     if let Some(hint) = hint {
-        eprintln!("  hint: {hint}");
+        lines.push(format!("  hint: {hint}"));
     }
+    lines
 }
 
 /// Parse `N` comma-separated numbers, e.g. a pose `x,y,z,roll,pitch,yaw`.
@@ -223,5 +238,50 @@ pub fn numbered(path: &std::path::Path, index: u64) -> std::path::PathBuf {
     match path.extension().and_then(|s| s.to_str()) {
         Some(ext) => path.with_file_name(format!("{stem}_{index:06}.{ext}")),
         None => path.with_file_name(format!("{stem}_{index:06}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that shows its source in its own message, as the readers' do.
+    #[derive(Debug)]
+    struct PathError {
+        path: String,
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for PathError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{}: {}", self.path, self.source)
+        }
+    }
+
+    impl std::error::Error for PathError {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let err = anyhow::Error::new(PathError {
+            path: "/x.tum".into(),
+            source: io,
+        });
+        assert_eq!(
+            error_lines(&err),
+            ["error: /x.tum: No such file or directory"]
+        );
+        let err = err.context("reading the trajectory");
+        assert_eq!(
+            error_lines(&err),
+            [
+                "error: reading the trajectory",
+                "  caused by: /x.tum: No such file or directory"
+            ]
+        );
     }
 }
