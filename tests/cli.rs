@@ -170,6 +170,35 @@ fn bad_input_exits_2_and_writes_nothing() {
         dir.path().join("x.unknown").to_str().unwrap(),
     ]);
     assert_eq!(unknown.status.code(), Some(2));
+
+    // A directory where a file belongs, and a recipe value out of range, are the user's input too: exit 2, and
+    // the message names the path (the recipe's error names the recipe file and the key).
+    let recipe = dir.path().join("r.toml");
+    std::fs::write(&recipe, "resolution_m = -1.0\n").unwrap();
+    let map = dir.path().join("m.amap");
+    for (args, names) in [
+        (
+            vec!["info", dir.path().to_str().unwrap()],
+            dir.path().to_str().unwrap(),
+        ),
+        (
+            vec![
+                "prepare",
+                bad.to_str().unwrap(),
+                "-o",
+                map.to_str().unwrap(),
+                "--recipe",
+                recipe.to_str().unwrap(),
+            ],
+            "r.toml: resolution_m",
+        ),
+    ] {
+        let out = aerie(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+    }
+    assert!(!map.exists());
 }
 
 /// The library says it cannot tell a file's format in its own terms; the command line adds the flag of the

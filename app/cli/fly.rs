@@ -45,6 +45,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         mission.seed = s;
     }
     if let Some(d) = args.duration {
+        if !(d > 0.0 && d <= 36_000.0) {
+            return Err(
+                BadInput(format!("--duration must be between 0 and 36000 s, got {d}")).into(),
+            );
+        }
         mission.duration_s = Some(d);
     }
     mission

@@ -125,6 +125,12 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         if let Some(e) = cause.downcast_ref::<aerie_simcore::SimError>() {
             return if e.is_bad_input() { 2 } else { 1 };
         }
+        if let Some(e) = cause.downcast_ref::<aerie_simcore::flight::FlightError>() {
+            return if e.is_bad_input() { 2 } else { 1 };
+        }
+        if let Some(e) = cause.downcast_ref::<aerie_simcore::record::RecordError>() {
+            return if e.is_bad_input() { 2 } else { 1 };
+        }
         if cause.downcast_ref::<BadInput>().is_some() {
             return 2;
         }

@@ -123,7 +123,6 @@ pub fn write_map(
     summary: &PrepareSummary,
     output: &Path,
 ) -> anyhow::Result<PathBuf> {
-    amap::write(map, output)?;
     let report_file = report_path(output);
     let json = serde_json::json!({
         "map": output.display().to_string(),
@@ -140,6 +139,12 @@ pub fn write_map(
         f.write_all(text.as_bytes())
             .map_err(|e| Error::io(&report_file, e))
     })?;
+    // The report first: a report path the user cannot write fails before the map is, so a failed prepare leaves
+    // neither; a map that cannot be written takes its new report with it.
+    if let Err(e) = amap::write(map, output) {
+        let _ = std::fs::remove_file(&report_file);
+        return Err(e.into());
+    }
     Ok(report_file)
 }
 

@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     frames: u64,
     /// Write all frames into one file, in the map frame (time counts from the first frame's start).
-    #[arg(long)]
+    #[arg(long, requires = "output")]
     merge: bool,
     /// Start time on the trajectory's clock, seconds. Default: the trajectory's first time (0 for --pose).
     #[arg(long)]
@@ -111,11 +111,42 @@ fn write_range_png(path: &Path, image: &Image) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--start` must be a time, and within the trajectory when there is one.
+fn check_start(t0: f64, span: Option<(f64, f64)>, args: &Args) -> anyhow::Result<()> {
+    if !t0.is_finite() {
+        return Err(BadInput(format!(
+            "--start must be a finite time in seconds, got {t0}"
+        ))
+        .into());
+    }
+    if let (Some((first, last)), Some(path)) = (span, &args.trajectory)
+        && !(first..=last).contains(&t0)
+    {
+        return Err(BadInput(format!(
+            "--start {t0} is outside the trajectory {}, which runs from {first} to {last} s",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let sensor = load_sensor(&args.sensor)?;
     if args.frames == 0 {
         return Err(BadInput("--frames must be at least 1".into()).into());
+    }
+    if let Some(png) = &args.depth_png
+        && !png
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+    {
+        return Err(BadInput(format!(
+            "--depth-png writes a PNG: name it .png, not {}",
+            png.display()
+        ))
+        .into());
     }
     if let Some(out) = &args.output
         && Format::from_path(out).is_none()
@@ -126,23 +157,26 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let trajectory: Box<dyn Trajectory> = match (&args.pose, &args.trajectory) {
-        (Some(p), None) => Box::new(Static(pose_from_xyz_rpy(
-            p[0], p[1], p[2], p[3], p[4], p[5],
-        ))),
-        (None, Some(t)) => Box::new(Tum::load(t)?),
-        _ => {
-            return Err(BadInput(
-                "give the sensor pose with --pose x,y,z,roll,pitch,yaw or --trajectory FILE".into(),
-            )
-            .into());
-        }
-    };
-    let t0 = match (args.start, &args.trajectory) {
-        (Some(s), _) => s,
-        (None, Some(p)) => Tum::load(p)?.span_s().0,
-        (None, None) => 0.0,
-    };
+    let (trajectory, t0, span): (Box<dyn Trajectory>, f64, Option<(f64, f64)>) =
+        match (&args.pose, &args.trajectory) {
+            (Some(p), None) => {
+                let pose = pose_from_xyz_rpy(p[0], p[1], p[2], p[3], p[4], p[5]);
+                (Box::new(Static(pose)), args.start.unwrap_or(0.0), None)
+            }
+            (None, Some(t)) => {
+                let tum = Tum::load(t)?;
+                let span = tum.span_s();
+                (Box::new(tum), args.start.unwrap_or(span.0), Some(span))
+            }
+            _ => {
+                return Err(BadInput(
+                    "give the sensor pose with --pose x,y,z,roll,pitch,yaw or --trajectory FILE"
+                        .into(),
+                )
+                .into());
+            }
+        };
+    check_start(t0, span, args)?;
     if args.merge && args.points_in == PointsInArg::Firing {
         return Err(BadInput(
             "--merge places points in the map frame, which needs them compensated for the motion: use \
@@ -167,6 +201,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let lidar = sim
         .add_sensor(&sensor.name, sensor.clone(), Isometry3::identity())
         .map_err(|e| BadInput(e.to_string()))?;
+    if let Some((_, end)) = span
+        && !args.quiet
+    {
+        let last = sim.frame_start(lidar, t0, args.frames - 1);
+        if last > end {
+            eprintln!(
+                "warning: the trajectory ends at {end} s; the frames starting after it (the last at {last:.3} s) \
+                 keep its last pose"
+            );
+        }
+    }
     let mut merged = Cloud::default();
     let mut total_points = 0usize;
     let mut render_s = 0.0;

@@ -384,6 +384,22 @@ pub enum ScalarKind {
 }
 
 impl ScalarKind {
+    /// The type's Rust name (`u8`, `f32`), as messages show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarKind::U8 => "u8",
+            ScalarKind::I8 => "i8",
+            ScalarKind::U16 => "u16",
+            ScalarKind::I16 => "i16",
+            ScalarKind::U32 => "u32",
+            ScalarKind::I32 => "i32",
+            ScalarKind::U64 => "u64",
+            ScalarKind::I64 => "i64",
+            ScalarKind::F32 => "f32",
+            ScalarKind::F64 => "f64",
+        }
+    }
+
     /// Size in bytes.
     pub fn size(self) -> usize {
         match self {

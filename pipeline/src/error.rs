@@ -109,12 +109,7 @@ impl Error {
     /// True when the error is the user's input rather than the machine (the CLI exits 2 for these).
     pub fn is_bad_input(&self) -> bool {
         match self {
-            Error::Io { source, .. } => matches!(
-                source.kind(),
-                std::io::ErrorKind::NotFound
-                    | std::io::ErrorKind::UnexpectedEof
-                    | std::io::ErrorKind::InvalidData
-            ),
+            Error::Io { source, .. } => is_bad_path(source),
             Error::Format { .. }
             | Error::Unsupported { .. }
             | Error::UnknownFormat { .. }
@@ -122,6 +117,25 @@ impl Error {
             Error::Cancelled => false,
         }
     }
+}
+
+/// True when an I/O error says the user named a path that cannot serve (missing, a directory where a file was
+/// expected, an existing file where a folder is made, no permission) or a file that ends early or holds bad
+/// data, rather than the machine failing (disk full, hardware, interrupted).
+pub fn is_bad_path(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::NotFound
+            | K::UnexpectedEof
+            | K::InvalidData
+            | K::IsADirectory
+            | K::NotADirectory
+            | K::AlreadyExists
+            | K::PermissionDenied
+            | K::InvalidFilename
+            | K::ReadOnlyFilesystem
+    )
 }
 
 /// A column that does not have one value per point: what [`crate::Cloud::from_columns`] and the cloud's setters

@@ -67,7 +67,7 @@ pub use cloud::{
     Attribute, Cloud, Columns, ExtraDim, ExtraScalar, ExtraValues, Metadata, PointIndex, Returned,
     ScalarKind, ScanInfo,
 };
-pub use error::{Error, LengthMismatch, NotFinite, Result};
+pub use error::{Error, LengthMismatch, NotFinite, Result, is_bad_path};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::StageReport;
 pub use summary::CloudSummary;

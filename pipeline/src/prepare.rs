@@ -130,7 +130,11 @@ impl Recipe {
             };
             Error::format(name, place, e.message().to_string())
         })?;
-        recipe.validate()?;
+        // A value out of range names the recipe file and the key, as a parse error names the line.
+        recipe.validate().map_err(|e| match e {
+            Error::Parameter { name: key, message } => Error::format(name, key, message),
+            e => e,
+        })?;
         Ok(recipe)
     }
 
@@ -145,6 +149,16 @@ impl Recipe {
 
     /// Check parameters that do not depend on the data.
     pub fn validate(&self) -> Result<()> {
+        if let Some(i) = self
+            .inputs
+            .iter()
+            .position(|i| i.path.as_os_str().is_empty())
+        {
+            return Err(Error::parameter(
+                format!("inputs[{i}].path"),
+                "is missing: every [[inputs]] table names a file",
+            ));
+        }
         if !(self.resolution_m.is_finite() && self.resolution_m > 0.0) {
             return Err(Error::parameter(
                 "resolution_m",
@@ -234,7 +248,19 @@ pub fn prepare(
     let mut reports = Vec::new();
     let (mut cloud, dropped) = combine(inputs, progress, &mut reports)?;
     if cloud.is_empty() {
-        return Err(Error::parameter("inputs", "the input files hold no points"));
+        let names: Vec<&str> = sources
+            .iter()
+            .map(|s| s.path.as_str())
+            .filter(|p| !p.is_empty())
+            .collect();
+        return Err(Error::parameter(
+            "inputs",
+            if names.is_empty() {
+                "the input clouds hold no points".to_string()
+            } else {
+                format!("{} hold no points", names.join(", "))
+            },
+        ));
     }
     for stage in &recipe.stages {
         crate::memory::release_free_memory();

@@ -61,6 +61,18 @@ pub enum FlightError {
     Record(#[from] RecordError),
 }
 
+impl FlightError {
+    /// True when the mission or the user's output path is the cause rather than the machine (the CLI exits 2).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            FlightError::Record(e) => e.is_bad_input(),
+            FlightError::Vehicle { .. } | FlightError::Sensor { .. } | FlightError::Plan { .. } => {
+                true
+            }
+        }
+    }
+}
+
 /// Loads a vehicle preset or file, a sensor preset or file (relative to `base`).
 fn resolve<T>(
     spec: &str,

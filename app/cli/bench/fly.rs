@@ -48,7 +48,7 @@ struct Common {
     #[arg(long)]
     duration: Option<f64>,
     /// Timed flights (each set up anew); the median is reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     repeat: usize,
     /// JSON lines instead of a table.
     #[arg(long)]

@@ -24,9 +24,10 @@ enum What {
     /// (warm-up) read: a process that reads a file once pays for fresh memory pages, later reads in the same
     /// process may reuse what the allocator kept.
     Read {
+        #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Number of timed reads per file (after one warm-up read).
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         repeat: usize,
         /// Print JSON lines instead of a table.
         #[arg(long)]

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, default_value_t = 16)]
     normals_k: usize,
     /// Timed runs per stage (median reported).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     repeat: usize,
     /// JSON lines instead of a table.
     #[arg(long)]

@@ -17,6 +17,7 @@ use anyhow::Context;
 use clap::ValueEnum;
 
 use super::{median, process_cpu_s};
+use crate::cli::BadInput;
 use crate::cli::choices::MethodArg;
 
 #[derive(clap::Args, Debug)]
@@ -29,7 +30,7 @@ pub struct Args {
     #[arg(long, requires = "pose")]
     map: Option<PathBuf>,
     /// Sensor pose in the --map frame: x,y,z in metres, roll,pitch,yaw in radians.
-    #[arg(long, value_parser = crate::cli::parse_numbers::<6>, allow_hyphen_values = true)]
+    #[arg(long, requires = "map", value_parser = crate::cli::parse_numbers::<6>, allow_hyphen_values = true)]
     pose: Option<[f64; 6]>,
     /// Map resolution r_map, metres.
     #[arg(long, default_value_t = 0.05)]
@@ -41,7 +42,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_values_t = ["splat".to_string(), "beam".to_string()])]
     renderers: Vec<String>,
     /// Timed frames per sensor and renderer (after one warm-up frame); the median is reported.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     frames: u64,
     /// Seed of the procedural map.
     #[arg(long, default_value_t = 1)]
@@ -61,7 +62,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .sensors
         .iter()
         .map(|name| {
-            SensorModel::preset(name).with_context(|| format!("unknown sensor preset {name}"))
+            SensorModel::preset(name).map_err(|e| BadInput(format!("--sensors: {e}")).into())
         })
         .collect::<anyhow::Result<_>>()?;
     let methods: Vec<(&str, RenderParams)> = args
@@ -69,7 +70,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .iter()
         .map(|m| {
             let arg = MethodArg::from_str(m, false).map_err(|_| {
-                anyhow::anyhow!("unknown renderer {m}: expected splat, beam, auto or marsim")
+                BadInput(format!(
+                    "--renderers: unknown renderer {m}: expected splat, beam, auto or marsim"
+                ))
             })?;
             Ok((m.as_str(), arg.params(&RenderParams::default())))
         })
@@ -251,7 +254,11 @@ fn write_rays(
             bytes.extend_from_slice(&(v as f32).to_le_bytes());
         }
     }
-    std::fs::create_dir_all(dir)?;
     let path = dir.join(format!("rays_{sensor}.f32"));
-    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    aerie_pipeline::io::atomic::write_atomic(&path, |f| {
+        use std::io::Write;
+        f.write_all(&bytes)
+            .map_err(|e| aerie_pipeline::Error::io(&path, e))
+    })?;
+    Ok(())
 }

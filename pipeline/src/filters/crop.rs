@@ -81,15 +81,17 @@ pub fn crop(
         })?;
     let keep = super::mask_indices(&mask);
     if keep.is_empty() && !cloud.is_empty() {
-        let bounds = cloud.bounds();
+        let fmt = |v: [f64; 3]| format!("[{:.3}, {:.3}, {:.3}]", v[0], v[1], v[2]);
+        let bounds = cloud.bounds().map_or(String::new(), |(lo, hi)| {
+            format!(" (the points span {}..{})", fmt(lo), fmt(hi))
+        });
         return Err(Error::parameter(
             "filters.crop",
             format!(
-                "crop box {:?}..{:?}{} removes every point (cloud bounds {:?})",
-                params.min,
-                params.max,
+                "crop box {}..{}{} removes every point{bounds}",
+                fmt(params.min),
+                fmt(params.max),
                 if params.invert { " (inverted)" } else { "" },
-                bounds
             ),
         ));
     }

@@ -166,6 +166,17 @@ fn check_record_counts(clouds: &[PointCloud], file_len: usize, path: &Path) -> R
     let mut total_bits: u128 = 0;
     for (si, pc) in clouds.iter().enumerate() {
         let place = || scan_place(si, pc);
+        for r in &pc.prototype {
+            if let RecordDataType::ScaledInteger { scale, .. } = r.data_type
+                && !(scale.is_finite() && scale != 0.0)
+            {
+                return Err(Error::format(
+                    path,
+                    format!("{} prototype {:?}", place(), r.name),
+                    format!("scale is {scale}; expected a finite, non-zero step"),
+                ));
+            }
+        }
         let bits: u64 = pc.prototype.iter().map(|r| record_bits(&r.data_type)).sum();
         if bits == 0 && pc.records > 0 {
             // The crate would generate constant values without end: the count cannot be checked against data.

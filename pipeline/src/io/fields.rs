@@ -183,13 +183,22 @@ pub(crate) fn parse_num(tok: &[u8]) -> Option<f64> {
 }
 
 /// A text value as the declared type holds it (a float field's decimal rounded to f32), so text and binary
-/// encodings of the same file give the same values.
+/// encodings of the same file give the same values; `None` when an integer type cannot hold it (a fraction, or
+/// out of range: `300` for a `uchar`), which the binary encoding could not have written either.
 #[inline]
-pub(crate) fn as_kind(v: f64, kind: ScalarKind) -> f64 {
-    if kind == ScalarKind::F32 {
-        v as f32 as f64
-    } else {
-        v
+pub(crate) fn as_kind(v: f64, kind: ScalarKind) -> Option<f64> {
+    let range = |lo: f64, hi: f64| (v.fract() == 0.0 && v >= lo && v <= hi).then_some(v);
+    match kind {
+        ScalarKind::F32 => Some(v as f32 as f64),
+        ScalarKind::F64 => Some(v),
+        ScalarKind::U8 => range(0.0, 255.0),
+        ScalarKind::I8 => range(-128.0, 127.0),
+        ScalarKind::U16 => range(0.0, 65535.0),
+        ScalarKind::I16 => range(-32768.0, 32767.0),
+        ScalarKind::U32 => range(0.0, 4294967295.0),
+        ScalarKind::I32 => range(-2147483648.0, 2147483647.0),
+        ScalarKind::U64 => range(0.0, 18446744073709551615.0),
+        ScalarKind::I64 => range(-9223372036854775808.0, 9223372036854775807.0),
     }
 }
 
@@ -385,6 +394,8 @@ pub(crate) fn decode_positions(
         ));
     }
     let origin = origin_of(n, lo, hi);
+    let names = [xyz[0].name, xyz[1].name, xyz[2].name];
+    check_f32_span(path, origin, (lo, hi), n, value, names)?;
     let positions = (0..n)
         .into_par_iter()
         .with_min_len(CHUNK)
@@ -398,6 +409,40 @@ pub(crate) fn decode_positions(
 fn origin_of(n: usize, lo: [f64; 3], hi: [f64; 3]) -> [f64; 3] {
     let large = n > 0 && (0..3).any(|k| lo[k].abs().max(hi[k].abs()) >= LARGE_COORDINATE);
     if large { origin_for(lo) } else { [0.0; 3] }
+}
+
+/// Refuses coordinates too far from `origin` for an f32 position (beyond 3.4e38 m; only a corrupt file has
+/// them), naming the first such point, where they would otherwise become infinite positions.
+fn check_f32_span(
+    path: &Path,
+    origin: [f64; 3],
+    (lo, hi): ([f64; 3], [f64; 3]),
+    n: usize,
+    coord: impl Fn(usize, usize) -> f64 + Sync,
+    names: [&str; 3],
+) -> Result<()> {
+    let fits = |v: f64, k: usize| ((v - origin[k]) as f32).is_finite();
+    if (0..3).all(|k| fits(lo[k], k) && fits(hi[k], k)) {
+        return Ok(());
+    }
+    let bad = (0..n)
+        .into_par_iter()
+        .find_map_first(|i| (0..3).find(|&k| !fits(coord(i, k), k)).map(|k| (i, k)));
+    match bad {
+        Some((i, k)) => Err(Error::format(
+            path,
+            format!("point {i}"),
+            format!(
+                "{name} is {:e}, and the points' {name} spans {:e}..{:e}: wider than positions can hold \
+                 (about 3e38); expected coordinates of one place",
+                coord(i, k),
+                lo[k],
+                hi[k],
+                name = names[k],
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Builds a cloud from decoded columns: x, y and z become positions (unless `positions` were decoded
@@ -588,6 +633,10 @@ fn positions_from_columns(path: &Path, cols: &mut Vec<Column>) -> Result<Positio
         hi[k] = h;
     }
     let origin = origin_of(x.values.len(), lo, hi);
+    let xyz = [&x, &y, &z];
+    let coord = |i: usize, k: usize| xyz[k].values.get(i).copied().unwrap_or(f64::NAN);
+    let names = [x.name.as_str(), y.name.as_str(), z.name.as_str()];
+    check_f32_span(path, origin, (lo, hi), x.values.len(), coord, names)?;
     let positions = x
         .values
         .par_iter()

@@ -143,7 +143,7 @@ pub enum Encoding {
     Binary,
     /// Binary big-endian (PLY only).
     BinaryBigEndian,
-    /// Compressed (PCD binary_compressed; LAS -> LAZ).
+    /// Compressed (PCD binary_compressed; for LAS, name the file .laz: LAZ is a format of its own).
     Compressed,
 }
 
@@ -214,12 +214,82 @@ pub struct WriteOptions {
 }
 
 impl WriteOptions {
+    /// Refuses what would otherwise be silently ignored: an encoding for a format without a choice of one, and a
+    /// field in `fields` that `cloud` does not have.
+    fn check(&self, cloud: &Cloud, format: Format) -> Result<()> {
+        // PCD and PLY check theirs; the other formats have one encoding each.
+        if self.encoding.is_some() && !matches!(format, Format::Pcd | Format::Ply) {
+            return Err(Error::parameter(
+                "encoding",
+                format!(
+                    "{} files have one encoding; a choice applies to .pcd and .ply only",
+                    format.name()
+                ),
+            ));
+        }
+        let Some(fields) = &self.fields else {
+            return Ok(());
+        };
+        let present = present_fields(cloud);
+        for name in fields {
+            let known = ["x", "y", "z"].contains(&name.as_str())
+                || present
+                    .iter()
+                    .any(|(aliases, _)| aliases.contains(&name.as_str()));
+            if !known {
+                let have: Vec<&str> = present.iter().map(|(_, shown)| *shown).collect();
+                return Err(Error::parameter(
+                    "fields",
+                    format!(
+                        "the cloud has no field {name:?}; it has x y z{}{}",
+                        if have.is_empty() { "" } else { " " },
+                        have.join(" ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether an optional field called `name` should be written.
     pub fn wants(&self, name: &str) -> bool {
         self.fields
             .as_ref()
             .is_none_or(|f| f.iter().any(|n| n == name))
     }
+}
+
+/// The optional fields `cloud` has: the names a writer accepts for each (see [`WriteOptions::wants`]), and the
+/// one messages show.
+fn present_fields(cloud: &Cloud) -> Vec<(Vec<&str>, &str)> {
+    let mut out: Vec<(Vec<&str>, &str)> = Vec::new();
+    let mut add = |has: bool, aliases: &[&'static str]| {
+        if has {
+            out.push((aliases.to_vec(), aliases[0]));
+        }
+    };
+    add(cloud.intensity().is_some(), &["intensity"]);
+    add(
+        cloud.color().is_some(),
+        &["rgb", "color", "colour", "red", "r"],
+    );
+    add(
+        cloud.normals().is_some(),
+        &["normals", "normal", "nx", "normal_x"],
+    );
+    add(cloud.gamma().is_some(), &["gamma"]);
+    add(cloud.time().is_some(), &["time", "gps_time"]);
+    add(cloud.ring().is_some(), &["ring"]);
+    add(
+        cloud.classification().is_some(),
+        &["classification", "class"],
+    );
+    add(cloud.return_number().is_some(), &["return_number"]);
+    add(cloud.number_of_returns().is_some(), &["number_of_returns"]);
+    for d in cloud.extras() {
+        out.push((vec![d.name.as_str()], d.name.as_str()));
+    }
+    out
 }
 
 /// The format of `path`: from its extension, else from its first bytes.
@@ -324,6 +394,7 @@ pub fn write(
             looked_inside: false,
         });
     };
+    opts.check(cloud, format)?;
     match format {
         Format::Las => las::write(cloud, path, false, opts),
         Format::Laz => las::write(cloud, path, true, opts),
@@ -338,6 +409,39 @@ pub fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a writer would silently ignore is refused before any file is made: a field the cloud lacks (a typo
+    /// in `--fields`), an encoding for a format that has one.
+    #[test]
+    fn write_options_a_writer_would_ignore_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cols = crate::Columns {
+            positions: vec![[1.0, 2.0, 3.0]],
+            ..crate::Columns::default()
+        };
+        cols.intensity = Some(vec![0.5]);
+        let cloud = Cloud::from_columns([0.0; 3], cols).unwrap();
+        let out = dir.path().join("o.pcd");
+        let fields = |f: &[&str]| WriteOptions {
+            fields: Some(f.iter().map(ToString::to_string).collect()),
+            ..WriteOptions::default()
+        };
+        let e = write(&cloud, &out, None, &fields(&["intensity", "bogus"])).unwrap_err();
+        assert!(
+            e.to_string().contains("\"bogus\"") && e.to_string().contains("x y z intensity"),
+            "{e}"
+        );
+        assert!(write(&cloud, &out, None, &fields(&["ring"])).is_err());
+        write(&cloud, &out, None, &fields(&["x", "intensity"])).unwrap();
+        let las = dir.path().join("o.las");
+        let ascii = WriteOptions {
+            encoding: Some(Encoding::Ascii),
+            ..WriteOptions::default()
+        };
+        let e = write(&cloud, &las, None, &ascii).unwrap_err();
+        assert!(e.to_string().contains("las files have one encoding"), "{e}");
+        assert!(!las.exists());
+    }
 
     /// A format that neither the name nor the bytes give is its own error, worded without any caller's flags
     /// (the CLI adds those), and counted as the user's input.

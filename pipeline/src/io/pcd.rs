@@ -589,8 +589,17 @@ fn decode_ascii(body: &[u8], path: &Path, h: &Header) -> Result<Vec<Column>> {
                     quote(tok)
                 ));
             };
+            let Some(v) = as_kind(v, s.kind) else {
+                return Err(format!(
+                    "column {} ({}): {} does not fit its type {}",
+                    k + 1,
+                    s.name,
+                    quote(tok),
+                    s.kind.name()
+                ));
+            };
             if let Some(col) = cols.get_mut(c) {
-                col.push(as_kind(v, s.kind));
+                col.push(v);
             }
             c += 1;
         }

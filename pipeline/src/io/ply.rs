@@ -483,8 +483,17 @@ fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Col
                     }
                 }
             } else {
+                let Some(v) = as_kind(v, p.kind) else {
+                    return Err(format!(
+                        "property {} (column {}): {} does not fit its type {}",
+                        p.name,
+                        k + 1,
+                        quote(tok),
+                        type_name(p.kind)
+                    ));
+                };
                 if let Some(col) = cols.get_mut(c) {
-                    col.push(as_kind(v, p.kind));
+                    col.push(v);
                 }
                 c += 1;
             }
@@ -579,6 +588,16 @@ mod tests {
         assert_eq!(c.color().unwrap()[0], [65535, 0, 257]);
         assert_eq!(c.intensity().unwrap(), &vec![7.0, 8.0]);
         assert_eq!(c.positions()[1], [4.0, 5.0, 6.0]);
+        // A value its declared type cannot hold is an error, not a clamp: `300` for a uchar, `2.5` likewise.
+        for bad in ["300", "2.5", "-1"] {
+            let t =
+                String::from_utf8_lossy(text).replace("4 5 6 0 0 0", &format!("4 5 6 0 {bad} 0"));
+            let e = read(t.as_bytes()).unwrap_err().to_string();
+            assert!(
+                e.contains("line 18") && e.contains("property green") && e.contains("uchar"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -158,10 +158,14 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
         return Err(Error::format(
             path,
             format!("line {}", line_no + 1),
-            format!(
-                "{} column names given but the line has {ncols} columns",
-                names.len()
-            ),
+            if opts.columns.is_some() {
+                format!(
+                    "{} column names given but the line has {ncols} columns",
+                    names.len()
+                )
+            } else {
+                format!("the line has {ncols} columns; expected at least 3 (x y z)")
+            },
         ));
     }
     let targets: Vec<Target> = names.iter().map(|n| target_for(n)).collect();
@@ -265,6 +269,26 @@ mod tests {
         assert_eq!(c.extra("col_5").unwrap().values.to_f64(), vec![5.0]);
         let c = read("1\t2\t3\n", None).unwrap();
         assert_eq!(c.meta.format.as_deref(), Some("XYZ text (tab-separated)"));
+    }
+
+    /// A finite coordinate so far from the others that its f32 offset from the origin overflows must not become
+    /// an infinite position: it is refused, naming the point.
+    #[test]
+    fn coordinates_too_far_apart_for_f32_are_refused() {
+        for far in ["1e39", "-1e300"] {
+            let e = read(&format!("1 2 3\n{far} 5 6\n"), None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("t.txt: point ") && e.contains("x spans"),
+                "{far}: {e}"
+            );
+        }
+        // Wide but representable: georeferenced coordinates keep their origin.
+        assert!(read("1 2 3\n1e30 5 6\n", None).is_ok());
+        // Two columns are not x y z, and nobody gave column names.
+        let e = read("1 2\n4 5\n", None).unwrap_err().to_string();
+        assert!(e.contains("2 columns; expected at least 3"), "{e}");
     }
 
     #[test]

@@ -170,7 +170,8 @@ impl Mission {
         Ok(mission)
     }
 
-    /// Checks values a TOML parser cannot.
+    /// Checks values a TOML parser cannot: names, and every number finite and in its range (a NaN would
+    /// otherwise fly as a goal reached at once, or panic deep in the flight).
     pub fn check(&self) -> Result<(), String> {
         if self.vehicles.is_empty() {
             return Err("a mission needs at least one [[vehicle]]".into());
@@ -180,40 +181,113 @@ impl Mission {
             if !names.insert(v.name.as_str()) {
                 return Err(format!("two vehicles are named {:?}", v.name));
             }
-            if v.name.is_empty()
-                || !v
-                    .name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
-            {
-                return Err(format!(
-                    "vehicle name {:?}: use letters, digits and _ (it names ROS topics and files)",
-                    v.name
-                ));
-            }
-            if !(v.max_speed_m_s > 0.0 && v.max_accel_m_s2 > 0.0) {
-                return Err(format!(
-                    "vehicle {}: max_speed_m_s and max_accel_m_s2 must be positive",
-                    v.name
-                ));
-            }
-            if !v.start.iter().all(|x| x.is_finite()) {
-                return Err(format!("vehicle {}: start must be finite", v.name));
-            }
-            if let Some(s) = v.sensors.iter().find(|s| s.points_in == PointsIn::FrameEnd) {
-                return Err(format!(
-                    "vehicle {} sensor {}: points_in = \"frame_end\" cannot be recorded (clouds are stamped at the \
-                     frame start); use \"frame_start\" or \"firing\"",
-                    v.name, s.name
-                ));
-            }
+            v.check()?;
         }
         if let Some(d) = self.duration_s
             && !(d > 0.0 && d <= 36_000.0)
         {
             return Err(format!("duration_s must be between 0 and 36000, got {d}"));
         }
+        if let Some(v) = self.planner_voxel_m
+            && !(v.is_finite() && v >= MIN_PLANNER_VOXEL_M)
+        {
+            return Err(format!(
+                "planner_voxel_m must be at least {MIN_PLANNER_VOXEL_M} m, got {v}"
+            ));
+        }
+        for (i, o) in self.obstacles.iter().enumerate() {
+            o.check().map_err(|m| format!("obstacles[{i}]: {m}"))?;
+        }
+        let total: u64 = self.obstacles.iter().map(|o| o.count as u64).sum();
+        if total > crate::world::MAX_OBSTACLES as u64 {
+            return Err(format!(
+                "{total} obstacles in all; at most {} are simulated",
+                crate::world::MAX_OBSTACLES
+            ));
+        }
         Ok(())
+    }
+}
+
+/// The finest planner voxel a mission may ask for, metres: below it the grid only grows, the map's points being
+/// centimetres apart at best.
+pub const MIN_PLANNER_VOXEL_M: f64 = 0.01;
+
+impl VehicleSpec {
+    fn check(&self) -> Result<(), String> {
+        let name = &self.name;
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "vehicle name {name:?}: use letters, digits and _ (it names ROS topics and files)"
+            ));
+        }
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !(positive(self.max_speed_m_s) && positive(self.max_accel_m_s2)) {
+            return Err(format!(
+                "vehicle {name}: max_speed_m_s and max_accel_m_s2 must be positive and finite"
+            ));
+        }
+        if !self.start.iter().all(|x| x.is_finite()) {
+            return Err(format!("vehicle {name}: start must be finite"));
+        }
+        let mut sensors = std::collections::BTreeSet::new();
+        for s in &self.sensors {
+            if !sensors.insert(s.name.as_str()) {
+                return Err(format!(
+                    "vehicle {name}: two sensors are named {:?} (the name makes the topic)",
+                    s.name
+                ));
+            }
+            if !s.mount.iter().all(|x| x.is_finite()) {
+                return Err(format!(
+                    "vehicle {name} sensor {}: mount must be finite",
+                    s.name
+                ));
+            }
+            if s.points_in == PointsIn::FrameEnd {
+                return Err(format!(
+                    "vehicle {name} sensor {}: points_in = \"frame_end\" cannot be recorded (clouds are stamped at \
+                     the frame start); use \"frame_start\" or \"firing\"",
+                    s.name
+                ));
+            }
+        }
+        for (i, g) in self.goals.iter().enumerate() {
+            g.check()
+                .map_err(|m| format!("vehicle {name} goal {}: {m}", i + 1))?;
+        }
+        Ok(())
+    }
+}
+
+impl Goal {
+    fn check(&self) -> Result<(), String> {
+        match self {
+            Goal::Waypoint {
+                position,
+                speed_m_s,
+            }
+            | Goal::Goal {
+                position,
+                speed_m_s,
+            } => {
+                if !position.iter().all(|x| x.is_finite()) {
+                    return Err(format!("position must be finite, got {position:?}"));
+                }
+                match speed_m_s {
+                    Some(s) if !(s.is_finite() && *s > 0.0) => {
+                        Err(format!("speed_m_s must be positive and finite, got {s}"))
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Goal::Hover { duration_s } if duration_s.is_nan() || *duration_s > 36_000.0 => {
+                Err(format!(
+                    "hover duration_s must be a number of seconds up to 36000, got {duration_s}"
+                ))
+            }
+            Goal::Hover { .. } | Goal::Land => Ok(()),
+        }
     }
 }
 
@@ -471,5 +545,69 @@ pub fn timeline_end(legs: &[Leg]) -> Option<f64> {
         Leg::Hold { until, .. } => Some(*until),
         Leg::Move { segment, .. } => Some(segment.t0 + segment.duration),
         Leg::Land { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "[[vehicle]]\nname = \"uav\"\nstart = [0.0, 0.0, 1.5, 0.0]\n";
+
+    fn check(extra: &str) -> Result<(), String> {
+        // Tables after the vehicle's own keys: mission-level keys go before it.
+        let (top, vehicle) = extra.split_once("|").unwrap_or(("", extra));
+        let m: Mission = toml::from_str(&format!("{top}\n{BASE}{vehicle}")).unwrap();
+        m.check()
+    }
+
+    /// Every number a mission gives must be finite and in range: a NaN waypoint used to panic deep in the flight,
+    /// and a NaN planner voxel planned a one-cell grid that reported a goal reached without flying to it.
+    #[test]
+    fn non_finite_and_out_of_range_values_are_refused_naming_the_field() {
+        assert!(check("").is_ok());
+        for (extra, expect) in [
+            (
+                "[[vehicle.goal]]\nkind = \"waypoint\"\nposition = [nan, 5.0, 1.0]\n",
+                "goal 1: position must be finite",
+            ),
+            (
+                "[[vehicle.goal]]\nkind = \"goal\"\nposition = [1.0, 5.0, 1.0]\nspeed_m_s = -1.0\n",
+                "goal 1: speed_m_s",
+            ),
+            (
+                "[[vehicle.goal]]\nkind = \"hover\"\nduration_s = nan\n",
+                "goal 1: hover duration_s",
+            ),
+            (
+                "[[vehicle.sensor]]\nname = \"l\"\npreset = \"avia\"\nmount = [0.0, 0.0, nan, 0.0, 0.0, 0.0]\n",
+                "sensor l: mount must be finite",
+            ),
+            (
+                "[[vehicle.sensor]]\nname = \"l\"\npreset = \"avia\"\n[[vehicle.sensor]]\nname = \"l\"\npreset = \"vlp16\"\n",
+                "two sensors are named \"l\"",
+            ),
+            ("planner_voxel_m = nan|", "planner_voxel_m"),
+            ("planner_voxel_m = 0.0|", "planner_voxel_m"),
+            (
+                "|[[obstacles]]\nkind = \"drone\"\ncount = 100000\n",
+                "obstacles[0]: count 100000",
+            ),
+            (
+                "|[[obstacles]]\nkind = \"cube\"\nsize_m = nan\n",
+                "obstacles[0]: size_m",
+            ),
+            (
+                "|[[obstacles]]\nkind = \"cube\"\nspeed_m_s = inf\n",
+                "obstacles[0]: speed_m_s",
+            ),
+            (
+                "|[[obstacles]]\nkind = \"drone\"\ncount = 600\n[[obstacles]]\nkind = \"cube\"\ncount = 600\n",
+                "1200 obstacles in all",
+            ),
+        ] {
+            let err = check(extra).expect_err(extra);
+            assert!(err.contains(expect), "{extra}: {err}");
+        }
     }
 }

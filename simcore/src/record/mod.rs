@@ -31,14 +31,52 @@ pub type TrackSample = (f64, Isometry3<f64>, nalgebra::Vector3<f64>);
 /// Errors of writing a recording; the message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    /// Creating, writing or renaming a file failed, or a write came after [`Recorder::finish`].
+    /// Creating, writing or renaming the MCAP file failed, or a write came after [`Recorder::finish`].
     #[error("{path}: {message}")]
     Write {
         /// The file.
         path: PathBuf,
-        /// What went wrong.
+        /// What went wrong, with the operating system's reason.
         message: String,
+        /// Whether the path the user gave is the cause (a directory in the way, no permission), not the machine.
+        bad_path: bool,
     },
+    /// Writing a file of the recording through [`aerie_pipeline::io::atomic`] failed.
+    #[error(transparent)]
+    Output(#[from] aerie_pipeline::Error),
+}
+
+impl RecordError {
+    /// A [`RecordError::Write`] for `path`: the message is `e` and its causes (the MCAP writer's own message,
+    /// "I/O error from writing", says nothing without the operating system's "No space left on device").
+    fn write(path: &Path, e: &(dyn std::error::Error + 'static)) -> RecordError {
+        let mut message = e.to_string();
+        let mut bad_path = false;
+        let mut cause = Some(e);
+        while let Some(c) = cause {
+            if let Some(io) = c.downcast_ref::<std::io::Error>() {
+                bad_path |= aerie_pipeline::is_bad_path(io);
+            }
+            let text = c.to_string();
+            if !message.contains(&text) {
+                message = format!("{message}: {text}");
+            }
+            cause = c.source();
+        }
+        RecordError::Write {
+            path: path.to_path_buf(),
+            message,
+            bad_path,
+        }
+    }
+
+    /// True when the user's output path is the cause rather than the machine (the CLI exits 2 for these).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            RecordError::Write { bad_path, .. } => *bad_path,
+            RecordError::Output(e) => e.is_bad_input(),
+        }
+    }
 }
 
 /// An MCAP file being written.
@@ -58,17 +96,16 @@ fn temp_path(path: &Path) -> PathBuf {
 impl Recorder {
     /// Starts writing `path` (through a temporary file beside it).
     pub fn create(path: &Path) -> Result<Recorder, RecordError> {
-        let err = |e: &dyn std::fmt::Display| RecordError::Write {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        };
         let tmp = temp_path(path);
-        let file = File::create(&tmp).map_err(|e| err(&e))?;
+        let file = File::create(&tmp).map_err(|e| RecordError::write(path, &e))?;
         let opts = mcap::WriteOptions::new()
             .profile("ros2")
             .library("aerie")
             .compression(None);
-        let writer = opts.create(BufWriter::new(file)).map_err(|e| err(&e))?;
+        let writer = opts.create(BufWriter::new(file)).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            RecordError::write(path, &e)
+        })?;
         Ok(Recorder {
             path: path.to_path_buf(),
             tmp,
@@ -78,11 +115,8 @@ impl Recorder {
         })
     }
 
-    fn err(&self, e: &dyn std::fmt::Display) -> RecordError {
-        RecordError::Write {
-            path: self.path.clone(),
-            message: e.to_string(),
-        }
+    fn err(&self, e: &(dyn std::error::Error + 'static)) -> RecordError {
+        RecordError::write(&self.path, e)
     }
 
     fn channel(&mut self, topic: &str, type_name: &str) -> Result<u16, RecordError> {
@@ -93,6 +127,7 @@ impl Recorder {
         let w = self.writer.as_mut().ok_or_else(|| RecordError::Write {
             path: self.path.clone(),
             message: "already finished".into(),
+            bad_path: false,
         })?;
         let r = w
             .add_schema(type_name, "ros2msg", schema.as_bytes())
@@ -126,13 +161,18 @@ impl Recorder {
         r.map_err(|e| self.err(&e))
     }
 
-    /// Writes the summary and renames the file into place.
+    /// Writes the summary and renames the file into place; on failure the temporary file is removed.
     pub fn finish(mut self) -> Result<(), RecordError> {
-        if let Some(mut w) = self.writer.take() {
-            w.finish().map_err(|e| self.err(&e))?;
-            drop(w);
+        let finished = match self.writer.take() {
+            Some(mut w) => w.finish().map(drop).map_err(|e| self.err(&e)),
+            None => Ok(()),
+        };
+        let renamed = finished
+            .and_then(|()| std::fs::rename(&self.tmp, &self.path).map_err(|e| self.err(&e)));
+        if renamed.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
         }
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| self.err(&e))
+        renamed
     }
 }
 
@@ -150,22 +190,17 @@ impl Drop for Recorder {
 
 /// Writes a trajectory in TUM format (`t x y z qx qy qz qw`, one pose per line) through a temporary file.
 pub fn write_tum(path: &Path, poses: &[(f64, Isometry3<f64>)]) -> Result<(), RecordError> {
-    let err = |e: &dyn std::fmt::Display| RecordError::Write {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let tmp = temp_path(path);
-    let mut w = BufWriter::new(File::create(&tmp).map_err(|e| err(&e))?);
-    for (t, p) in poses {
-        let (v, q) = (p.translation.vector, p.rotation);
-        writeln!(
-            w,
-            "{t:.6} {:.6} {:.6} {:.6} {:.9} {:.9} {:.9} {:.9}",
-            v.x, v.y, v.z, q.i, q.j, q.k, q.w
-        )
-        .map_err(|e| err(&e))?;
-    }
-    w.flush().map_err(|e| err(&e))?;
-    drop(w);
-    std::fs::rename(&tmp, path).map_err(|e| err(&e))
+    aerie_pipeline::io::atomic::write_atomic_buffered(path, |w| {
+        for (t, p) in poses {
+            let (v, q) = (p.translation.vector, p.rotation);
+            writeln!(
+                w,
+                "{t:.6} {:.6} {:.6} {:.6} {:.9} {:.9} {:.9} {:.9}",
+                v.x, v.y, v.z, q.i, q.j, q.k, q.w
+            )
+            .map_err(aerie_pipeline::io::atomic::io_err(path))?;
+        }
+        Ok(())
+    })?;
+    Ok(())
 }

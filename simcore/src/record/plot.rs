@@ -7,7 +7,6 @@
 // `!(a <= b)` is deliberate: a NaN must fail the test it is in.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
-use std::io::BufWriter;
 use std::path::Path;
 
 use aerie_pipeline::map::MapView;
@@ -110,22 +109,19 @@ impl Canvas {
 
     /// Writes the raster as an 8-bit RGB PNG (through a temporary file).
     pub fn write_png(&self, path: &Path) -> Result<(), RecordError> {
-        let err = |e: &dyn std::fmt::Display| RecordError::Write {
-            path: path.to_path_buf(),
-            message: e.to_string(),
+        let err = |e: png::EncodingError| match e {
+            png::EncodingError::IoError(io) => aerie_pipeline::Error::io(path, io),
+            other => aerie_pipeline::Error::io(path, std::io::Error::other(other)),
         };
-        let tmp = path.with_extension("png.partial");
-        {
-            let file = std::fs::File::create(&tmp).map_err(|e| err(&e))?;
-            let mut enc =
-                png::Encoder::new(BufWriter::new(file), self.width as u32, self.height as u32);
+        aerie_pipeline::io::atomic::write_atomic_buffered(path, |w| {
+            let mut enc = png::Encoder::new(w, self.width as u32, self.height as u32);
             enc.set_color(png::ColorType::Rgb);
             enc.set_depth(png::BitDepth::Eight);
-            let mut w = enc.write_header().map_err(|e| err(&e))?;
-            w.write_image_data(&self.rgb).map_err(|e| err(&e))?;
-            w.finish().map_err(|e| err(&e))?;
-        }
-        std::fs::rename(&tmp, path).map_err(|e| err(&e))
+            let mut w = enc.write_header().map_err(err)?;
+            w.write_image_data(&self.rgb).map_err(err)?;
+            w.finish().map_err(err)
+        })?;
+        Ok(())
     }
 }
 

@@ -53,8 +53,7 @@ pub struct Sweep {
     pub elevation_cycles_per_s: f64,
 }
 
-/// Upper bound on points per frame, so a typo cannot make `beams` allocate gigabytes.
-const MAX_POINTS_PER_FRAME: f64 = 64.0 * 1024.0 * 1024.0;
+const MAX_POINTS_PER_FRAME: f64 = super::MAX_BEAMS_PER_FRAME as f64;
 
 fn check_point_rate(points_per_second: f64, rate_hz: f64) -> Result<(), SensorError> {
     if !(points_per_second.is_finite() && points_per_second > 0.0) {

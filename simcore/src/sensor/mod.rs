@@ -320,10 +320,19 @@ impl SensorModel {
     }
 }
 
+/// The most beams one frame of any pattern may have, so that a typo in a sensor file cannot make a frame
+/// allocate gigabytes (the largest preset, the OS1-128 at 2048 columns, has 262,144).
+pub(crate) const MAX_BEAMS_PER_FRAME: usize = 64 * 1024 * 1024;
+
 /// A finite value within `[lo, hi]`, else an error naming `field`.
 pub(crate) fn check_range(field: &str, value: f32, lo: f32, hi: f32) -> Result<(), SensorError> {
     if value.is_finite() && value >= lo && value <= hi {
         Ok(())
+    } else if hi == f32::MAX {
+        Err(SensorError::invalid(
+            field,
+            format!("must be a finite number of at least {lo}, got {value}"),
+        ))
     } else {
         Err(SensorError::invalid(
             field,

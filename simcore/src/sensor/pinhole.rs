@@ -26,8 +26,7 @@ pub struct Pinhole {
     pub vfov_deg: f32,
 }
 
-/// Upper bound on pixels, so a typo cannot make `beams` allocate gigabytes.
-const MAX_PIXELS: u64 = 64 * 1024 * 1024;
+const MAX_PIXELS: u64 = super::MAX_BEAMS_PER_FRAME as u64;
 
 impl Pinhole {
     /// Focal lengths `(f_x, f_y)` in pixels: `0.5 * width / tan(hfov / 2)` and likewise vertically.

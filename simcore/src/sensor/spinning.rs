@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Beam, Fov, SensorError, check_finite, check_range};
+use super::{Beam, Fov, MAX_BEAMS_PER_FRAME, SensorError, check_finite, check_range};
 
 /// A spinning LiDAR's pattern. The azimuth of a firing follows the rotation: `start_azimuth_deg` at time 0, then
 /// one full turn per frame in the direction given by `clockwise`, plus the laser's azimuth offset. So a Velodyne
@@ -164,6 +164,17 @@ impl Spinning {
             return Err(SensorError::invalid(
                 "pattern.columns",
                 "must be at least 1, got 0",
+            ));
+        }
+        let beams = self.beams_per_frame();
+        if beams > MAX_BEAMS_PER_FRAME {
+            return Err(SensorError::invalid(
+                "pattern.columns",
+                format!(
+                    "{lasers} lasers x {} columns = {beams} beams per frame, more than the {MAX_BEAMS_PER_FRAME} \
+                     allowed",
+                    self.columns
+                ),
             ));
         }
         check_finite("pattern.start_azimuth_deg", self.start_azimuth_deg)?;
@@ -420,7 +431,7 @@ mod tests {
     fn validation_table() {
         let ok = spinning(&[0.0, 1.0], sequential(1, Vec::new()));
         assert!(ok.validate(10.0).is_ok());
-        let cases: [(Spinning, &str); 5] = [
+        let cases: [(Spinning, &str); 6] = [
             (
                 spinning(&[], FiringTiming::Column),
                 "pattern.elevations_deg",
@@ -444,6 +455,14 @@ mod tests {
                 Spinning {
                     columns: 10_001,
                     ..ok.clone()
+                },
+                "pattern.columns",
+            ),
+            // A frame too large to allocate: 64 x 2^21 beams, with column timing (no firing-period bound).
+            (
+                Spinning {
+                    columns: 1 << 21,
+                    ..spinning(&[0.0; 64], FiringTiming::Column)
                 },
                 "pattern.columns",
             ),

@@ -14,7 +14,7 @@ use aerie_pipeline::map::MapView;
 use nalgebra::{Point3, Vector3};
 use serde::Serialize;
 
-pub use obstacles::{ObstacleConfig, ObstacleKind, Obstacles, Shape, Spheres};
+pub use obstacles::{MAX_OBSTACLES, ObstacleConfig, ObstacleKind, Obstacles, Shape, Spheres};
 
 /// Touching the ground faster than this (m/s, downward) is a collision, not a landing.
 pub const HARD_LANDING_M_S: f64 = 1.5;

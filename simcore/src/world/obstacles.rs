@@ -39,6 +39,35 @@ pub struct ObstacleConfig {
     pub speed_m_s: f64,
 }
 
+/// The most obstacles a mission may hold in all: each one is tested against every LiDAR beam and every vehicle
+/// at every step, so a flight's cost grows with their number.
+pub const MAX_OBSTACLES: u32 = 1000;
+
+impl ObstacleConfig {
+    /// Checks what the TOML parser cannot: the size and speed in range.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.size_m >= 0.01 && self.size_m <= 100.0) {
+            return Err(format!(
+                "size_m must be between 0.01 and 100 m, got {}",
+                self.size_m
+            ));
+        }
+        if !(self.speed_m_s >= 0.0 && self.speed_m_s <= 100.0) {
+            return Err(format!(
+                "speed_m_s must be between 0 and 100 m/s, got {}",
+                self.speed_m_s
+            ));
+        }
+        if self.count > MAX_OBSTACLES {
+            return Err(format!(
+                "count {} is more than the {MAX_OBSTACLES} obstacles a mission may hold",
+                self.count
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn one() -> u32 {
     1
 }
