@@ -168,7 +168,10 @@ fn parse_header<'a>(data: &'a [u8], path: &Path) -> Result<Header<'a>> {
     let Some((std_len, ..)) = format_layout(format) else {
         return Err(Error::unsupported(
             path,
-            format!("point data record format {format} (expected 0 to 10)"),
+            format!(
+                "point data record format {format} (byte 104 is {raw_format}: the format in its low six bits, \
+                 the LAZ flag in the high ones; expected 0 to 10)"
+            ),
         ));
     };
     let record_len = usize::from(le_u16(data, 105).ok_or_else(short)?);
