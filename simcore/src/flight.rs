@@ -13,7 +13,7 @@ use nalgebra::{Isometry3, Vector3};
 use serde::Serialize;
 
 use crate::control::{Cascaded, CascadedParams, Controller};
-use crate::mission::{self, Grid, Leg, Mission, PlanError};
+use crate::mission::{self, Goal, Grid, Leg, Mission, PlanError, VehicleSpec};
 use crate::record::{RecordError, Recorder, TrackSample, ros2};
 use crate::render::{Frame, Occluder, RenderParams};
 use crate::sensor::SensorModel;
@@ -56,6 +56,14 @@ pub enum FlightError {
         /// Why the planner found no path.
         source: PlanError,
     },
+    /// A vehicle's start or goal lies far outside the map: most likely given in another frame.
+    #[error("vehicle {vehicle}: {message}")]
+    FarFromMap {
+        /// The vehicle's name in the mission.
+        vehicle: String,
+        /// Which position, where, and the map's bounds.
+        message: String,
+    },
     /// Writing the recording failed.
     #[error(transparent)]
     Record(#[from] RecordError),
@@ -66,11 +74,40 @@ impl FlightError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             FlightError::Record(e) => e.is_bad_input(),
-            FlightError::Vehicle { .. } | FlightError::Sensor { .. } | FlightError::Plan { .. } => {
-                true
-            }
+            FlightError::Vehicle { .. }
+            | FlightError::Sensor { .. }
+            | FlightError::Plan { .. }
+            | FlightError::FarFromMap { .. } => true,
         }
     }
+}
+
+/// Refuses a start or goal farther outside the map's box than the map is wide (and at least 100 m): a position
+/// given in another frame (a local one for a georeferenced map, or the reverse) would otherwise fly in empty space.
+fn check_near_map(v: &VehicleSpec, lo: Vector3<f64>, hi: Vector3<f64>) -> Result<(), FlightError> {
+    let margin = (hi - lo).max().max(100.0);
+    let start = [v.start[0], v.start[1], v.start[2]];
+    let goals = v.goals.iter().enumerate().filter_map(|(i, g)| match g {
+        Goal::Waypoint { position, .. } | Goal::Goal { position, .. } => {
+            Some((format!("goal {}", i + 1), *position))
+        }
+        Goal::Hover { .. } | Goal::Land => None,
+    });
+    for (what, p) in std::iter::once(("start".to_string(), start)).chain(goals) {
+        let p = Vector3::from(p);
+        let outside = (p - p.sup(&lo).inf(&hi)).norm();
+        if outside > margin {
+            return Err(FlightError::FarFromMap {
+                vehicle: v.name.clone(),
+                message: format!(
+                    "{what} ({:.2}, {:.2}, {:.2}) lies {outside:.0} m outside the map, whose points span \
+                     x {:.2}..{:.2}, y {:.2}..{:.2}, z {:.2}..{:.2}; mission positions are in the map's frame",
+                    p.x, p.y, p.z, lo.x, hi.x, lo.y, hi.y, lo.z, hi.z
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Loads a vehicle preset or file, a sensor preset or file (relative to `base`).
@@ -179,6 +216,7 @@ impl Flight {
         let mut grid: Option<(f64, Grid)> = None;
         let mut crafts = Vec::new();
         for (vi, v) in mission.vehicles.iter().enumerate() {
+            check_near_map(v, lo, hi)?;
             let verr = |source| FlightError::Vehicle {
                 vehicle: v.name.clone(),
                 source,

@@ -259,6 +259,17 @@ fn an_unreachable_goal_is_an_error_naming_it() {
         err.to_string().contains("(500.00, 0.00, 2.00)") && err.to_string().contains("outside"),
         "{err}"
     );
+    // A start far outside the map (another frame's coordinates) is refused before any planning, with the bounds.
+    let far = "[[vehicle]]\nname = \"uav\"\nstart = [600000.0, 0.0, 1.5, 0.0]\n";
+    let err = Flight::new(map_with_walls(&[], &[]), &mission(far), Path::new("."))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, FlightError::FarFromMap { .. })
+            && err.to_string().contains("start (600000.00, 0.00, 1.50)")
+            && err.to_string().contains("span x "),
+        "{err}"
+    );
 }
 
 /// One vehicle with a VLP-16 (`sensor_extra`: more keys of its table) flying from the origin to `goal_x` along x.

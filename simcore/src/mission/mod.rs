@@ -227,8 +227,9 @@ impl VehicleSpec {
                 "vehicle {name}: max_speed_m_s and max_accel_m_s2 must be positive and finite"
             ));
         }
-        if !self.start.iter().all(|x| x.is_finite()) {
-            return Err(format!("vehicle {name}: start must be finite"));
+        check_position(&self.start[..3]).map_err(|m| format!("vehicle {name}: start {m}"))?;
+        if !self.start[3].is_finite() {
+            return Err(format!("vehicle {name}: start yaw must be finite"));
         }
         let mut sensors = std::collections::BTreeSet::new();
         for s in &self.sensors {
@@ -260,6 +261,22 @@ impl VehicleSpec {
     }
 }
 
+/// The largest coordinate a mission position may have, metres: beyond any georeferenced frame (UTM northings
+/// reach 1e7 m), so a larger one is a typo.
+pub const MAX_COORDINATE_M: f64 = 1e8;
+
+fn check_position(p: &[f64]) -> Result<(), String> {
+    if p.iter()
+        .all(|x| x.is_finite() && x.abs() <= MAX_COORDINATE_M)
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be finite and within {MAX_COORDINATE_M:e} m of the map frame's origin, got {p:?}"
+        ))
+    }
+}
+
 impl Goal {
     fn check(&self) -> Result<(), String> {
         match self {
@@ -271,9 +288,7 @@ impl Goal {
                 position,
                 speed_m_s,
             } => {
-                if !position.iter().all(|x| x.is_finite()) {
-                    return Err(format!("position must be finite, got {position:?}"));
-                }
+                check_position(position).map_err(|m| format!("position {m}"))?;
                 match speed_m_s {
                     Some(s) if !(s.is_finite() && *s > 0.0) => {
                         Err(format!("speed_m_s must be positive and finite, got {s}"))
@@ -570,6 +585,10 @@ mod tests {
             (
                 "[[vehicle.goal]]\nkind = \"waypoint\"\nposition = [nan, 5.0, 1.0]\n",
                 "goal 1: position must be finite",
+            ),
+            (
+                "[[vehicle.goal]]\nkind = \"waypoint\"\nposition = [1e300, 5.0, 1.0]\n",
+                "goal 1: position must be finite and within 1e8 m",
             ),
             (
                 "[[vehicle.goal]]\nkind = \"goal\"\nposition = [1.0, 5.0, 1.0]\nspeed_m_s = -1.0\n",
