@@ -204,11 +204,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let Some((_, end)) = span
         && !args.quiet
     {
-        let last = sim.frame_start(lidar, t0, args.frames - 1);
-        if last > end {
+        // The last frame fires until the next one would start.
+        let reach = sim.frame_start(lidar, t0, args.frames);
+        if reach > end + 1e-9 {
             eprintln!(
-                "warning: the trajectory ends at {end} s; the frames starting after it (the last at {last:.3} s) \
-                 keep its last pose"
+                "warning: the trajectory ends at {end} s but the frames fire until {reach:.3} s; beams fired after \
+                 its end keep its last pose"
             );
         }
     }

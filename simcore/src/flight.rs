@@ -82,10 +82,11 @@ impl FlightError {
     }
 }
 
-/// Refuses a start or goal farther outside the map's box than the map is wide (and at least 100 m): a position
-/// given in another frame (a local one for a georeferenced map, or the reverse) would otherwise fly in empty space.
+/// Refuses a start or goal farther outside the map's box, horizontally, than the map is wide (and than 100 m): a
+/// position given in another frame (a local one for a georeferenced map, or the reverse) would otherwise fly in
+/// empty space. Heights are free: a map of one point far below stands for an empty world.
 fn check_near_map(v: &VehicleSpec, lo: Vector3<f64>, hi: Vector3<f64>) -> Result<(), FlightError> {
-    let margin = (hi - lo).max().max(100.0);
+    let margin = (hi.x - lo.x).max(hi.y - lo.y).max(100.0);
     let start = [v.start[0], v.start[1], v.start[2]];
     let goals = v.goals.iter().enumerate().filter_map(|(i, g)| match g {
         Goal::Waypoint { position, .. } | Goal::Goal { position, .. } => {
@@ -95,12 +96,12 @@ fn check_near_map(v: &VehicleSpec, lo: Vector3<f64>, hi: Vector3<f64>) -> Result
     });
     for (what, p) in std::iter::once(("start".to_string(), start)).chain(goals) {
         let p = Vector3::from(p);
-        let outside = (p - p.sup(&lo).inf(&hi)).norm();
+        let outside = (p - p.sup(&lo).inf(&hi)).xy().norm();
         if outside > margin {
             return Err(FlightError::FarFromMap {
                 vehicle: v.name.clone(),
                 message: format!(
-                    "{what} ({:.2}, {:.2}, {:.2}) lies {outside:.0} m outside the map, whose points span \
+                    "{what} ({:.2}, {:.2}, {:.2}) lies {outside:.0} m outside the map horizontally, whose points span \
                      x {:.2}..{:.2}, y {:.2}..{:.2}, z {:.2}..{:.2}; mission positions are in the map's frame",
                     p.x, p.y, p.z, lo.x, hi.x, lo.y, hi.y, lo.z, hi.z
                 ),
