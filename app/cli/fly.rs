@@ -45,11 +45,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         mission.seed = s;
     }
     if let Some(d) = args.duration {
-        if !(d > 0.0 && d <= 36_000.0) {
-            return Err(
-                BadInput(format!("--duration must be between 0 and 36000 s, got {d}")).into(),
-            );
-        }
+        aerie_simcore::mission::check_duration(d)
+            .map_err(|m| BadInput(format!("--duration {m}")))?;
         mission.duration_s = Some(d);
     }
     mission

@@ -235,7 +235,7 @@ impl WriteOptions {
             let known = ["x", "y", "z"].contains(&name.as_str())
                 || present
                     .iter()
-                    .any(|(aliases, _)| aliases.contains(&name.as_str()));
+                    .any(|(aliases, shown)| shown == name || aliases.contains(&name.as_str()));
             if !known {
                 let have: Vec<&str> = present.iter().map(|(_, shown)| *shown).collect();
                 return Err(Error::parameter(
@@ -259,37 +259,31 @@ impl WriteOptions {
     }
 }
 
-/// The optional fields `cloud` has: the names a writer accepts for each (see [`WriteOptions::wants`]), and the
-/// one messages show.
-fn present_fields(cloud: &Cloud) -> Vec<(Vec<&str>, &str)> {
-    let mut out: Vec<(Vec<&str>, &str)> = Vec::new();
-    let mut add = |has: bool, aliases: &[&'static str]| {
-        if has {
-            out.push((aliases.to_vec(), aliases[0]));
-        }
-    };
-    add(cloud.intensity().is_some(), &["intensity"]);
-    add(
-        cloud.color().is_some(),
-        &["rgb", "color", "colour", "red", "r"],
-    );
-    add(
-        cloud.normals().is_some(),
-        &["normals", "normal", "nx", "normal_x"],
-    );
-    add(cloud.gamma().is_some(), &["gamma"]);
-    add(cloud.time().is_some(), &["time", "gps_time"]);
-    add(cloud.ring().is_some(), &["ring"]);
-    add(
-        cloud.classification().is_some(),
-        &["classification", "class"],
-    );
-    add(cloud.return_number().is_some(), &["return_number"]);
-    add(cloud.number_of_returns().is_some(), &["number_of_returns"]);
-    for d in cloud.extras() {
-        out.push((vec![d.name.as_str()], d.name.as_str()));
-    }
+/// The optional fields `cloud` has: the names a writer accepts for each in `fields` (see
+/// [`WriteOptions::wants`]), and the one messages show.
+fn present_fields(cloud: &Cloud) -> Vec<(&'static [&'static str], &str)> {
+    let mut out: Vec<(&'static [&'static str], &str)> = cloud
+        .attributes()
+        .into_iter()
+        .map(|a| (field_names(a), a.name()))
+        .collect();
+    out.extend(cloud.extras().iter().map(|d| (&[][..], d.name.as_str())));
     out
+}
+
+/// The names the writers take for an attribute in `fields`, besides [`Attribute::name`].
+fn field_names(a: Attribute) -> &'static [&'static str] {
+    match a {
+        Attribute::Color => &["rgb", "colour", "red", "r"],
+        Attribute::Normal => &["normals", "nx", "normal_x"],
+        Attribute::Time => &["gps_time"],
+        Attribute::Classification => &["class"],
+        Attribute::Intensity
+        | Attribute::Gamma
+        | Attribute::ReturnNumber
+        | Attribute::NumberOfReturns
+        | Attribute::Ring => &[],
+    }
 }
 
 /// The format of `path`: from its extension, else from its first bytes.

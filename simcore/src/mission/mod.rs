@@ -183,10 +183,8 @@ impl Mission {
             }
             v.check()?;
         }
-        if let Some(d) = self.duration_s
-            && !(d > 0.0 && d <= 36_000.0)
-        {
-            return Err(format!("duration_s must be between 0 and 36000, got {d}"));
+        if let Some(d) = self.duration_s {
+            check_duration(d).map_err(|m| format!("duration_s {m}"))?;
         }
         if let Some(v) = self.planner_voxel_m
             && !(v.is_finite() && v >= MIN_PLANNER_VOXEL_M)
@@ -206,6 +204,18 @@ impl Mission {
             ));
         }
         Ok(())
+    }
+}
+
+/// The longest flight, and the longest hover, a mission may ask for, seconds (ten hours).
+pub const MAX_DURATION_S: f64 = 36_000.0;
+
+/// A flight duration: above 0 and at most [`MAX_DURATION_S`]; the error says so, without the field's name.
+pub fn check_duration(d: f64) -> Result<(), String> {
+    if d > 0.0 && d <= MAX_DURATION_S {
+        Ok(())
+    } else {
+        Err(format!("must be between 0 and {MAX_DURATION_S} s, got {d}"))
     }
 }
 
@@ -296,9 +306,9 @@ impl Goal {
                     _ => Ok(()),
                 }
             }
-            Goal::Hover { duration_s } if duration_s.is_nan() || *duration_s > 36_000.0 => {
+            Goal::Hover { duration_s } if duration_s.is_nan() || *duration_s > MAX_DURATION_S => {
                 Err(format!(
-                    "hover duration_s must be a number of seconds up to 36000, got {duration_s}"
+                    "hover duration_s must be a number of seconds up to {MAX_DURATION_S}, got {duration_s}"
                 ))
             }
             Goal::Hover { .. } | Goal::Land => Ok(()),
