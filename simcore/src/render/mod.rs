@@ -34,6 +34,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 mod beam;
+mod disks;
 mod frame;
 
 mod splat;

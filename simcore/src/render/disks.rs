@@ -1,0 +1,205 @@
+//! How large each map point's disk is: the surface it stands for, as wide as the sampling around it.
+//!
+//! A point of a map prepared at r_map stands for the surface within its voxel, a disk of radius
+//! rho = sqrt(3)/2 r_map (ALGORITHMS.md section 5). That holds where the surface was sampled at least as densely
+//! as r_map. Real maps are sampled unevenly: a terrestrial scan thins out with range from the scanner, a walked
+//! sequence leaves far walls and ceilings sparse, and a map prepared finer than its points is sparse everywhere.
+//! There, disks of r_map leave holes between the points, beams pass through walls and floors, and a real sensor
+//! would have seen the surface. On the shared hall map prepared at 0.1 m (points 0.2 m apart) r_map disks
+//! returned on 78% of the beams where the real unit returned (docs/accuracy.md).
+//!
+//! So a point on a plane gets a disk as wide as the sampling around it: rho times its spacing over r_map,
+//! where the spacing is the distance to its second nearest neighbour (the first could be a near duplicate; the
+//! second is the lattice spacing on a plane, on its edge and along a line alike). Never smaller than rho, and at
+//! most 3 rho: a point on a plane has at least three neighbours within the 3 r_map of the normals' default
+//! search, so a spacing beyond that is not a sampled surface but a gap in the data, which stays open. Points
+//! off planes (branches, wires, clutter) keep rho: there is no surface between them to fill, and widening them
+//! would thicken thin structures.
+//!
+//! The radius is stored as one of 16 classes (a quarter of a byte beside each packed normal in the beam index),
+//! rounded up so that the disks still cover.
+
+use aerie_pipeline::features::neighbors::{Neighbor, Neighbors};
+use aerie_pipeline::map::MapView;
+use aerie_pipeline::progress::NoProgress;
+
+/// Itself and its six nearest neighbours: the second nearest gives the spacing, all six whether the point
+/// lies inside the surface or on its edge.
+const K: usize = 7;
+/// A point lies on an edge when its neighbours' centroid is farther from it than this share of the farthest
+/// neighbour's distance: 0 for neighbours all around, 4 / (3 pi) = 0.42 for a half-disk.
+const EDGE: f32 = 0.25;
+
+/// Largest disk radius, in units of rho.
+pub(crate) const MAX_SCALE: f32 = 3.0;
+/// Number of radius classes: class c is a radius of rho * (1 + c * [`CLASS_STEP`]).
+pub(crate) const CLASSES: u32 = 16;
+const CLASS_STEP: f32 = (MAX_SCALE - 1.0) / (CLASSES - 1) as f32;
+
+/// The disk radius of class `class`, in units of rho.
+#[inline(always)]
+pub(crate) fn scale_of(class: u32) -> f32 {
+    1.0 + class as f32 * CLASS_STEP
+}
+
+/// [`scale_of`] for four classes at once (given as floats).
+#[inline(always)]
+pub(crate) fn scale_of_x4(class: wide::f32x4) -> wide::f32x4 {
+    wide::f32x4::splat(1.0) + class * wide::f32x4::splat(CLASS_STEP)
+}
+
+/// The smallest class whose radius covers `scale` (in units of rho), clamped to the classes.
+fn class_of(scale: f32) -> u8 {
+    let c = ((scale - 1.0) / CLASS_STEP - 1e-4).ceil();
+    // NaN (no neighbour) and scales below 1 give class 0.
+    if c > 0.0 {
+        c.min((CLASSES - 1) as f32) as u8
+    } else {
+        0
+    }
+}
+
+/// Per map point, the class of its disk's radius ([`scale_of`]): above 0 only for points on a plane (plane
+/// thickness below `gamma_max`), surrounded by their neighbours on it ([`surrounded`]), whose second nearest
+/// neighbour lies farther than r_map. Empty when no point needs a wider disk (or the map has no plane
+/// thickness). Deterministic: the neighbour search's results do not depend on the number of threads.
+pub(crate) fn disk_classes(map: &MapView, r_map: f32, gamma_max: f32) -> Vec<u8> {
+    let Some(gamma) = map.gamma.filter(|g| g.len() == map.positions.len()) else {
+        return Vec::new();
+    };
+    if map.positions.len() < K {
+        return Vec::new();
+    }
+    let Ok(index) = Neighbors::for_knn(map.positions, K) else {
+        return Vec::new();
+    };
+    let class = |i: usize, p: [f32; 3], near: &[Neighbor], at: &[[f32; 3]]| -> u8 {
+        let planar = gamma.get(i).is_some_and(|&g| g < gamma_max);
+        match (near.get(2), near.last(), at.get(1..)) {
+            (Some(second), Some(last), Some(others))
+                if planar && near.len() == K && surrounded(p, others, last.dist2) =>
+            {
+                class_of(second.dist2.sqrt() / r_map)
+            }
+            _ => 0,
+        }
+    };
+    match index.knn_all(
+        K,
+        None,
+        &NoProgress,
+        || (),
+        |_, i, p, near, at| class(i, p, near, at),
+    ) {
+        Ok(classes) if classes.iter().any(|&c| c > 0) => classes,
+        _ => Vec::new(),
+    }
+}
+
+/// Whether the neighbours `near` of `p` (the farthest at squared distance `far2`) lie all around it on a
+/// surface: not along a line (a pole or a wire sampled point by point: its "plane" is any plane through it),
+/// and not to one side (the edge of a surface, which a wider disk would carry past the silhouette).
+fn surrounded(p: [f32; 3], near: &[[f32; 3]], far2: f32) -> bool {
+    let rel: Vec<[f32; 3]> = near
+        .iter()
+        .map(|q| [q[0] - p[0], q[1] - p[1], q[2] - p[2]])
+        .collect();
+    let dot = |a: [f32; 3], b: [f32; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let Some((&first, rest)) = rel.split_first() else {
+        return false;
+    };
+    // Some neighbour lies more than 30 degrees off the line through the nearest: sin^2 > 1/4.
+    let across = rest.iter().any(|&d| {
+        let c = [
+            first[1] * d[2] - first[2] * d[1],
+            first[2] * d[0] - first[0] * d[2],
+            first[0] * d[1] - first[1] * d[0],
+        ];
+        4.0 * dot(c, c) > dot(first, first) * dot(d, d)
+    });
+    // The neighbours' centroid lies near the point: at 0 for neighbours all around, at 4 / (3 pi) = 0.42 of
+    // the radius for a half-disk.
+    let n = rel.len() as f32;
+    let c = [0, 1, 2].map(|a| rel.iter().map(|d| d[a]).sum::<f32>() / n);
+    across && dot(c, c) <= EDGE * EDGE * far2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_round_up_and_clamp() {
+        assert_eq!(class_of(0.5), 0);
+        assert_eq!(class_of(1.0), 0);
+        assert_eq!(class_of(f32::NAN), 0);
+        assert_eq!(class_of(10.0), (CLASSES - 1) as u8);
+        for s in [1.01f32, 1.5, 2.0, 2.49, 2.999] {
+            let c = class_of(s) as u32;
+            assert!(scale_of(c) >= s - 1e-3, "{s}: class {c} is {}", scale_of(c));
+            assert!(
+                c == 0 || scale_of(c - 1) < s,
+                "{s}: class {c} is not the smallest"
+            );
+        }
+        assert_eq!(scale_of(CLASSES - 1), MAX_SCALE);
+    }
+
+    fn view<'a>(positions: &'a [[f32; 3]], gamma: &'a [f32]) -> MapView<'a> {
+        MapView {
+            origin: [0.0; 3],
+            resolution: 0.1,
+            bucket_size: 10.0,
+            buckets: &[],
+            positions,
+            normals: None,
+            gamma: Some(gamma),
+            reflectance: None,
+        }
+    }
+
+    /// An n x n lattice in the plane z = 0.
+    fn lattice(n: usize, step: f32) -> Vec<[f32; 3]> {
+        (0..n)
+            .flat_map(|i| (0..n).map(move |j| [i as f32 * step, j as f32 * step, 0.0]))
+            .collect()
+    }
+
+    /// Inside a plane sampled at twice r_map the disks are twice as wide; on its edge, where a wider disk
+    /// would reach past the silhouette, they keep rho; so do the same points off a plane; and a plane sampled
+    /// at r_map needs no wider disks at all.
+    #[test]
+    fn sparse_planes_get_wider_disks_inside() {
+        let (r_map, n) = (0.1f32, 20);
+        let sparse = lattice(n, 2.0 * r_map);
+        let planar = vec![0.001f32; sparse.len()];
+        let classes = disk_classes(&view(&sparse, &planar), r_map, 0.5 * r_map);
+        assert_eq!(classes.len(), sparse.len());
+        for (k, &c) in classes.iter().enumerate() {
+            let (i, j) = (k / n, k % n);
+            let edge = i == 0 || j == 0 || i == n - 1 || j == n - 1;
+            let scale = scale_of(c as u32);
+            if edge {
+                assert_eq!(c, 0, "edge point {i},{j}");
+            } else {
+                assert!((scale - 2.0).abs() < 0.1, "point {i},{j}: {scale}");
+            }
+        }
+        let no_plane = vec![f32::INFINITY; sparse.len()];
+        assert!(disk_classes(&view(&sparse, &no_plane), r_map, 0.5 * r_map).is_empty());
+        let dense = lattice(n, r_map);
+        assert!(disk_classes(&view(&dense, &planar), r_map, 0.5 * r_map).is_empty());
+    }
+
+    /// A pole or a wire sampled point by point at three times r_map fits any plane through it (plane thickness
+    /// 0): it keeps rho, or it would turn into a fin.
+    #[test]
+    fn lines_keep_their_disks() {
+        let r_map = 0.1f32;
+        let line: Vec<[f32; 3]> = (0..50)
+            .map(|i| [0.0, 0.0, i as f32 * 3.0 * r_map])
+            .collect();
+        let planar = vec![0.0f32; line.len()];
+        assert!(disk_classes(&view(&line, &planar), r_map, 0.5 * r_map).is_empty());
+    }
+}
