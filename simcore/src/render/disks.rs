@@ -23,6 +23,8 @@ use aerie_pipeline::features::neighbors::{Neighbor, Neighbors};
 use aerie_pipeline::map::MapView;
 use aerie_pipeline::progress::NoProgress;
 
+use super::{add, cross, dot, sub};
+
 /// Itself and its six nearest neighbours: the second nearest gives the spacing, all six whether the point
 /// lies inside the surface or on its edge.
 const K: usize = 7;
@@ -100,27 +102,20 @@ pub(crate) fn disk_classes(map: &MapView, r_map: f32, gamma_max: f32) -> Vec<u8>
 /// surface: not along a line (a pole or a wire sampled point by point: its "plane" is any plane through it),
 /// and not to one side (the edge of a surface, which a wider disk would carry past the silhouette).
 fn surrounded(p: [f32; 3], near: &[[f32; 3]], far2: f32) -> bool {
-    let rel: Vec<[f32; 3]> = near
-        .iter()
-        .map(|q| [q[0] - p[0], q[1] - p[1], q[2] - p[2]])
-        .collect();
-    let dot = |a: [f32; 3], b: [f32; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-    let Some((&first, rest)) = rel.split_first() else {
+    let Some((first, rest)) = near.split_first() else {
         return false;
     };
+    let first = sub(*first, p);
     // Some neighbour lies more than 30 degrees off the line through the nearest: sin^2 > 1/4.
-    let across = rest.iter().any(|&d| {
-        let c = [
-            first[1] * d[2] - first[2] * d[1],
-            first[2] * d[0] - first[0] * d[2],
-            first[0] * d[1] - first[1] * d[0],
-        ];
+    let across = rest.iter().any(|q| {
+        let d = sub(*q, p);
+        let c = cross(first, d);
         4.0 * dot(c, c) > dot(first, first) * dot(d, d)
     });
     // The neighbours' centroid lies near the point: at 0 for neighbours all around, at 4 / (3 pi) = 0.42 of
     // the radius for a half-disk.
-    let n = rel.len() as f32;
-    let c = [0, 1, 2].map(|a| rel.iter().map(|d| d[a]).sum::<f32>() / n);
+    let sum = near.iter().fold([0.0f32; 3], |s, q| add(s, sub(*q, p)));
+    let c = sum.map(|v| v / near.len() as f32);
     across && dot(c, c) <= EDGE * EDGE * far2
 }
 
