@@ -877,6 +877,9 @@ fn test_listed(ray: &RayCtx, index: &BeamIndex, listed: &[u32], t_end: f32, best
             && let Some(info) = index.infos.get(at)
             && let (Some(&idx), Some(&gamma)) = (info.idx.get(j), info.gamma.get(j))
         {
+            // The footprint weight falls to the rim of a disk of rho, whatever the disk's own radius: where
+            // points are as dense as r_map their hits outweigh the rim of a neighbour's wider disk, and a beam
+            // through a sparse surface, met only by wide disks (weights at the layer's floor), takes their mean.
             best.offer(t, idx, cos, 1.0 - off2 / ray.rho2, gamma);
         }
     }

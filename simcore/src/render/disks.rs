@@ -12,12 +12,16 @@
 //! where the spacing is the distance to its second nearest neighbour (the first could be a near duplicate; the
 //! second is the lattice spacing on a plane, on its edge and along a line alike). Never smaller than rho, and at
 //! most 3 rho: a point on a plane has at least three neighbours within the 3 r_map of the normals' default
-//! search, so a spacing beyond that is not a sampled surface but a gap in the data, which stays open. Points
-//! off planes (branches, wires, clutter) keep rho: there is no surface between them to fill, and widening them
-//! would thicken thin structures.
+//! search, so a spacing beyond that is not a sampled surface but a gap in the data, which stays open. Only a
+//! point that its neighbours surround on the surface is widened ([`surrounded`]): on an edge a wider disk would
+//! carry the surface past its silhouette (false hits beside poles and roof edges), and a pole or wire sampled
+//! point by point fits any plane through it and would become a fin. Points off planes (branches, clutter) keep
+//! rho too, and so does every disk a beam meets edge-on (drawn facing the beam). Measured on the analytic scenes
+//! and the hall in docs/accuracy.md: every figure as good or better, and beams no longer pass through the hall
+//! prepared finer than its points.
 //!
-//! The radius is stored as one of 16 classes (a quarter of a byte beside each packed normal in the beam index),
-//! rounded up so that the disks still cover.
+//! The radius is stored as one of 16 classes (four bits beside each packed normal in the beam index), rounded
+//! up so that the disks still cover. The splat renderer does not widen its disks yet.
 
 use aerie_pipeline::features::neighbors::{Neighbor, Neighbors};
 use aerie_pipeline::map::MapView;
