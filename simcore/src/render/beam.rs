@@ -250,7 +250,7 @@ impl BeamIndex {
         let mut keys = cell_keys(
             map,
             &grid,
-            |i| rho * disks::scale_of(class_of(i).into()),
+            |i| disk_extent(map, i, rho, class_of(i)),
             1e-4 * cell,
         );
         keys.par_sort_unstable();
@@ -360,7 +360,7 @@ fn bounds(map: &MapView, rho: f32) -> ([f32; 3], [f32; 3]) {
 fn cell_keys(
     map: &MapView,
     grid: &Grid,
-    radius: impl Fn(usize) -> f32 + Sync + Send + Copy,
+    extent: impl Fn(usize) -> [f32; 3] + Sync + Send + Copy,
     eps: f32,
 ) -> Vec<u64> {
     let positions = map.positions;
@@ -377,10 +377,10 @@ fn cell_keys(
                 .filter(move |(_, p)| finite(p))
                 .flat_map(move |(k, p)| {
                     let idx = (first + k) as u64;
-                    let rho = radius(idx as usize);
+                    let e = extent(idx as usize);
                     let range = |a: usize| {
-                        let c0 = cell_of(p[a] - rho - eps, lo[a], inv_cell, dims[a]);
-                        let c1 = cell_of(p[a] + rho + eps, lo[a], inv_cell, dims[a]);
+                        let c0 = cell_of(p[a] - e[a] - eps, lo[a], inv_cell, dims[a]);
+                        let c1 = cell_of(p[a] + e[a] + eps, lo[a], inv_cell, dims[a]);
                         c0..=c1
                     };
                     let (rx, ry, rz) = (range(0), range(1), range(2));
@@ -393,6 +393,21 @@ fn cell_keys(
                 })
         })
         .collect()
+}
+
+/// Half-extents per axis of the box that holds every hit on point `i`'s disks: the sphere of rho (the disk
+/// facing a beam) and, for a wider disk (radius class `class` > 0), that oriented disk, which reaches
+/// `radius * sqrt(1 - n_a^2)` along axis a (thin along its normal: a wide disk of the ground adds no cells above
+/// or below). The slack covers the packed normal's rounding.
+fn disk_extent(map: &MapView, i: usize, rho: f32, class: u8) -> [f32; 3] {
+    let normal = map.normals.and_then(|n| n.get(i));
+    match normal {
+        Some(n) if class > 0 => {
+            let r = rho * disks::scale_of(class.into());
+            n.map(|c| (r * (1.0 - c * c).max(0.0).sqrt() + 1e-3 * r).max(rho))
+        }
+        _ => [rho; 3],
+    }
 }
 
 /// Slots for the occupied blocks, in block order: block -> slot (or `EMPTY`).
