@@ -228,7 +228,7 @@ impl BeamIndex {
         let r_map = r_map_of(map);
         let rho = 0.5 * 3f32.sqrt() * r_map;
         let classes = disks::disk_classes(map, r_map, gamma_max);
-        let class_of = |i: usize| classes.get(i).copied().unwrap_or(0);
+        let class_at = |i: usize| classes.get(i).copied().unwrap_or(0);
         let rho_max = rho * disks::scale_of(classes.iter().copied().max().unwrap_or(0).into());
         let (lo, hi) = bounds(map, rho_max);
         let mut cell = FINE_CELL * r_map;
@@ -250,14 +250,14 @@ impl BeamIndex {
         let mut keys = cell_keys(
             map,
             &grid,
-            |i| disk_extent(map, i, rho, class_of(i)),
+            |i| disk_extent(map, i, rho, class_at(i)),
             1e-4 * cell,
         );
         keys.par_sort_unstable();
         sort_cells_by_height(&mut keys, map.positions);
         let top = block_slots(&keys, &top_dims);
-        let cells = CellTables::new(&keys, &top, class_of);
-        let (packs, infos) = fill_packs(map, &keys, &top, &cells.starts, gamma_max, class_of);
+        let cells = CellTables::new(&keys, &top, class_at);
+        let (packs, infos) = fill_packs(map, &keys, &top, &cells.starts, gamma_max, class_at);
         drop(keys);
         let top: Vec<Block> = top
             .iter()
@@ -446,7 +446,7 @@ struct CellTables {
 }
 
 impl CellTables {
-    fn new(keys: &[u64], top: &[u32], class_of: impl Fn(usize) -> u8) -> CellTables {
+    fn new(keys: &[u64], top: &[u32], class_at: impl Fn(usize) -> u8) -> CellTables {
         let n_slots = top.iter().filter(|&&s| s != EMPTY).count();
         let mut starts = vec![0u32; n_slots * BLOCK_CELLS + 1];
         let mut class = vec![0u8; n_slots * BLOCK_CELLS];
@@ -455,7 +455,7 @@ impl CellTables {
         for &k in keys {
             let Some(c) = cell_slot(top, k) else { continue };
             if let Some(m) = class.get_mut(c) {
-                *m = (*m).max(class_of(k as u32 as usize));
+                *m = (*m).max(class_at(k as u32 as usize));
             }
             let local = c % BLOCK_CELLS;
             let l = [
@@ -501,7 +501,7 @@ fn fill_packs(
     top: &[u32],
     starts: &[u32],
     gamma_max: f32,
-    class_of: impl Fn(usize) -> u8,
+    class_at: impl Fn(usize) -> u8,
 ) -> (Vec<Pack>, Vec<PackInfo>) {
     let n_packs = starts.last().copied().unwrap_or(0) as usize;
     let mut packs = vec![EMPTY_PACK; n_packs];
@@ -528,7 +528,7 @@ fn fill_packs(
             pack.x[lane] = p[0];
             pack.y[lane] = p[1];
             pack.z[lane] = p[2];
-            pack.normal[lane] = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max, class_of(i));
+            pack.normal[lane] = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max, class_at(i));
             info.idx[lane] = idx;
             info.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
         }
