@@ -50,8 +50,15 @@ fn prepare_info_export_scan() {
     let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
     assert_eq!(v[0]["points"].as_u64(), Some(points));
     assert!(v[0]["map"]["metadata"]["recipe"]["resolution_m"].as_f64() == Some(0.1));
+    // The surfaces' spacing is stored: voxel centroids lie about a resolution apart (0.086 m when written).
+    let spacing = v[0]["map"]["surface_spacing_median_m"].as_f64().unwrap();
+    assert!(spacing > 0.05 && spacing < 0.2, "{spacing}");
     let text = aerie(&["info", s(&map)]);
-    assert!(String::from_utf8_lossy(&text.stdout).contains("recipe"));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("recipe") && text.contains("spacing     median"),
+        "{text}"
+    );
 
     let pcd = dir.path().join("lone_marsim.pcd");
     let marsim = aerie(&["export", s(&map), s(&pcd), "--for", "marsim"]);

@@ -108,6 +108,14 @@ fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value
     if let Some(o) = &meta.normal_orientation {
         writeln!(t, "  normals     oriented {o}")?;
     }
+    let spacing = map.view().spacing.and_then(surface_spacing);
+    if let Some((median, share)) = spacing {
+        writeln!(
+            t,
+            "  spacing     median {median:.3} m between the points of surfaces ({:.0}% of the points)",
+            100.0 * share
+        )?;
+    }
     if !meta.dropped_attributes.is_empty() {
         writeln!(t, "  not stored  {}", meta.dropped_attributes.join(", "))?;
     }
@@ -135,7 +143,21 @@ fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value
         "resolution_m": h.resolution,
         "bucket_size_m": h.bucket_size,
         "buckets": h.bucket_count,
+        "surface_spacing_median_m": spacing.map(|(m, _)| m),
         "metadata": serde_json::to_value(meta)?,
     });
     Ok((t, value))
+}
+
+/// The median spacing of the points inside surfaces (metres) and their share of all points; `None` when no
+/// point lies inside a surface.
+fn surface_spacing(spacing: &[f32]) -> Option<(f32, f64)> {
+    let mut inside: Vec<f32> = spacing.iter().copied().filter(|&s| s > 0.0).collect();
+    if inside.is_empty() {
+        return None;
+    }
+    let share = inside.len() as f64 / spacing.len() as f64;
+    let mid = inside.len() / 2;
+    let (_, median, _) = inside.select_nth_unstable_by(mid, f32::total_cmp);
+    Some((*median, share))
 }

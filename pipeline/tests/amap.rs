@@ -215,7 +215,7 @@ fn to_cloud_returns_exactly_the_prepared_points() {
     expected.take_time();
     expected.take_extras();
     expected.meta.source = None;
-    expected.meta.format = Some("aerie map 1.0".into());
+    expected.meta.format = Some("aerie map 1.1".into());
 
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = write_map(&map, dir.path());
@@ -581,4 +581,29 @@ fn real_hall_map_round_trips_and_prefixes_beat_random_subsets() {
         ours_total < 0.8 * random_total,
         "ours {ours_total} vs random {random_total}"
     );
+}
+
+/// The normals stage's spacing (an extra dimension of the prepared cloud) becomes the map's spacing section
+/// (format 1.1), in map order, and is not listed among the dropped attributes; a cloud without it gives a map
+/// without it.
+#[test]
+fn the_spacing_is_stored_in_map_order() {
+    let mut cloud = scene(2_000, 5);
+    let spacing: Vec<f32> = (0..cloud.len()).map(|i| i as f32 * 1e-3).collect();
+    cloud
+        .push_extra(ExtraDim::new("spacing", spacing.clone()))
+        .unwrap();
+    let map = PackedMap::from_cloud(&cloud, 0.1, None).unwrap();
+    let order = buckets::bucketize(&cloud, 0.1, None).unwrap().order;
+    let expected: Vec<f32> = order.iter().map(|&i| spacing[i as usize]).collect();
+    assert_eq!(map.spacing.as_deref(), Some(&expected[..]));
+    let dropped = map.metadata().unwrap().dropped_attributes;
+    assert!(!dropped.iter().any(|d| d == "spacing"), "{dropped:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = write_map(&map, dir.path());
+    let opened = AmapFile::open(&path).unwrap();
+    assert_eq!(opened.view().spacing, Some(&expected[..]));
+    assert_eq!(opened.header().version_minor, 1);
+    let without = PackedMap::from_cloud(&scene(2_000, 5), 0.1, None).unwrap();
+    assert!(without.spacing.is_none());
 }

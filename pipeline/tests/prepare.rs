@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use aerie_pipeline::features::spacing::spacing_all;
 use aerie_pipeline::io::{self, Format, ReadOptions, WriteOptions};
 use aerie_pipeline::map::amap::{self, AmapFile};
 use aerie_pipeline::prepare::{Recipe, Stage, map_read_options, prepare};
@@ -38,6 +39,22 @@ fn prepared_map_reads_back_exactly(rel: &str, resolution_m: f64) {
     );
     assert_eq!(a.buckets, b.buckets);
     assert_eq!(a.origin, b.origin);
+    // The normals stage found each point's surface spacing with its own search (the k nearest past the normals'
+    // radius); the map stores it, and it is what a search of the map's points for the nearest seven finds.
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let stored = a.spacing.expect("the normals stage gives a spacing");
+    assert_eq!(bits(stored), bits(b.spacing.unwrap()), "{rel}: spacing");
+    assert_eq!(
+        bits(stored),
+        bits(&spacing_all(a.positions).unwrap()),
+        "{rel}: the stored spacing against a search of the map"
+    );
+    let inside = stored.iter().filter(|&&s| s > 0.0).count();
+    assert!(
+        inside > map.len() / 4 && inside < map.len(),
+        "{rel}: {inside} of {} points inside a surface",
+        map.len()
+    );
     let meta = opened.map_metadata();
     assert!(meta.recipe.is_some(), "the recipe is stored in the map");
     assert!(

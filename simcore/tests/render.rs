@@ -277,6 +277,7 @@ impl TestMap {
             positions: &self.positions,
             normals: Some(&self.normals),
             gamma: Some(&self.gamma),
+            spacing: None,
             reflectance: Some(&self.reflectance),
         }
     }

@@ -5,7 +5,10 @@
 //! l1 >= l2 >= l3 (closed form, [`sym_eigen3`]). Then
 //! - the normal is the eigenvector of l3;
 //! - gamma = sqrt(l3), the RMS distance of the neighbours to the fitted plane, metres;
-//! - curvature (optional extra dimension "curvature") = l3 / (l1 + l2 + l3).
+//! - curvature (optional extra dimension "curvature") = l3 / (l1 + l2 + l3);
+//! - the surface's sampling spacing (extra dimension "spacing", when k >= 7; see [`super::spacing`]), from the
+//!   same search: the k nearest are found without the radius and the fit keeps those within it, which are
+//!   exactly the k nearest within the radius, while the spacing needs the 7 nearest wherever they lie.
 //!
 //! A point with fewer than 3 neighbours in range, or whose neighbours are all identical or collinear, has no
 //! plane: its normal is stored as [0, 0, 0] (no NaN in files), gamma as +inf (never plane-corrected) and
@@ -29,7 +32,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::{Cloud, ExtraDim, Returned};
 use crate::error::{Error, Result};
-use crate::features::Neighbors;
+use crate::features::spacing::{self, spacing_of};
+use crate::features::{Neighbor, Neighbors};
 use crate::filters::{CHUNK, check_cloud};
 use crate::progress::Progress;
 use crate::report::StageReport;
@@ -250,8 +254,7 @@ enum Rule {
     Outward = 4,
 }
 
-/// One point's result: ((normal, gamma), (orientation rule, curvature)), the shape of the output columns it
-/// is written into. [`no_plane`] is the result without a plane.
+/// One point's plane: ((normal, gamma), (orientation rule, curvature)). [`no_plane`] is the result without one.
 type Fitted = (([f32; 3], f32), (u8, f32));
 
 /// The result of a point without a plane: zero normal, gamma +inf, curvature -1.
@@ -259,7 +262,8 @@ fn no_plane() -> Fitted {
     (([0.0; 3], f32::INFINITY), (Rule::None as u8, -1.0))
 }
 
-/// Estimate normals, gamma and (optionally) curvature in place; see the module documentation. The report's
+/// Estimate normals, gamma, the sampling spacing and (optionally) curvature in place; see the module
+/// documentation. The report's
 /// figures give the radius used and how many points each orientation rule oriented (`oriented_to_scanner`,
 /// `oriented_to_viewpoint`, `oriented_up`, `oriented_outward`) and `no_normal`.
 pub fn estimate_normals(
@@ -276,6 +280,10 @@ pub fn estimate_normals(
         .radius_m
         .or(params.resolution_m.map(|r| (3.0 * r) as f32));
     let k = params.k.min(n);
+    // The search reaches past the radius only when there is a spacing to find (see the module doc).
+    let with_spacing = k >= spacing::NEIGHBOURS;
+    let search_radius = radius.filter(|_| !with_spacing);
+    let within2 = radius.map_or(f32::INFINITY, |r| r * r);
     if k < params.k && n > 0 {
         report.warnings.push(format!(
             "k = {} is more than the cloud's {n} points: using {k}",
@@ -288,6 +296,7 @@ pub fn estimate_normals(
     let mut gamma = Vec::new();
     let mut rules = Vec::new();
     let mut curv = None;
+    let mut spacings = None;
     cloud.lend_positions(|positions| {
         let nb = match Neighbors::for_knn_owned(positions, k) {
             Ok(nb) => nb,
@@ -298,17 +307,31 @@ pub fn estimate_normals(
         gamma = vec![0.0f32; n];
         rules = vec![0u8; n];
         curv = params.curvature.then(|| vec![0.0f32; n]);
+        spacings = with_spacing.then(|| vec![0.0f32; n]);
         let out = (
-            (&mut normals[..], &mut gamma[..]),
-            (&mut rules[..], curv.as_deref_mut()),
+            (
+                (&mut normals[..], &mut gamma[..]),
+                (&mut rules[..], curv.as_deref_mut()),
+            ),
+            spacings.as_deref_mut(),
         );
         let done = nb.knn_all_into(
             out,
             k,
-            radius,
+            search_radius,
             progress,
             || Vec::<[f64; 3]>::with_capacity(k),
-            |rel, i, p, _, near| fit_point(rel, i, p, near, &orientation),
+            |rel, i, p, near, at| {
+                let fitted = fit_point(rel, i, p, in_radius(near, at, within2), &orientation);
+                (
+                    fitted,
+                    if with_spacing {
+                        spacing_of(p, near, at)
+                    } else {
+                        0.0
+                    },
+                )
+            },
         );
         let (positions, order) = nb.into_sorted();
         (Returned::Reordered { positions, order }, done)
@@ -323,9 +346,11 @@ pub fn estimate_normals(
     report_rules(&mut report, &counts);
     cloud.set_normals(Some(normals))?;
     cloud.set_gamma(Some(gamma))?;
-    if let Some(curv) = curv {
-        cloud.retain_extras(|d| d.name != "curvature");
-        cloud.push_extra(ExtraDim::new("curvature", curv))?;
+    for (name, column) in [("curvature", curv), (spacing::EXTRA_NAME, spacings)] {
+        if let Some(column) = column {
+            cloud.retain_extras(|d| d.name != name);
+            cloud.push_extra(ExtraDim::new(name, column))?;
+        }
     }
     report.finish(n, started);
     Ok(report)
@@ -450,6 +475,11 @@ fn centroid(positions: &[[f32; 3]]) -> [f64; 3] {
     }
     let nf = positions.len().max(1) as f64;
     [s[0] / nf, s[1] / nf, s[2] / nf]
+}
+
+/// The positions of the neighbours `near` (sorted by distance, at positions `at`) within squared distance `within2`.
+fn in_radius<'a>(near: &[Neighbor], at: &'a [[f32; 3]], within2: f32) -> &'a [[f32; 3]] {
+    &at[..near.partition_point(|nb| nb.dist2 <= within2)]
 }
 
 /// The plane through point `i`'s neighbours `near` (relative to `p` in f64, in the reused `rel`), oriented.

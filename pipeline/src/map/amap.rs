@@ -22,7 +22,7 @@ pub const MAGIC: [u8; 8] = *b"AERIEMAP";
 /// Format version written by this aerie. Readers accept any minor version of their major version.
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor format version written by this aerie (additions that older readers of the same major version skip).
-pub const VERSION_MINOR: u16 = 0;
+pub const VERSION_MINOR: u16 = 1;
 /// Size of the header, bytes; the section table follows it.
 pub const HEADER_SIZE: usize = 256;
 /// Size of one section table entry, bytes.
@@ -49,6 +49,8 @@ pub mod flags {
     pub const COLOR: u32 = 1 << 4;
     /// Per-point classification (`u8`).
     pub const CLASSIFICATION: u32 = 1 << 5;
+    /// Per-point sampling spacing of the surface, metres (`f32`); since 1.1.
+    pub const SPACING: u32 = 1 << 6;
 }
 
 /// Kinds of section, with their ids in the section table.
@@ -72,11 +74,13 @@ pub enum SectionKind {
     Classification = 8,
     /// The metadata, UTF-8 TOML ([`MapMetadata`]); required.
     Metadata = 9,
+    /// Sampling spacing of the surface, metres (`f32`, 0: not inside a surface); optional, since 1.1.
+    Spacing = 10,
 }
 
 impl SectionKind {
     /// Every kind, in id order.
-    pub const ALL: [SectionKind; 9] = [
+    pub const ALL: [SectionKind; 10] = [
         SectionKind::Buckets,
         SectionKind::Positions,
         SectionKind::Normals,
@@ -86,6 +90,7 @@ impl SectionKind {
         SectionKind::Color,
         SectionKind::Classification,
         SectionKind::Metadata,
+        SectionKind::Spacing,
     ];
 
     /// The kind's id in the section table.
@@ -110,6 +115,7 @@ impl SectionKind {
             SectionKind::Color => "color",
             SectionKind::Classification => "classification",
             SectionKind::Metadata => "metadata",
+            SectionKind::Spacing => "spacing",
         }
     }
 
@@ -118,7 +124,10 @@ impl SectionKind {
         match self {
             SectionKind::Buckets => size_of::<Bucket>(),
             SectionKind::Positions | SectionKind::Normals => 12,
-            SectionKind::Gamma | SectionKind::Intensity | SectionKind::Reflectance => 4,
+            SectionKind::Gamma
+            | SectionKind::Intensity
+            | SectionKind::Reflectance
+            | SectionKind::Spacing => 4,
             SectionKind::Color => 6,
             SectionKind::Classification | SectionKind::Metadata => 1,
         }
@@ -133,6 +142,7 @@ impl SectionKind {
             SectionKind::Reflectance => Some(flags::REFLECTANCE),
             SectionKind::Color => Some(flags::COLOR),
             SectionKind::Classification => Some(flags::CLASSIFICATION),
+            SectionKind::Spacing => Some(flags::SPACING),
             _ => None,
         }
     }
@@ -352,6 +362,9 @@ fn section_bytes(map: &PackedMap) -> Vec<(SectionKind, &[u8])> {
     }
     if let Some(v) = &map.gamma {
         out.push((SectionKind::Gamma, bytes(v)));
+    }
+    if let Some(v) = &map.spacing {
+        out.push((SectionKind::Spacing, bytes(v)));
     }
     if let Some(v) = &map.intensity {
         out.push((SectionKind::Intensity, bytes(v)));
@@ -592,6 +605,7 @@ impl AmapFile {
             positions: self.section(SectionKind::Positions).unwrap_or_default(),
             normals: self.section(SectionKind::Normals),
             gamma: self.section(SectionKind::Gamma),
+            spacing: self.section(SectionKind::Spacing),
             reflectance: self.section(SectionKind::Reflectance),
         }
     }
@@ -658,6 +672,7 @@ impl AmapFile {
             positions: v.positions.to_vec(),
             normals: v.normals.map(<[_]>::to_vec),
             gamma: v.gamma.map(<[_]>::to_vec),
+            spacing: v.spacing.map(<[_]>::to_vec),
             intensity: self.intensity().map(<[_]>::to_vec),
             reflectance: v.reflectance.map(<[_]>::to_vec),
             color: self.color().map(<[_]>::to_vec),
@@ -1188,6 +1203,7 @@ mod tests {
                 (7, "color", 6),
                 (8, "classification", 1),
                 (9, "metadata", 1),
+                (10, "spacing", 4),
             ]
         );
         for k in SectionKind::ALL {

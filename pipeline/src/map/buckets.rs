@@ -21,6 +21,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use super::{Bucket, BucketingInfo, MapMetadata, MapSource, PackedMap, ReflectanceInfo, ScanPose};
+use crate::cloud::ExtraValues;
+use crate::features::spacing;
 use crate::grid::{CellRuns, Sorting, radix_sort_with_buffer, sort_into_runs, world_cell};
 use crate::{Cloud, Error, Result};
 
@@ -517,6 +519,15 @@ impl PackedMap {
             }};
         }
         let intensity = pick!(intensity, take_intensity);
+        let spacing = match cloud.extra(spacing::EXTRA_NAME).map(|d| &d.values) {
+            Some(ExtraValues::F32(v)) => Some(reorder(v, &b.order)),
+            _ => None,
+        };
+        if spacing.is_some()
+            && let Cow::Owned(c) = &mut cloud
+        {
+            c.retain_extras(|d| d.name != spacing::EXTRA_NAME);
+        }
         let mut dropped = Vec::new();
         for (present, name) in [
             (cloud.time().is_some(), "time"),
@@ -528,7 +539,13 @@ impl PackedMap {
                 dropped.push(name.to_string());
             }
         }
-        dropped.extend(cloud.extras().iter().map(|d| d.name.clone()));
+        dropped.extend(
+            cloud
+                .extras()
+                .iter()
+                .filter(|d| spacing.is_none() || d.name != spacing::EXTRA_NAME)
+                .map(|d| d.name.clone()),
+        );
         let max_count = b
             .buckets
             .iter()
@@ -604,6 +621,7 @@ impl PackedMap {
             positions,
             normals,
             gamma,
+            spacing,
             intensity,
             reflectance: refl.map(|(r, _)| r),
             color,

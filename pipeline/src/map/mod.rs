@@ -63,6 +63,9 @@ pub struct MapView<'a> {
     pub normals: Option<&'a [[f32; 3]]>,
     /// Plane thickness per point (+inf: no plane).
     pub gamma: Option<&'a [f32]>,
+    /// Sampling spacing of the surface around each point, metres (0: not inside a surface), when the map has
+    /// it ([`crate::features::spacing`]).
+    pub spacing: Option<&'a [f32]>,
     /// Reflectance R0 in 0..1 per point, for the simulated intensity.
     pub reflectance: Option<&'a [f32]>,
 }
@@ -177,6 +180,9 @@ pub struct PackedMap {
     pub normals: Option<Vec<[f32; 3]>>,
     /// Plane thickness, metres (+inf: no plane).
     pub gamma: Option<Vec<f32>>,
+    /// Sampling spacing of the surface around each point, metres (0: not inside a surface; see
+    /// [`crate::features::spacing`]), when the normals stage found it.
+    pub spacing: Option<Vec<f32>>,
     /// Intensity as the source stored it, kept for export.
     pub intensity: Option<Vec<f32>>,
     /// Reflectance in 0..1 for the simulator: intensity divided by its 99th percentile, clamped (see
@@ -211,6 +217,7 @@ impl PackedMap {
             positions: &self.positions,
             normals: self.normals.as_deref(),
             gamma: self.gamma.as_deref(),
+            spacing: self.spacing.as_deref(),
             reflectance: self.reflectance.as_deref(),
         }
     }
@@ -262,6 +269,7 @@ impl PackedMap {
         let lens = [
             ("normals", self.normals.as_ref().map(Vec::len)),
             ("gamma", self.gamma.as_ref().map(Vec::len)),
+            ("spacing", self.spacing.as_ref().map(Vec::len)),
             ("intensity", self.intensity.as_ref().map(Vec::len)),
             ("reflectance", self.reflectance.as_ref().map(Vec::len)),
             ("color", self.color.as_ref().map(Vec::len)),

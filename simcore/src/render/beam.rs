@@ -1065,6 +1065,7 @@ mod tests {
             positions: &positions,
             normals: Some(&normals),
             gamma: Some(&gamma),
+            spacing: None,
             reflectance: None,
         };
         let index = BeamIndex::build(&map);

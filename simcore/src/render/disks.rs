@@ -8,33 +8,26 @@
 //! would have seen the surface. On the shared hall map prepared at 0.1 m (points 0.2 m apart) r_map disks
 //! returned on 78% of the beams where the real unit returned (docs/accuracy.md).
 //!
-//! So a point on a plane gets a disk as wide as the sampling around it: rho times its spacing over r_map,
-//! where the spacing is the distance to its second nearest neighbour (the first could be a near duplicate; the
-//! second is the lattice spacing on a plane, on its edge and along a line alike). Never smaller than rho, and at
-//! most 3 rho: a point on a plane has at least three neighbours within the 3 r_map of the normals' default
-//! search, so a spacing beyond that is not a sampled surface but a gap in the data, which stays open. Only a
-//! point that its neighbours surround on the surface is widened ([`surrounded`]): on an edge a wider disk would
-//! carry the surface past its silhouette (false hits beside poles and roof edges), and a pole or wire sampled
-//! point by point fits any plane through it and would become a fin. Points off planes (branches, clutter) keep
-//! rho too, and so does every disk a beam meets edge-on (drawn facing the beam). Measured on the analytic scenes
-//! and the hall in docs/accuracy.md: every figure as good or better, and beams no longer pass through the hall
-//! prepared finer than its points.
+//! So a point on a plane gets a disk as wide as the sampling around it: rho times its spacing over r_map
+//! (`aerie_pipeline::features::spacing`: the distance to its second nearest neighbour, kept only where its
+//! neighbours surround it on the surface; on an edge a wider disk would carry the surface past its silhouette,
+//! and a pole or wire sampled point by point would become a fin). Never smaller than rho, and at most 3 rho: a
+//! point on a plane has at least three neighbours within the 3 r_map of the normals' default search, so a
+//! spacing beyond that is not a sampled surface but a gap in the data, which stays open. Points off planes
+//! (branches, clutter) keep rho too, and so does every disk a beam meets edge-on (drawn facing the beam).
+//! Measured on the analytic scenes and the hall in docs/accuracy.md: every figure as good or better, and beams
+//! no longer pass through the hall prepared finer than its points.
+//!
+//! A map prepared with normals stores the spacing (format 1.1); for older maps and maps without it the index
+//! build finds it with a neighbour search of its own.
 //!
 //! The radius is stored as one of 16 classes (four bits beside each packed normal in the beam index), rounded
 //! up so that the disks still cover. The splat renderer does not widen its disks yet.
 
-use aerie_pipeline::features::neighbors::{Neighbor, Neighbors};
+use std::borrow::Cow;
+
+use aerie_pipeline::features::spacing::spacing_all;
 use aerie_pipeline::map::MapView;
-use aerie_pipeline::progress::NoProgress;
-
-use super::{add, cross, dot, sub};
-
-/// Itself and its six nearest neighbours: the second nearest gives the spacing, all six whether the point
-/// lies inside the surface or on its edge.
-const K: usize = 7;
-/// A point lies on an edge when its neighbours' centroid is farther from it than this share of the farthest
-/// neighbour's distance: 0 for neighbours all around, 4 / (3 pi) = 0.42 for a half-disk.
-const EDGE: f32 = 0.25;
 
 /// Largest disk radius, in units of rho.
 pub(crate) const MAX_SCALE: f32 = 3.0;
@@ -66,61 +59,36 @@ fn class_of(scale: f32) -> u8 {
 }
 
 /// Per map point, the class of its disk's radius ([`scale_of`]): above 0 only for points on a plane (plane
-/// thickness below `gamma_max`), surrounded by their neighbours on it ([`surrounded`]), whose second nearest
-/// neighbour lies farther than r_map. Empty when no point needs a wider disk (or the map has no plane
-/// thickness). Deterministic: the neighbour search's results do not depend on the number of threads.
+/// thickness below `gamma_max`) whose surface spacing (stored in the map, or searched for when it is not)
+/// exceeds r_map. Empty when no point needs a wider disk (or the map has no plane thickness). Deterministic:
+/// the neighbour search's results do not depend on the number of threads.
 pub(crate) fn disk_classes(map: &MapView, r_map: f32, gamma_max: f32) -> Vec<u8> {
     let Some(gamma) = map.gamma.filter(|g| g.len() == map.positions.len()) else {
         return Vec::new();
     };
-    if map.positions.len() < K {
-        return Vec::new();
-    }
-    let Ok(index) = Neighbors::for_knn(map.positions, K) else {
-        return Vec::new();
+    let spacing = match map.spacing.filter(|s| s.len() == gamma.len()) {
+        Some(stored) => Cow::Borrowed(stored),
+        None => match spacing_all(map.positions) {
+            Ok(found) => Cow::Owned(found),
+            Err(_) => return Vec::new(),
+        },
     };
-    let class = |i: usize, p: [f32; 3], near: &[Neighbor], at: &[[f32; 3]]| -> u8 {
-        let planar = gamma.get(i).is_some_and(|&g| g < gamma_max);
-        match (near.get(2), near.last(), at.get(1..)) {
-            (Some(second), Some(last), Some(others))
-                if planar && near.len() == K && surrounded(p, others, last.dist2) =>
-            {
-                class_of(second.dist2.sqrt() / r_map)
+    let classes: Vec<u8> = gamma
+        .iter()
+        .zip(spacing.iter())
+        .map(|(&g, &s)| {
+            if g < gamma_max {
+                class_of(s / r_map)
+            } else {
+                0
             }
-            _ => 0,
-        }
-    };
-    match index.knn_all(
-        K,
-        None,
-        &NoProgress,
-        || (),
-        |_, i, p, near, at| class(i, p, near, at),
-    ) {
-        Ok(classes) if classes.iter().any(|&c| c > 0) => classes,
-        _ => Vec::new(),
+        })
+        .collect();
+    if classes.iter().any(|&c| c > 0) {
+        classes
+    } else {
+        Vec::new()
     }
-}
-
-/// Whether the neighbours `near` of `p` (the farthest at squared distance `far2`) lie all around it on a
-/// surface: not along a line (a pole or a wire sampled point by point: its "plane" is any plane through it),
-/// and not to one side (the edge of a surface, which a wider disk would carry past the silhouette).
-fn surrounded(p: [f32; 3], near: &[[f32; 3]], far2: f32) -> bool {
-    let Some((first, rest)) = near.split_first() else {
-        return false;
-    };
-    let first = sub(*first, p);
-    // Some neighbour lies more than 30 degrees off the line through the nearest: sin^2 > 1/4.
-    let across = rest.iter().any(|q| {
-        let d = sub(*q, p);
-        let c = cross(first, d);
-        4.0 * dot(c, c) > dot(first, first) * dot(d, d)
-    });
-    // The neighbours' centroid lies near the point: at 0 for neighbours all around, at 4 / (3 pi) = 0.42 of
-    // the radius for a half-disk.
-    let sum = near.iter().fold([0.0f32; 3], |s, q| add(s, sub(*q, p)));
-    let c = sum.map(|v| v / near.len() as f32);
-    across && dot(c, c) <= EDGE * EDGE * far2
 }
 
 #[cfg(test)]
@@ -153,6 +121,7 @@ mod tests {
             positions,
             normals: None,
             gamma: Some(gamma),
+            spacing: None,
             reflectance: None,
         }
     }
