@@ -263,9 +263,8 @@ fn no_plane() -> Fitted {
 }
 
 /// Estimate normals, gamma, the sampling spacing and (optionally) curvature in place; see the module
-/// documentation. The report's
-/// figures give the radius used and how many points each orientation rule oriented (`oriented_to_scanner`,
-/// `oriented_to_viewpoint`, `oriented_up`, `oriented_outward`) and `no_normal`.
+/// documentation. The report's figures give the radius used and how many points each orientation rule oriented
+/// (`oriented_to_scanner`, `oriented_to_viewpoint`, `oriented_up`, `oriented_outward`) and `no_normal`.
 pub fn estimate_normals(
     cloud: &mut Cloud,
     params: &NormalsParams,

@@ -4,7 +4,7 @@
 //!
 //! A point's spacing is the distance to its second nearest neighbour: the first could be a near duplicate, the
 //! second is the lattice spacing on a plane, on its edge and along a line alike. It is kept only where the
-//! point's [`NEIGHBOURS`]` - 1` nearest neighbours surround it on a surface ([`surrounded`]), and is 0
+//! point's six nearest neighbours surround it on a surface ([`surrounded`]), and is 0
 //! elsewhere: on the edge of a surface a wider disk would carry the surface past its silhouette (false hits
 //! beside poles and roof edges), and a pole or a wire sampled point by point fits any plane through it and would
 //! become a fin.
