@@ -320,16 +320,10 @@ pub fn estimate_normals(
             search_radius,
             progress,
             || Vec::<[f64; 3]>::with_capacity(k),
+            // With k < 7 there is no spacing column, and `spacing_of` returns 0 at once.
             |rel, i, p, near, at| {
                 let fitted = fit_point(rel, i, p, in_radius(near, at, within2), &orientation);
-                (
-                    fitted,
-                    if with_spacing {
-                        spacing_of(p, near, at)
-                    } else {
-                        0.0
-                    },
-                )
+                (fitted, spacing_of(p, near, at))
             },
         );
         let (positions, order) = nb.into_sorted();
