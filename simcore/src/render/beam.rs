@@ -494,47 +494,106 @@ impl CellTables {
     }
 }
 
-/// The points, cell by cell in key order, four to a pack, with what only a hit reads beside them.
+/// The points, cell by cell in key order, four to a pack, with what only a hit reads beside them. Parallel: the
+/// keys are cut into runs of whole cells, and each run fills its own range of the packs (a cell's packs start
+/// where `starts` says), so the result does not depend on the number of threads.
 fn fill_packs(
     map: &MapView,
     keys: &[u64],
     top: &[u32],
     starts: &[u32],
     gamma_max: f32,
-    class_at: impl Fn(usize) -> u8,
+    class_at: impl Fn(usize) -> u8 + Sync,
 ) -> (Vec<Pack>, Vec<PackInfo>) {
     let n_packs = starts.last().copied().unwrap_or(0) as usize;
     let mut packs = vec![EMPTY_PACK; n_packs];
     let mut infos = vec![EMPTY_INFO; n_packs];
-    let mut prev_cell = usize::MAX;
-    let mut lane = 0usize;
+    let first_pack = |k: usize| {
+        keys.get(k)
+            .and_then(|&key| cell_slot(top, key))
+            .map_or(n_packs, |c| starts.get(c).map_or(n_packs, |&s| s as usize))
+    };
+    // Run boundaries: about 256 runs, each moved forward to the next cell's first key.
+    let runs = 256.min(keys.len().max(1));
+    let mut cuts: Vec<usize> = (0..runs)
+        .map(|r| {
+            let mut k = keys.len() * r / runs;
+            while k > 0 && k < keys.len() && keys[k] >> 32 == keys[k - 1] >> 32 {
+                k += 1;
+            }
+            k
+        })
+        .collect();
+    cuts.push(keys.len());
+    cuts.dedup();
+    let mut jobs = Vec::with_capacity(cuts.len());
+    let (mut rest_p, mut rest_i) = (&mut packs[..], &mut infos[..]);
     let mut at = 0usize;
-    for &k in keys {
-        let Some(c) = cell_slot(top, k) else { continue };
-        if c != prev_cell {
-            prev_cell = c;
-            at = starts.get(c).copied().unwrap_or(0) as usize;
-            lane = 0;
-        } else if lane == LANES {
-            at += 1;
-            lane = 0;
-        }
-        let idx = k as u32;
-        let i = idx as usize;
-        let p = map.positions.get(i).copied().unwrap_or([f32::NAN; 3]);
-        let gamma = map.gamma.and_then(|g| g.get(i)).copied();
-        let normal = map.normals.and_then(|n| n.get(i)).copied();
-        if let (Some(pack), Some(info)) = (packs.get_mut(at), infos.get_mut(at)) {
-            pack.x[lane] = p[0];
-            pack.y[lane] = p[1];
-            pack.z[lane] = p[2];
-            pack.normal[lane] = pack_normal(normal, gamma.unwrap_or(0.0) < gamma_max, class_at(i));
-            info.idx[lane] = idx;
-            info.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
-        }
-        lane += 1;
+    for w in cuts.windows(2) {
+        let end = first_pack(w[1]).clamp(at, n_packs);
+        let (p, rp) = std::mem::take(&mut rest_p).split_at_mut(end - at);
+        let (i, ri) = std::mem::take(&mut rest_i).split_at_mut(end - at);
+        (rest_p, rest_i) = (rp, ri);
+        jobs.push((keys.get(w[0]..w[1]).unwrap_or(&[]), p, i, at));
+        at = end;
     }
+    let filler = Filler {
+        map,
+        top,
+        starts,
+        gamma_max,
+        class_at,
+    };
+    jobs.into_par_iter()
+        .for_each(|(keys, packs, infos, first)| filler.fill(keys, first, packs, infos));
     (packs, infos)
+}
+
+/// What filling a run of packs reads besides the run's keys.
+struct Filler<'a, F> {
+    map: &'a MapView<'a>,
+    top: &'a [u32],
+    starts: &'a [u32],
+    gamma_max: f32,
+    class_at: F,
+}
+
+impl<F: Fn(usize) -> u8> Filler<'_, F> {
+    /// The packs of one run of whole cells (`packs[0]` is pack `first` of the index).
+    fn fill(&self, keys: &[u64], first: usize, packs: &mut [Pack], infos: &mut [PackInfo]) {
+        let map = self.map;
+        let mut prev_cell = usize::MAX;
+        let mut lane = 0usize;
+        let mut at = 0usize;
+        for &k in keys {
+            let Some(c) = cell_slot(self.top, k) else {
+                continue;
+            };
+            if c != prev_cell {
+                prev_cell = c;
+                at = (self.starts.get(c).copied().unwrap_or(0) as usize).wrapping_sub(first);
+                lane = 0;
+            } else if lane == LANES {
+                at += 1;
+                lane = 0;
+            }
+            let idx = k as u32;
+            let i = idx as usize;
+            let p = map.positions.get(i).copied().unwrap_or([f32::NAN; 3]);
+            let gamma = map.gamma.and_then(|g| g.get(i)).copied();
+            let normal = map.normals.and_then(|n| n.get(i)).copied();
+            let planar = gamma.unwrap_or(0.0) < self.gamma_max;
+            if let (Some(pack), Some(info)) = (packs.get_mut(at), infos.get_mut(at)) {
+                pack.x[lane] = p[0];
+                pack.y[lane] = p[1];
+                pack.z[lane] = p[2];
+                pack.normal[lane] = pack_normal(normal, planar, (self.class_at)(i));
+                info.idx[lane] = idx;
+                info.gamma[lane] = gamma_mm(gamma.unwrap_or(f32::INFINITY));
+            }
+            lane += 1;
+        }
+    }
 }
 
 /// Per column of blocks (x, y), the height of its highest occupied block, -1 when none.
