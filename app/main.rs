@@ -4,6 +4,7 @@ mod cli;
 mod gui;
 mod jobs;
 mod progress;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -11,6 +12,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     aerie_pipeline::memory::keep_freed_memory_for_reuse();
+    signals::remove_partial_outputs_on_signal();
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,

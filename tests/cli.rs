@@ -238,3 +238,82 @@ fn an_unknown_format_hints_at_the_flag_of_its_side() {
     ]);
     assert!(named.status.success(), "{}", stderr(&named));
 }
+
+/// Slips a user makes on the command line get told, not silently obeyed: writing a file over its own input, a
+/// negative value typed after a space (`--resolution -0.1`, which a parser may take for a flag), and a sensor
+/// placed outside the map (local coordinates for a georeferenced map), which returns nothing.
+#[test]
+fn command_line_slips_are_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let xyz = dir.path().join("floor.xyz");
+    let floor: String = (0..40)
+        .flat_map(|i| (0..40).map(move |j| format!("{} {} 0\n", i as f64 * 0.1, j as f64 * 0.1)))
+        .collect();
+    std::fs::write(&xyz, &floor).unwrap();
+    let link = dir.path().join("same.xyz");
+    std::fs::hard_link(&xyz, &link).unwrap();
+    for out in [&xyz, &link] {
+        let o = aerie(&["convert", xyz.to_str().unwrap(), out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("is the input"), "{}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_to_string(&xyz).unwrap(), floor);
+
+    let map = dir.path().join("m.amap");
+    let o = aerie(&[
+        "prepare",
+        xyz.to_str().unwrap(),
+        "-o",
+        map.to_str().unwrap(),
+        "--resolution",
+        "-0.1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("-0.1 is not a positive length"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!map.exists());
+
+    let scan = |pose: &str| {
+        aerie(&[
+            "scan",
+            xyz.to_str().unwrap(),
+            "--resolution",
+            "0.1",
+            "--sensor",
+            "os0_64",
+            "--pose",
+            pose,
+        ])
+    };
+    let far = scan("1000,2,1,0,0,0");
+    assert!(far.status.success(), "{}", stderr(&far));
+    assert!(stderr(&far).contains("outside the map"), "{}", stderr(&far));
+    let over = scan("2,2,1,0,0,0");
+    assert!(over.status.success(), "{}", stderr(&over));
+    assert!(
+        !stderr(&over).contains("outside the map"),
+        "{}",
+        stderr(&over)
+    );
+}
+
+/// The flagship demo as a user first runs it: every step done, and a flight through the forest and the building
+/// that reaches its goals without touching the map.
+#[test]
+fn the_demo_flies_its_route_without_a_collision() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let o = aerie(&["demo", "-o", out.to_str().unwrap(), "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let events = std::fs::read_to_string(out.join("flight/events.jsonl")).unwrap();
+    assert!(events.trim().is_empty(), "collisions: {events}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        report.contains("0 collisions, goals done"),
+        "the report's flight line"
+    );
+}

@@ -42,6 +42,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
+    super::not_an_input(&args.output, &[&args.input])?;
     let read_opts = ReadOptions {
         separate_scans: args.separate_scans,
         columns: args.columns.clone(),
@@ -65,10 +66,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else {
             args.output.clone()
         };
-        io::write(cloud, &out, args.format.map(Into::into), &write_opts)
+        let format = args.format.map(Into::into);
+        io::write(cloud, &out, format, &write_opts)
             .with_context(|| format!("cannot write {}", out.display()))
             .map_err(super::format_hint("--format"))?;
         if !args.quiet {
+            super::warn_losses(cloud, &out, format);
             eprintln!(
                 "wrote {} points to {} in {:.2} s",
                 cloud.len(),

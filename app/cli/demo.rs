@@ -30,8 +30,9 @@ use crate::progress::TerminalProgress;
 const MISSION: &str = include_str!("../../examples/missions/demo.toml");
 
 /// The demo mission, its route fitted to the generated site: take off from the clearest spot of the forest,
-/// reach the corridor's nearer doorway with the planner (around the trunks), fly the corridor straight, land
-/// outside the far doorway.
+/// reach the corridor's nearer doorway with the planner (around the trunks), fly the corridor to the far doorway
+/// with the planner too (the map holds what the scans left in it, such as mixed pixels at the door frames, and a
+/// straight leg met them), land outside the far doorway.
 fn demo_mission(site: &DemoSite) -> Mission {
     let mut m: Mission =
         toml::from_str(MISSION).unwrap_or_else(|e| unreachable!("the shipped mission parses: {e}"));
@@ -97,7 +98,7 @@ fn demo_mission(site: &DemoSite) -> Mission {
                 position: enter,
                 speed_m_s: None,
             },
-            Goal::Waypoint {
+            Goal::Goal {
                 position: leave,
                 speed_m_s: None,
             },
@@ -116,6 +117,7 @@ pub struct Args {
     /// Output folder (created).
     #[arg(short, long, default_value = "aerie_demo")]
     output: PathBuf,
+    /// Print nothing but errors and warnings.
     #[arg(short, long)]
     quiet: bool,
 }

@@ -28,11 +28,13 @@ pub struct Args {
     /// LAS version.
     #[arg(long)]
     las_version: Option<LasVersionArg>,
+    /// Print nothing but errors and warnings.
     #[arg(short, long)]
     quiet: bool,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    super::not_an_input(&args.output, &[&args.map])?;
     let map = AmapFile::open(&args.map)
         .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let cloud = map.to_cloud();
@@ -45,6 +47,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.target.unwrap_or(Target::Generic),
     )
     .map_err(super::format_hint("--format"))?;
+    if args.target != Some(Target::Marsim) {
+        super::warn_losses(&cloud, &args.output, args.format.map(Into::into));
+    }
     if !args.quiet {
         eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
         if let Some(s) = shift {

@@ -34,6 +34,7 @@ pub struct Args {
     /// Resolution r_map used when MAP is a scan file rather than a prepared map, metres.
     #[arg(long)]
     resolution: Option<f64>,
+    /// Print nothing but errors and warnings.
     #[arg(short, long)]
     quiet: bool,
 }

@@ -73,22 +73,30 @@ enum Command {
     /// Open the desktop app (the same as `aerie` alone), importing the files given.
     App(AppArgs),
     /// Show format, point count, bounds, attributes with their ranges, CRS and scan poses of scan files or maps.
+    #[command(allow_negative_numbers = true)]
     Info(info::Args),
     /// Convert a scan file to another format (taken from the output's extension or --format).
+    #[command(allow_negative_numbers = true)]
     Convert(convert::Args),
     /// Clean scans and pack them into a map (.amap) for the simulator and for export.
+    #[command(allow_negative_numbers = true)]
     Prepare(prepare::Args),
     /// Write a prepared map for another tool (PCD for MARSIM/ROS, PLY with normals, LAS/LAZ, E57, XYZ).
+    #[command(allow_negative_numbers = true)]
     Export(export::Args),
     /// Render what a LiDAR or depth camera would measure in a map, from a pose or along a trajectory.
+    #[command(allow_negative_numbers = true)]
     Scan(scan::Args),
     /// Run the whole product on a built-in scene: scan, prepare, export, fly, and write report.html.
+    #[command(allow_negative_numbers = true)]
     Demo(demo::Args),
     /// Fly a mission through a map and record the sensors (ROS 2 MCAP), ground truth and collisions.
+    #[command(allow_negative_numbers = true)]
     Fly(fly::Args),
     /// List the sensor presets (`--show NAME` prints one as TOML to copy and edit).
     Sensors(sensors::Args),
     /// Measure the speed of reading, preparing, scanning and flying (see docs/benchmarks.md).
+    #[command(allow_negative_numbers = true)]
     Bench(bench::Args),
 }
 
@@ -149,6 +157,52 @@ impl std::fmt::Display for BadInput {
 }
 
 impl std::error::Error for BadInput {}
+
+/// Warns of what writing `cloud` to `out` (in `format`, or the one its extension names) left out.
+pub fn warn_losses(
+    cloud: &aerie_pipeline::Cloud,
+    out: &std::path::Path,
+    format: Option<aerie_pipeline::io::Format>,
+) {
+    use aerie_pipeline::io;
+    let Some(format) = format.or_else(|| io::Format::from_path(out)) else {
+        return;
+    };
+    for loss in io::write_losses(cloud, format) {
+        eprintln!("warning: {}: {loss}", out.display());
+    }
+}
+
+/// Refuses to write `output` over one of `inputs` (the same file by any path): a slip such as
+/// `aerie convert scan.las scan.las` would otherwise replace the user's data with a converted copy, which loses
+/// whatever the output format cannot hold.
+pub fn not_an_input(output: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), BadInput> {
+    match inputs.iter().find(|i| same_file(output, i)) {
+        Some(input) => Err(BadInput(format!(
+            "the output {} is the input {}: write to another file",
+            output.display(),
+            input.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Whether two paths name one existing file (hard links and symbolic links included).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        ma.dev() == mb.dev() && ma.ino() == mb.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (ma, mb);
+        matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    }
+}
 
 /// A suggestion for the command line, attached as context to an error: which flag fixes it. The libraries describe
 /// problems in their own terms (the app shows the same errors, and has no flags); only the command line knows its

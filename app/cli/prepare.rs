@@ -170,6 +170,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         )
         .into());
     }
+    let inputs: Vec<&Path> = files.iter().map(|(p, _)| p.as_path()).collect();
+    super::not_an_input(&args.output, &inputs)?;
+    super::not_an_input(&report_path(&args.output), &inputs)?;
     if args.output.extension().and_then(|e| e.to_str()) != Some("amap") {
         return Err(super::BadInput(format!(
             "the map must be written to a .amap file, not {}",

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use aerie_pipeline::io::{self, Format, WriteOptions};
+use aerie_pipeline::map::MapView;
 use aerie_pipeline::{Cloud, Error};
 use aerie_simcore::Simulator;
 use aerie_simcore::render::{Image, Method, RenderParams};
@@ -63,6 +64,7 @@ pub struct Args {
     /// Resolution r_map used when MAP is a scan file rather than a prepared map, metres.
     #[arg(long)]
     resolution: Option<f64>,
+    /// Print nothing but errors and warnings.
     #[arg(short, long)]
     quiet: bool,
 }
@@ -137,6 +139,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.frames == 0 {
         return Err(BadInput("--frames must be at least 1".into()).into());
     }
+    let inputs: Vec<&Path> = [Some(&args.map), args.trajectory.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+        .collect();
+    for out in [&args.output, &args.depth_png].into_iter().flatten() {
+        super::not_an_input(out, &inputs)?;
+    }
     if let Some(png) = &args.depth_png
         && !png
             .extension()
@@ -194,6 +204,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(m) = args.method {
         params = m.params(&params);
     }
+    let is_amap = args
+        .map
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("amap"));
+    if is_amap && args.resolution.is_some() {
+        eprintln!(
+            "warning: --resolution is ignored: {} is a prepared map, which keeps the resolution it was prepared at",
+            args.map.display()
+        );
+    }
     let mut sim = Simulator::open(&args.map, args.resolution)
         .with_context(|| format!("cannot open map {}", args.map.display()))?
         .with_params(params);
@@ -222,6 +242,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let frame = sim.render(lidar, trajectory.as_ref(), frame_start, k);
         render_s += t.elapsed().as_secs_f64();
         total_points += frame.points.len();
+        if k == 0 && frame.points.is_empty() {
+            warn_if_outside(&sim.map(), &trajectory.world_from_sensor(frame_start));
+        }
         if k == 0
             && let Some(png_path) = &args.depth_png
         {
@@ -277,4 +300,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Warns when a frame came back empty because the sensor stands outside the map: the usual cause is a pose in
+/// local coordinates given for a georeferenced map, or the reverse.
+fn warn_if_outside(map: &MapView, pose: &Isometry3<f64>) {
+    let Some((lo, hi)) = map.bounds() else {
+        return;
+    };
+    let p = pose.translation.vector;
+    if (0..3).all(|k| p[k] >= lo[k] && p[k] <= hi[k]) {
+        return;
+    }
+    eprintln!(
+        "warning: no beam returned: the sensor at ({:.2}, {:.2}, {:.2}) is outside the map, which spans x {:.2}..{:.2}, \
+         y {:.2}..{:.2}, z {:.2}..{:.2} (map frame, metres)",
+        p[0], p[1], p[2], lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]
+    );
 }

@@ -705,21 +705,10 @@ fn landing_end(legs: &[Leg]) -> f64 {
     }
 }
 
-/// Bounds of a map's points in the map frame.
+/// Bounds of a map's points in the map frame (zero for an empty map).
 fn bounds(view: &aerie_pipeline::map::MapView) -> (Vector3<f64>, Vector3<f64>) {
-    let o = Vector3::from(view.origin);
-    let (mut lo, mut hi) = (
-        Vector3::repeat(f64::INFINITY),
-        Vector3::repeat(f64::NEG_INFINITY),
-    );
-    for b in view.buckets {
-        for k in 0..3 {
-            lo[k] = lo[k].min(o[k] + b.min[k] as f64);
-            hi[k] = hi[k].max(o[k] + b.max[k] as f64);
-        }
-    }
-    if !(lo.x <= hi.x) {
-        return (Vector3::zeros(), Vector3::zeros());
-    }
-    (lo, hi)
+    view.bounds()
+        .map_or((Vector3::zeros(), Vector3::zeros()), |(lo, hi)| {
+            (Vector3::from(lo), Vector3::from(hi))
+        })
 }

@@ -23,7 +23,9 @@ enum What {
     /// Read each file N times and report the median time and points per second, and the time of the first
     /// (warm-up) read: a process that reads a file once pays for fresh memory pages, later reads in the same
     /// process may reuse what the allocator kept.
+    #[command(allow_negative_numbers = true)]
     Read {
+        /// Scan files to read (any format `aerie info` reads).
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Number of timed reads per file (after one warm-up read).
@@ -34,12 +36,15 @@ enum What {
         json: bool,
     },
     /// Time each preparation stage on a file (median of N runs), with the same parameters as the peers.
+    #[command(allow_negative_numbers = true)]
     Prepare(prepare::Args),
     /// Median time per frame and Mrays/s of the scan renderers, per sensor preset, on procedural maps of
     /// several sizes or on a prepared map at a pose (--map, --pose).
+    #[command(allow_negative_numbers = true)]
     Scan(scan::Args),
     /// Real-time factor of the flight loop: physics and control alone, one Avia vehicle in a map, a swarm of
     /// ten Mid-360 vehicles (issue 9).
+    #[command(allow_negative_numbers = true)]
     Fly(fly::Args),
 }
 

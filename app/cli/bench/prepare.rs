@@ -14,6 +14,7 @@ use super::{median, time_runs};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// The scan file to prepare (any format `aerie info` reads).
     file: PathBuf,
     /// Map resolution (voxel size) in metres.
     #[arg(long, default_value_t = 0.05)]

@@ -3,10 +3,15 @@
 //! Every output of the program (scans, maps, exports, reports) goes through here, so two things a user meets
 //! are handled once for all of them: a missing output directory is created, and an error names the user's
 //! own path, never the hidden temporary file beside it.
+//!
+//! A process killed by a signal (Ctrl-C, `timeout`, a container stopping) runs no destructors, so the temporary
+//! files in progress are also listed in a registry ([`Pending`]) that the program's signal handler empties with
+//! [`remove_pending`] before it exits. The library installs no handler itself.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::{Error, Result};
 
@@ -36,6 +41,7 @@ where
         .prefix(".aerie-tmp-")
         .tempfile_in(dir)
         .map_err(|e| Error::io(path, bare(&e)))?;
+    let _pending = Pending::new(tmp.path());
     write(tmp.as_file_mut())?;
     tmp.as_file_mut().flush().map_err(|e| Error::io(path, e))?;
     // Temporary files are created private (0600); an output file gets the usual permissions.
@@ -80,6 +86,45 @@ where
     })
 }
 
+/// Temporary files being written now, by any thread.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A temporary output file listed for [`remove_pending`] while this guard lives. Writers that keep their own
+/// temporary file (the flight recorder's MCAP) hold one too.
+#[derive(Debug)]
+pub struct Pending(PathBuf);
+
+impl Pending {
+    /// Lists `tmp` until the guard is dropped.
+    pub fn new(tmp: &Path) -> Pending {
+        if let Ok(mut list) = PENDING.lock() {
+            list.push(tmp.to_path_buf());
+        }
+        Pending(tmp.to_path_buf())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Ok(mut list) = PENDING.lock()
+            && let Some(at) = list.iter().position(|p| *p == self.0)
+        {
+            list.swap_remove(at);
+        }
+    }
+}
+
+/// Removes every temporary output file still being written: for a signal handler, just before the process
+/// exits. Returns how many were removed.
+pub fn remove_pending() -> usize {
+    let Ok(list) = PENDING.lock() else {
+        return 0;
+    };
+    list.iter()
+        .filter(|p| std::fs::remove_file(p).is_ok())
+        .count()
+}
+
 /// Map a std::io::Error from writing `path` into our error.
 pub fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::io(path, e)
@@ -102,6 +147,30 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         write_atomic_buffered(&out, |w| w.write_all(b"whole").map_err(io_err(&out))).unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"whole");
+    }
+
+    #[test]
+    fn pending_files_are_listed_while_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.bin");
+        // Only this test's files: other tests may be writing in this process at the same time.
+        let listed = || -> Vec<PathBuf> {
+            let list = PENDING.lock().unwrap();
+            list.iter()
+                .filter(|p| p.starts_with(dir.path()))
+                .cloned()
+                .collect()
+        };
+        write_atomic(&out, |f| {
+            let now = listed();
+            assert_eq!(now.len(), 1);
+            assert!(now[0].exists() && now[0] != out);
+            f.write_all(b"whole").map_err(io_err(&out))
+        })
+        .unwrap();
+        assert!(listed().is_empty());
+        let _ = write_atomic(&out, |_| Err(Error::format(&out, "test", "forced failure")));
+        assert!(listed().is_empty());
     }
 
     #[test]

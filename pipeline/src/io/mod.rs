@@ -271,6 +271,56 @@ fn present_fields(cloud: &Cloud) -> Vec<(&'static [&'static str], &str)> {
     out
 }
 
+/// What writing `cloud` as `format` loses, one sentence each, for the program to show as warnings (the writers
+/// leave out what their format has no place for without a word): the attributes E57 and KITTI have no field
+/// for, and the millimetres KITTI's f32 coordinates cannot hold far from 0. Empty for the formats that keep
+/// everything (LAS and LAZ keep the rest as extra bytes; PLY, PCD and XYZ as columns).
+pub fn write_losses(cloud: &Cloud, format: Format) -> Vec<String> {
+    let (label, kept): (&str, &[&str]) = match format {
+        Format::E57 => (
+            "E57",
+            &[
+                "intensity",
+                "color",
+                "time",
+                "return_number",
+                "number_of_returns",
+                "row",
+                "column",
+            ],
+        ),
+        Format::Kitti => ("KITTI .bin", &["intensity"]),
+        _ => return Vec::new(),
+    };
+    let mut losses = Vec::new();
+    let dropped: Vec<&str> = present_fields(cloud)
+        .into_iter()
+        .map(|(_, name)| name)
+        .filter(|name| !kept.contains(name))
+        .collect();
+    if !dropped.is_empty() {
+        losses.push(format!(
+            "{label} has no place for {}: left out",
+            dropped.join(", ")
+        ));
+    }
+    if format == Format::Kitti
+        && let Some((lo, hi)) = cloud.bounds().filter(|_| fields::needs_f64(cloud))
+    {
+        let far = lo
+            .iter()
+            .chain(hi.iter())
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        // Half the spacing of f32 values at that magnitude.
+        let step = 2f64.powi(far.log2().floor() as i32 - 24);
+        losses.push(format!(
+            "{label} stores coordinates as f32, which round to within {step:.3} m this far from 0 (up to {far:.0} \
+             m): write PCD, PLY, LAS or E57 to keep them, or move the points to a local frame first"
+        ));
+    }
+    losses
+}
+
 /// The names the writers take for an attribute in `fields`, besides [`Attribute::name`].
 fn field_names(a: Attribute) -> &'static [&'static str] {
     match a {

@@ -132,7 +132,20 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
         break;
     }
     let Some(first) = first_data else {
-        return Err(Error::format(path, "data", "no data lines"));
+        // A header naming x, y and z with no rows under it is a file of no points (what an empty scan writes).
+        let names_xyz = header.as_ref().is_some_and(|h| {
+            ["x", "y", "z"]
+                .iter()
+                .all(|c| h.iter().any(|n| n.eq_ignore_ascii_case(c)))
+        });
+        if names_xyz {
+            return Ok(Cloud::default());
+        }
+        return Err(Error::format(
+            path,
+            "data",
+            "no data lines: expected lines of at least three numbers (x y z), after an optional header line",
+        ));
     };
     let delim = Delim::detect(first);
     let ncols = delim.split(first).len();
@@ -300,6 +313,26 @@ mod tests {
         assert_eq!(c.ring(), Some(&[7][..]));
         let c = read("2\n9 1 2 3\n9 4 5 6\n", Some(&["_", "x", "y", "z"])).unwrap();
         assert_eq!(c.positions()[1], [4.0, 5.0, 6.0]);
+    }
+
+    /// An empty scan written as XYZ is its header line alone: it reads back as no points. Text with no rows
+    /// and no such header is not a point file.
+    #[test]
+    fn a_header_without_rows_is_an_empty_cloud() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.xyz");
+        write(&Cloud::default(), &path, &WriteOptions::default()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("//x y z"), "{text:?}");
+        assert_eq!(read(&text, None).unwrap().len(), 0);
+        assert_eq!(read("# x y z intensity\n", None).unwrap().len(), 0);
+        for text in ["", "hello world, this is text\n", "# a comment\n"] {
+            let e = read(text, None).unwrap_err().to_string();
+            assert!(
+                e.contains("no data lines: expected lines of at least three numbers"),
+                "{text:?}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -70,6 +70,20 @@ pub struct MapView<'a> {
     pub reflectance: Option<&'a [f32]>,
 }
 
+impl MapView<'_> {
+    /// The box of the map's points in the map frame (from the bucket bounds), `None` for an empty map.
+    pub fn bounds(&self) -> Option<([f64; 3], [f64; 3])> {
+        let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+        for b in self.buckets {
+            for k in 0..3 {
+                lo[k] = lo[k].min(self.origin[k] + f64::from(b.min[k]));
+                hi[k] = hi[k].max(self.origin[k] + f64::from(b.max[k]));
+            }
+        }
+        (lo[0] <= hi[0] && lo[1] <= hi[1] && lo[2] <= hi[2]).then_some((lo, hi))
+    }
+}
+
 use serde::{Deserialize, Serialize};
 
 pub use amap::AmapFile;

@@ -83,6 +83,8 @@ impl RecordError {
 pub struct Recorder {
     path: PathBuf,
     tmp: PathBuf,
+    /// Lists `tmp` for removal should the process end on a signal.
+    _pending: aerie_pipeline::io::atomic::Pending,
     writer: Option<mcap::Writer<BufWriter<File>>>,
     channels: BTreeMap<String, u16>,
     sequence: u32,
@@ -98,6 +100,7 @@ impl Recorder {
     pub fn create(path: &Path) -> Result<Recorder, RecordError> {
         let tmp = temp_path(path);
         let file = File::create(&tmp).map_err(|e| RecordError::write(path, &e))?;
+        let pending = aerie_pipeline::io::atomic::Pending::new(&tmp);
         let opts = mcap::WriteOptions::new()
             .profile("ros2")
             .library("aerie")
@@ -109,6 +112,7 @@ impl Recorder {
         Ok(Recorder {
             path: path.to_path_buf(),
             tmp,
+            _pending: pending,
             writer: Some(writer),
             channels: BTreeMap::new(),
             sequence: 0,
