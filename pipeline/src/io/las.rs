@@ -41,6 +41,7 @@ use rayon::prelude::*;
 
 use crate::cloud::{self, ExtraDim, ExtraScalar, ExtraValues, ScalarKind, origin_for};
 use crate::io::atomic::write_atomic;
+use crate::io::fields::{Target, target_for};
 use crate::io::{LasVersion, ReadOptions, WriteOptions};
 use crate::{Attribute, Cloud, Error, Result};
 
@@ -404,6 +405,57 @@ struct ExtraField {
     at: usize,
     /// Scale and offset to apply (`None`: the raw value is the value).
     transform: Option<(f64, f64)>,
+    /// The modelled attribute it holds, if any ([`assign_roles`]).
+    role: Option<Role>,
+}
+
+/// A modelled attribute that LAS has no field for, stored as extra bytes under the names the writer gives it
+/// (and PLY and PCD use): `nx ny nz` (or `normal_x ...`), `gamma`, `ring`. The reader takes them back as the
+/// attributes they are, so a map exported to LAS reads back with its normals rather than three anonymous
+/// dimensions; skipping follows the attribute, not the extras.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Component k of the normal.
+    Normal(usize),
+    Gamma,
+    Ring,
+}
+
+impl Role {
+    fn attribute(self) -> Attribute {
+        match self {
+            Role::Normal(_) => Attribute::Normal,
+            Role::Gamma => Attribute::Gamma,
+            Role::Ring => Attribute::Ring,
+        }
+    }
+}
+
+/// Marks the extra fields that hold a modelled attribute: each name exactly once (all three normal
+/// components), a ring only as an unsigned integer of up to 16 bits without scale.
+fn assign_roles(extras: &mut [ExtraField]) {
+    let only = |extras: &[ExtraField], t: Target| {
+        let mut at = (0..extras.len()).filter(|&i| target_for(&extras[i].name) == t);
+        match (at.next(), at.next()) {
+            (Some(i), None) => Some(i),
+            _ => None,
+        }
+    };
+    let normal = [Target::Nx, Target::Ny, Target::Nz].map(|t| only(extras, t));
+    if let [Some(x), Some(y), Some(z)] = normal {
+        for (k, i) in [x, y, z].into_iter().enumerate() {
+            extras[i].role = Some(Role::Normal(k));
+        }
+    }
+    if let Some(i) = only(extras, Target::Gamma) {
+        extras[i].role = Some(Role::Gamma);
+    }
+    if let Some(i) = only(extras, Target::Ring)
+        && extras[i].transform.is_none()
+        && matches!(extras[i].stored, ScalarKind::U8 | ScalarKind::U16)
+    {
+        extras[i].role = Some(Role::Ring);
+    }
 }
 
 const SCALAR_KINDS: [ScalarKind; 10] = [
@@ -494,6 +546,7 @@ impl Layout {
                         stored: kind,
                         at,
                         transform,
+                        role: None,
                     });
                     at += kind.size();
                 }
@@ -509,6 +562,7 @@ impl Layout {
                 ),
             ));
         }
+        assign_roles(&mut extras);
         Ok(Layout {
             record_len: header.record_len,
             extended: header.format >= 6,
@@ -530,15 +584,8 @@ impl Layout {
     /// (and under the names) a full read gives them.
     fn skipping(mut self, opts: &ReadOptions) -> Layout {
         let mut dropped = Vec::new();
-        // The attributes a LAS point format can hold, in `Cloud`'s field order.
-        for attribute in [
-            Attribute::Intensity,
-            Attribute::Color,
-            Attribute::Time,
-            Attribute::ReturnNumber,
-            Attribute::NumberOfReturns,
-            Attribute::Classification,
-        ] {
+        // In `Cloud`'s field order: what a LAS point format holds, and what extra bytes may hold ([`Role`]).
+        for &attribute in Attribute::ALL {
             if !opts.skips(attribute) {
                 continue;
             }
@@ -549,7 +596,12 @@ impl Layout {
                 Attribute::ReturnNumber => std::mem::take(&mut self.return_number),
                 Attribute::NumberOfReturns => std::mem::take(&mut self.number_of_returns),
                 Attribute::Classification => std::mem::take(&mut self.classification),
-                _ => false,
+                Attribute::Normal | Attribute::Gamma | Attribute::Ring => {
+                    let before = self.extras.len();
+                    self.extras
+                        .retain(|f| f.role.is_none_or(|r| r.attribute() != attribute));
+                    self.extras.len() < before
+                }
             };
             if held {
                 dropped.push(attribute.name().to_string());
@@ -559,7 +611,7 @@ impl Layout {
             dropped.extend(self.extra_names());
             self.nir_at = None;
             self.standard_extras = false;
-            self.extras.clear();
+            self.extras.retain(|f| f.role.is_some());
         }
         self.dropped = dropped;
         self
@@ -578,7 +630,7 @@ impl Layout {
                 add(name);
             }
         }
-        for f in &self.extras {
+        for f in self.extras.iter().filter(|f| f.role.is_none()) {
             add(&f.name);
         }
         names
@@ -1069,8 +1121,28 @@ impl Columns {
                 self.point_source_id.into(),
             );
         }
+        let mut normal: [Vec<f64>; 3] = Default::default();
         for (f, values) in layout.extras.iter().zip(self.extras) {
-            push_extra(&mut cloud.extra, &f.name, values);
+            match f.role {
+                None => push_extra(&mut cloud.extra, &f.name, values),
+                Some(Role::Normal(k)) => normal[k % 3] = values.to_f64(),
+                Some(Role::Gamma) => {
+                    cloud.gamma = Some(values.to_f64().into_iter().map(|v| v as f32).collect());
+                }
+                Some(Role::Ring) => {
+                    cloud.ring = Some(values.to_f64().into_iter().map(|v| v as u16).collect());
+                }
+            }
+        }
+        if normal.iter().all(|c| !c.is_empty()) {
+            let [x, y, z] = normal;
+            cloud.normals = Some(
+                x.iter()
+                    .zip(&y)
+                    .zip(&z)
+                    .map(|((&x, &y), &z)| [x as f32, y as f32, z as f32])
+                    .collect(),
+            );
         }
         let mut cloud = Cloud::from_columns(origin, cloud)
             .map_err(|e| Error::format(path, "points", e.to_string()))?;
