@@ -277,6 +277,23 @@ fn command_line_slips_are_told() {
     );
     assert!(!map.exists());
 
+    let bad_resolution = aerie(&[
+        "scan",
+        xyz.to_str().unwrap(),
+        "--resolution",
+        "-1",
+        "--sensor",
+        "os0_64",
+        "--pose",
+        "2,2,1,0,0,0",
+    ]);
+    assert_eq!(bad_resolution.status.code(), Some(2));
+    assert!(
+        stderr(&bad_resolution).contains("--resolution -1 is not a positive length"),
+        "{}",
+        stderr(&bad_resolution)
+    );
+
     let scan = |pose: &str| {
         aerie(&[
             "scan",

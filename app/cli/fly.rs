@@ -53,6 +53,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     mission
         .check()
         .map_err(|e| BadInput(format!("{}: {e}", args.mission.display())))?;
+    super::check_resolution(args.resolution)?;
     let map = Map::open(&args.map, args.resolution)
         .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let base = args.mission.parent().map(PathBuf::from).unwrap_or_default();

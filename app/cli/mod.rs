@@ -173,6 +173,17 @@ pub fn warn_losses(
     }
 }
 
+/// Checks `--resolution` before a scan file is prepared with it, so that a bad value is named as the flag's
+/// rather than as a fault of the file being opened.
+pub fn check_resolution(resolution: Option<f64>) -> Result<(), BadInput> {
+    match resolution {
+        Some(r) if !(r.is_finite() && r > 0.0) => Err(BadInput(format!(
+            "--resolution {r} is not a positive length in metres (try 0.1)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses to write `output` over one of `inputs` (the same file by any path): a slip such as
 /// `aerie convert scan.las scan.las` would otherwise replace the user's data with a converted copy, which loses
 /// whatever the output format cannot hold.

@@ -204,6 +204,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(m) = args.method {
         params = m.params(&params);
     }
+    super::check_resolution(args.resolution)?;
     let is_amap = args
         .map
         .extension()

@@ -459,6 +459,11 @@ pub struct Metadata {
     pub format: Option<String>,
     /// Coordinate reference system as OGC WKT, when the source declares one.
     pub crs_wkt: Option<String>,
+    /// The coordinate reference system as GeoTIFF keys, raw, as a LAS file stored them (`LASF_Projection`
+    /// records 34735, 34736 and 34737, by record id): most LAS 1.2 readers know the CRS only from these, and
+    /// many files carry no WKT, so a LAS 1.2 written from this cloud carries them on unchanged.
+    #[serde(skip)]
+    pub las_geotiff: Vec<(u16, Vec<u8>)>,
     /// Scans the cloud was assembled from (E57 data3D entries, merged inputs), with their sensor poses.
     pub scans: Vec<ScanInfo>,
     /// Attributes and extra dimensions the source held that this cloud does not, by name (`time`,

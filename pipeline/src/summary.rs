@@ -39,6 +39,12 @@ pub struct CloudSummary {
     /// Coordinate reference system as OGC WKT, when the source declares one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crs_wkt: Option<String>,
+    /// The EPSG code of the CRS that a LAS file's GeoTIFF keys name, when they name one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crs_epsg: Option<u16>,
+    /// Whether the source gave its CRS as GeoTIFF keys (LAS).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub crs_geotiff: bool,
     /// The scans the cloud was assembled from, with their poses.
     pub scans: Vec<ScanInfo>,
 }
@@ -115,6 +121,8 @@ impl CloudSummary {
             bounds: cloud.bounds().map(|(lo, hi)| [lo, hi]),
             attributes,
             crs_wkt: cloud.meta.crs_wkt.clone(),
+            crs_epsg: crate::io::las::geotiff_epsg(&cloud.meta.las_geotiff),
+            crs_geotiff: !cloud.meta.las_geotiff.is_empty(),
             scans: cloud.meta.scans.clone(),
         }
     }
@@ -170,7 +178,11 @@ impl std::fmt::Display for CloudSummary {
                 let ell = if w.chars().count() > 100 { "..." } else { "" };
                 writeln!(f, "  crs         {short}{ell}")?;
             }
-            None => writeln!(f, "  crs         none")?,
+            None => match (self.crs_epsg, self.crs_geotiff) {
+                (Some(code), _) => writeln!(f, "  crs         EPSG:{code} (GeoTIFF keys)")?,
+                (None, true) => writeln!(f, "  crs         GeoTIFF keys without an EPSG code")?,
+                (None, false) => writeln!(f, "  crs         none")?,
+            },
         }
         if !self.scans.is_empty() {
             writeln!(f, "  scans       {}", self.scans.len())?;

@@ -487,6 +487,40 @@ mod tests {
         assert!(!las.exists());
     }
 
+    /// What E57 and KITTI have no place for is named, and so is the step KITTI's f32 coordinates round to far
+    /// from 0; the formats that keep everything say nothing.
+    #[test]
+    fn write_losses_name_what_a_format_drops() {
+        let cols = crate::Columns {
+            positions: vec![[0.25, 0.5, 0.75]],
+            intensity: Some(vec![0.5]),
+            normals: Some(vec![[0.0, 0.0, 1.0]]),
+            classification: Some(vec![2]),
+            ..crate::Columns::default()
+        };
+        let near = Cloud::from_columns([0.0; 3], cols.clone()).unwrap();
+        let far = Cloud::from_columns([515_368.0, 4_918_340.0, 0.0], cols).unwrap();
+        let e57 = write_losses(&near, Format::E57);
+        assert_eq!(
+            e57,
+            ["E57 has no place for normal, classification: left out"]
+        );
+        assert_eq!(write_losses(&near, Format::Kitti).len(), 1);
+        let kitti = write_losses(&far, Format::Kitti);
+        assert_eq!(kitti.len(), 2, "{kitti:?}");
+        // 4.9e6 m lies in [2^22, 2^23): f32 values there are 0.5 m apart.
+        assert!(kitti[1].contains("within 0.250 m"), "{kitti:?}");
+        for format in [
+            Format::Las,
+            Format::Laz,
+            Format::Ply,
+            Format::Pcd,
+            Format::Xyz,
+        ] {
+            assert!(write_losses(&far, format).is_empty(), "{format:?}");
+        }
+    }
+
     /// A format that neither the name nor the bytes give is its own error, worded without any caller's flags
     /// (the CLI adds those), and counted as the user's input.
     #[test]
