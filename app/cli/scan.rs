@@ -9,6 +9,7 @@ use aerie_pipeline::{Cloud, Error};
 use aerie_simcore::Simulator;
 use aerie_simcore::render::{Image, Method, RenderParams};
 use aerie_simcore::sensor::SensorModel;
+use aerie_simcore::simulator::Map;
 use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xyz_rpy};
 use anyhow::Context;
 
@@ -205,11 +206,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         params = m.params(&params);
     }
     super::check_resolution(args.resolution)?;
-    let is_amap = args
-        .map
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("amap"));
-    if is_amap && args.resolution.is_some() {
+    if Map::is_prepared(&args.map) && args.resolution.is_some() {
         eprintln!(
             "warning: --resolution is ignored: {} is a prepared map, which keeps the resolution it was prepared at",
             args.map.display()

@@ -223,14 +223,18 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
             .collect();
         assert!(back.intensity() == Some(&want), "{what}: intensity");
     }
-    assert!(
-        orig.color().is_none() || back.color() == orig.color(),
-        "{what}: color"
-    );
-    assert!(
-        orig.time().is_none() || back.time() == orig.time(),
-        "{what}: time"
-    );
+    // Every attribute the original has comes back equal. Normals, plane thickness and ring travel as extra
+    // bytes (`nx ny nz`, `gamma`, `ring`) and read back as the attributes they were.
+    macro_rules! kept {
+        ($($attribute:ident),*) => {$(
+            assert!(
+                orig.$attribute().is_none() || back.$attribute() == orig.$attribute(),
+                "{what}: {}",
+                stringify!($attribute)
+            );
+        )*};
+    }
+    kept!(color, time, normals, gamma, ring);
     for (name, a, b) in [
         ("return_number", orig.return_number(), back.return_number()),
         (
@@ -250,20 +254,6 @@ fn assert_round_trip(orig: &Cloud, back: &Cloud, what: &str) {
         back.extra(name)
             .unwrap_or_else(|| panic!("{what}: extra dim {name} missing after the round trip"))
     };
-    // Normals, plane thickness and ring travel as extra bytes (`nx ny nz`, `gamma`, `ring`) and read back as
-    // the attributes they were.
-    assert!(
-        orig.normals().is_none() || back.normals() == orig.normals(),
-        "{what}: normals"
-    );
-    assert!(
-        orig.gamma().is_none() || back.gamma() == orig.gamma(),
-        "{what}: gamma"
-    );
-    assert!(
-        orig.ring().is_none() || back.ring() == orig.ring(),
-        "{what}: ring"
-    );
     for name in ["nx", "ny", "nz", "gamma", "ring"] {
         assert!(
             orig.extra(name).is_some() || back.extra(name).is_none(),

@@ -57,11 +57,7 @@ impl Map {
     /// Opens `path`: an `.amap` is memory-mapped; any other scan file (LAS, PLY, PCD, E57...) is prepared in
     /// memory with the default recipe at `resolution_m` (0.1 m when `None`).
     pub fn open(path: &Path, resolution_m: Option<f64>) -> Result<Map, SimError> {
-        let is_amap = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.eq_ignore_ascii_case("amap"));
-        if is_amap {
+        if Map::is_prepared(path) {
             return Ok(Map::File(Box::new(AmapFile::open(path)?)));
         }
         let cloud = io::read(path, None, &io::ReadOptions::default())?;
@@ -71,6 +67,14 @@ impl Map {
         };
         let prepared = prepare(vec![(cloud, None)], &recipe, &NoProgress)?;
         Ok(Map::Memory(Box::new(prepared.map)))
+    }
+
+    /// Whether `path` names a prepared map (`.amap`), which [`Map::open`] maps as it is, rather than a scan
+    /// file it prepares.
+    pub fn is_prepared(path: &Path) -> bool {
+        path.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("amap"))
     }
 
     /// The map's arrays, borrowed.
