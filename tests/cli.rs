@@ -259,6 +259,17 @@ fn command_line_slips_are_told() {
         assert!(stderr(&o).contains("is the input"), "{}", stderr(&o));
     }
     assert_eq!(std::fs::read_to_string(&xyz).unwrap(), floor);
+    // `-o` as prepare and scan take it, or the last argument; not both.
+    let ply = dir.path().join("floor.ply");
+    let o = aerie(&[
+        "convert",
+        xyz.to_str().unwrap(),
+        "-o",
+        ply.to_str().unwrap(),
+    ]);
+    assert!(o.status.success() && ply.exists(), "{}", stderr(&o));
+    let o = aerie(&["convert", xyz.to_str().unwrap(), "a.ply", "-o", "b.ply"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 
     let map = dir.path().join("m.amap");
     let o = aerie(&[

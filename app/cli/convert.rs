@@ -12,8 +12,8 @@ use super::choices::{EncodingArg, FormatArg, LasVersionArg};
 pub struct Args {
     /// Input scan file.
     input: PathBuf,
-    /// Output file; its extension names the format unless --format is given.
-    output: PathBuf,
+    #[command(flatten)]
+    output: super::OutputFile,
     /// Output format.
     #[arg(long, ignore_case = true)]
     format: Option<FormatArg>,
@@ -42,7 +42,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    super::not_an_input(&args.output, &[&args.input])?;
+    super::not_an_input(args.output.path(), &[&args.input])?;
     let read_opts = ReadOptions {
         separate_scans: args.separate_scans,
         columns: args.columns.clone(),
@@ -62,9 +62,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let numbered = args.separate_scans && clouds.len() > 1;
     for (k, cloud) in clouds.iter().enumerate() {
         let out = if numbered {
-            super::numbered(&args.output, k as u64)
+            super::numbered(args.output.path(), k as u64)
         } else {
-            args.output.clone()
+            args.output.path().to_path_buf()
         };
         let format = args.format.map(Into::into);
         io::write(cloud, &out, format, &write_opts)

@@ -14,8 +14,8 @@ use super::choices::{EncodingArg, FormatArg, LasVersionArg};
 pub struct Args {
     /// A prepared map (.amap).
     map: PathBuf,
-    /// Output file; its extension names the format (.pcd .ply .las .laz .e57 .xyz) unless --format is given.
-    output: PathBuf,
+    #[command(flatten)]
+    output: super::OutputFile,
     /// Output format.
     #[arg(long, ignore_case = true)]
     format: Option<FormatArg>,
@@ -34,13 +34,13 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    super::not_an_input(&args.output, &[&args.map])?;
+    super::not_an_input(args.output.path(), &[&args.map])?;
     let map = AmapFile::open(&args.map)
         .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let cloud = map.to_cloud();
     let shift = write(
         &cloud,
-        &args.output,
+        args.output.path(),
         args.format.map(Into::into),
         args.encoding.map(Into::into),
         args.las_version.map(Into::into),
@@ -48,10 +48,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     )
     .map_err(super::format_hint("--format"))?;
     if args.target != Some(Target::Marsim) {
-        super::warn_losses(&cloud, &args.output, args.format.map(Into::into));
+        super::warn_losses(&cloud, args.output.path(), args.format.map(Into::into));
     }
     if !args.quiet {
-        eprintln!("wrote {} points to {}", cloud.len(), args.output.display());
+        eprintln!(
+            "wrote {} points to {}",
+            cloud.len(),
+            args.output.path().display()
+        );
         if let Some(s) = shift {
             eprintln!("{}", shift_note(s));
         }

@@ -184,6 +184,29 @@ pub fn check_resolution(resolution: Option<f64>) -> Result<(), BadInput> {
     }
 }
 
+/// The output file of `convert` and `export`: their last argument, or `-o FILE` as `prepare` and `scan` take it
+/// (a user who has just run those types `-o` here too).
+#[derive(clap::Args, Debug)]
+pub struct OutputFile {
+    /// Output file (or `-o FILE`); its extension names the format (.pcd .ply .las .laz .e57 .xyz .bin) unless
+    /// --format is given.
+    #[arg(value_name = "OUTPUT", required_unless_present = "output")]
+    last: Option<std::path::PathBuf>,
+    /// The output file, as a flag: the same as the last argument.
+    #[arg(short, long, value_name = "OUTPUT", conflicts_with = "last")]
+    output: Option<std::path::PathBuf>,
+}
+
+impl OutputFile {
+    pub fn path(&self) -> &std::path::Path {
+        // clap requires one of the two.
+        self.output
+            .as_deref()
+            .or(self.last.as_deref())
+            .unwrap_or(std::path::Path::new(""))
+    }
+}
+
 /// Refuses to write `output` over one of `inputs` (the same file by any path): a slip such as
 /// `aerie convert scan.las scan.las` would otherwise replace the user's data with a converted copy, which loses
 /// whatever the output format cannot hold.

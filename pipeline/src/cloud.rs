@@ -1013,8 +1013,10 @@ impl Cloud {
             s.points = s.points.start + offset..s.points.end + offset;
             self.meta.scans.push(s);
         }
-        if self.meta.crs_wkt.is_none() {
+        // The first cloud that declares a CRS, in either form, gives the merged cloud's.
+        if self.meta.crs_wkt.is_none() && self.meta.las_geotiff.is_empty() {
             self.meta.crs_wkt.clone_from(&other.meta.crs_wkt);
+            self.meta.las_geotiff.clone_from(&other.meta.las_geotiff);
         }
     }
 }

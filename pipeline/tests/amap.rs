@@ -91,6 +91,17 @@ fn scene(n_ground: usize, seed: u64) -> Cloud {
     ))
     .unwrap();
     c.meta.crs_wkt = Some("PROJCS[\"NAD83 / Oregon GIC Lambert (ft)\"]".into());
+    // GeoTIFF keys as a LAS 1.2 source holds them: a key directory naming EPSG:2992, and a doubles record.
+    c.meta.las_geotiff = vec![
+        (
+            34735,
+            [1u16, 1, 0, 1, 3072, 0, 1, 2992]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
+        ),
+        (34736, 0.3048f64.to_le_bytes().to_vec()),
+    ];
     c.meta.source = Some(PathBuf::from("scans/site.laz"));
     c.meta.format = Some("LAS 1.2, point format 3".into());
     c.meta.scans.push(ScanInfo {
@@ -180,6 +191,13 @@ fn write_open_view_is_bit_identical() {
     // Metadata says what the cloud said.
     let meta = mapped.map_metadata();
     assert_eq!(meta.crs_wkt, cloud.meta.crs_wkt);
+    let keys: Vec<(u16, Vec<u8>)> = meta
+        .crs_geotiff
+        .iter()
+        .map(|g| (g.record_id, g.data.clone()))
+        .collect();
+    assert_eq!(keys, cloud.meta.las_geotiff);
+    assert_eq!(mapped.to_cloud().meta.las_geotiff, cloud.meta.las_geotiff);
     assert_eq!(meta.sources.len(), 1);
     assert_eq!(meta.sources[0].path, "scans/site.laz");
     assert_eq!(meta.scans.len(), 1);

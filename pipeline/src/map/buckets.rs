@@ -20,7 +20,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
-use super::{Bucket, BucketingInfo, MapMetadata, MapSource, PackedMap, ReflectanceInfo, ScanPose};
+use super::{
+    Bucket, BucketingInfo, GeoTiffRecord, MapMetadata, MapSource, PackedMap, ReflectanceInfo,
+    ScanPose,
+};
 use crate::cloud::ExtraValues;
 use crate::features::spacing;
 use crate::grid::{CellRuns, Sorting, radix_sort_with_buffer, sort_into_runs, world_cell};
@@ -555,6 +558,15 @@ impl PackedMap {
         let mut meta = MapMetadata {
             aerie_version: env!("CARGO_PKG_VERSION").to_string(),
             crs_wkt: cloud.meta.crs_wkt.clone(),
+            crs_geotiff: cloud
+                .meta
+                .las_geotiff
+                .iter()
+                .map(|(record_id, data)| GeoTiffRecord {
+                    record_id: *record_id,
+                    data: data.clone(),
+                })
+                .collect(),
             sources: cloud
                 .meta
                 .source

@@ -103,6 +103,10 @@ pub struct MapMetadata {
     /// Coordinate reference system of the map frame as OGC WKT, when the sources declared one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crs_wkt: Option<String>,
+    /// The CRS as a LAS source's GeoTIFF keys, raw ([`crate::cloud::Metadata::las_geotiff`]): many LAS files
+    /// declare their CRS only so, and a LAS 1.2 exported from the map carries them on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub crs_geotiff: Vec<GeoTiffRecord>,
     /// Files the map was prepared from.
     pub sources: Vec<MapSource>,
     /// Scanner poses known for the sources (map frame), kept for export and for placing a simulated sensor.
@@ -133,6 +137,16 @@ pub struct MapSource {
     /// Its format and version as the reader described it, e.g. "LAS 1.2, point format 3".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
+}
+
+/// One `LASF_Projection` record of GeoTIFF keys (record id 34735, 34736 or 34737) as the source stored it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GeoTiffRecord {
+    /// The record id: 34735 (key directory), 34736 (doubles) or 34737 (ASCII).
+    pub record_id: u16,
+    /// The record's bytes, unchanged.
+    pub data: Vec<u8>,
 }
 
 /// A scan with a known scanner pose.
@@ -371,6 +385,11 @@ pub(crate) fn cloud_from_parts(
         amap::VERSION_MINOR
     ));
     cloud.meta.crs_wkt.clone_from(&meta.crs_wkt);
+    cloud.meta.las_geotiff = meta
+        .crs_geotiff
+        .iter()
+        .map(|g| (g.record_id, g.data.clone()))
+        .collect();
     cloud.meta.scans = meta
         .scans
         .iter()
