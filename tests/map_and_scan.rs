@@ -81,6 +81,21 @@ fn prepare_info_export_scan() {
         lo.iter().all(|c| (0.0..1.0).contains(&c.as_f64().unwrap())),
         "{lo:?}"
     );
+    // A generic PCD of the georeferenced map keeps doubles, and says PCL's types will not load them; `--for ros`
+    // writes floats in a local frame with every attribute.
+    let generic = aerie(&["export", s(&map), s(&dir.path().join("lone.pcd"))]);
+    ok(&generic, "export pcd");
+    assert!(String::from_utf8_lossy(&generic.stderr).contains("--for ros"));
+    let ros_pcd = dir.path().join("lone_ros.pcd");
+    let ros = aerie(&["export", s(&map), "-o", s(&ros_pcd), "--for", "ros"]);
+    ok(&ros, "export ros");
+    let bytes = std::fs::read(&ros_pcd).unwrap();
+    let head = String::from_utf8_lossy(&bytes[..300]);
+    assert!(
+        head.contains("normal_x") && head.contains("SIZE 4 4 4 4") && head.contains("DATA binary"),
+        "{head}"
+    );
+    assert!(String::from_utf8_lossy(&ros.stderr).contains("local frame"));
     for ext in ["ply", "las", "laz", "e57", "xyz"] {
         let out_path = dir.path().join(format!("lone.{ext}"));
         ok(&aerie(&["export", s(&map), s(&out_path)]), ext);
@@ -101,6 +116,8 @@ fn prepare_info_export_scan() {
         names.contains(&"gamma"),
         "gamma exported to LAS as extra bytes: {names:?}"
     );
+    // lone_star declares its CRS only as GeoTIFF keys: the map keeps them for the LAS written from it.
+    assert_eq!(las_info[0]["crs_epsg"].as_u64(), Some(4326), "{las_info}");
 
     // The middle of the map, 1.5 m up.
     let lo = &v[0]["bounds"][0];

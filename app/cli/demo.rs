@@ -106,7 +106,7 @@ fn demo_mission(site: &DemoSite) -> Mission {
                 position: [out[0], out[1], leave[2]],
                 speed_m_s: None,
             },
-            Goal::Land,
+            Goal::Land {},
         ];
     }
     m

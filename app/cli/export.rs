@@ -19,7 +19,8 @@ pub struct Args {
     /// Output format.
     #[arg(long, ignore_case = true)]
     format: Option<FormatArg>,
-    /// Shape the output for a tool: `marsim` writes binary PCD with x y z only (what MARSIM loads).
+    /// Shape the output for a tool: `marsim` writes binary PCD with x y z only (what MARSIM loads); `ros` writes
+    /// PCD with float x y z (PCL's point types), moved to a local frame when the map is far from 0.
     #[arg(long = "for")]
     target: Option<Target>,
     /// Encoding, for formats that offer a choice.
@@ -35,6 +36,15 @@ pub struct Args {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     super::not_an_input(args.output.path(), &[&args.map])?;
+    if io::Format::from_path(&args.map).is_some() {
+        return Err(super::BadInput(format!(
+            "{} is a scan file, not a prepared map: `aerie convert` writes a scan file in another format, \
+             `aerie prepare {} -o map.amap` makes a map of it",
+            args.map.display(),
+            args.map.display()
+        ))
+        .into());
+    }
     let map = AmapFile::open(&args.map)
         .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let cloud = map.to_cloud();
@@ -47,6 +57,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.target.unwrap_or(Target::Generic),
     )
     .map_err(super::format_hint("--format"))?;
+    if args.target.is_none() {
+        warn_doubles(&cloud, args.output.path(), args.format.map(Into::into));
+    }
     if args.target != Some(Target::Marsim) {
         super::warn_losses(&cloud, args.output.path(), args.format.map(Into::into));
     }
@@ -71,20 +84,58 @@ pub enum Target {
     Generic,
     /// MARSIM loads binary PCD with x y z only.
     Marsim,
+    /// ROS and PCL (`pcl::io::loadPCDFile<PointXYZI>`, pcl_ros) load PCD with float x y z: every attribute,
+    /// in a local frame when the map is far from 0.
+    Ros,
 }
 
-/// What the user must know when a MARSIM export was moved to a local frame.
+impl Target {
+    /// Who reads the file, for messages.
+    fn reader(self) -> &'static str {
+        match self {
+            Target::Marsim => "MARSIM",
+            _ => "ROS and PCL",
+        }
+    }
+}
+
+/// The offset that moves a cloud far from 0 (a coordinate beyond 1e4 m, where floats lose millimetres) into a
+/// local frame, its minimum corner rounded down to whole metres; `None` near 0.
+fn local_frame(cloud: &Cloud) -> Option<[f64; 3]> {
+    let (lo, hi) = cloud.bounds()?;
+    lo.iter()
+        .chain(&hi)
+        .any(|v| v.abs() >= 1e4)
+        .then(|| lo.map(f64::floor))
+}
+
+/// A generic PCD of a map far from 0 holds x y z as doubles (`F 8`), which PCL's point types do not match.
+fn warn_doubles(cloud: &Cloud, out: &Path, format: Option<Format>) {
+    if format.or_else(|| Format::from_path(out)) == Some(Format::Pcd)
+        && local_frame(cloud).is_some()
+    {
+        eprintln!(
+            "warning: {}: x y z are written as 64-bit floats (F 8) to keep millimetres this far from 0, and \
+             PCL's point types (ROS, pcl_viewer, MARSIM) load only 32-bit ones: --for ros writes them in a local \
+             frame",
+            out.display()
+        );
+    }
+}
+
+/// What the user must know when an export was moved to a local frame.
 pub fn shift_note(s: [f64; 3]) -> String {
     format!(
-        "moved by ({}, {}, {}) m into a local frame: MARSIM reads float coordinates, which would lose \
+        "moved by ({}, {}, {}) m into a local frame: PCL's point types hold float coordinates, which would lose \
          centimetres this far from 0; add the offset back to return to the map's frame",
         -s[0], -s[1], -s[2]
     )
 }
 
-/// Writes a map's cloud for another tool: the one export path of the CLI and the app. For MARSIM, a map far
-/// from the origin (georeferenced) is moved to a local frame, since MARSIM (PCL's `PointXYZ`) loads only float
-/// coordinates: the offset subtracted is returned.
+/// Writes a map's cloud for another tool: the one export path of the CLI and the app. For MARSIM and ROS, a
+/// map far from the origin (georeferenced) is moved to a local frame, since PCL's point types (`PointXYZ`,
+/// `PointXYZI`) load only float coordinates, and a PCD of doubles, which a generic export writes there, does not
+/// match their fields: the offset subtracted is returned.
 pub fn write(
     cloud: &Cloud,
     output: &Path,
@@ -99,22 +150,29 @@ pub fn write(
         fields: None,
     };
     let mut format = format;
-    if target == Target::Marsim {
+    if target != Target::Generic {
         let ext_is_pcd = Format::from_path(output) == Some(Format::Pcd);
         if !(ext_is_pcd || format == Some(Format::Pcd)) {
             return Err(super::BadInput(format!(
-                "MARSIM reads PCD: name the output .pcd, not {}",
+                "{} read PCD: name the output .pcd, not {}",
+                target.reader(),
                 output.display()
             ))
             .into());
         }
         format = Some(Format::Pcd);
-        opts.encoding = Some(Encoding::Binary);
-        opts.fields = Some(Vec::new());
-        if let Some((lo, hi)) = cloud.bounds()
-            && lo.iter().chain(&hi).any(|v| v.abs() >= 1e4)
-        {
-            let shift = lo.map(f64::floor);
+        if target == Target::Marsim {
+            if encoding.is_some_and(|e| e != Encoding::Binary) {
+                return Err(super::BadInput(
+                    "--for marsim writes binary PCD, which is what MARSIM loads: leave out --encoding"
+                        .into(),
+                )
+                .into());
+            }
+            opts.encoding = Some(Encoding::Binary);
+            opts.fields = Some(Vec::new());
+        }
+        if let Some(shift) = local_frame(cloud) {
             let mut local = cloud.clone();
             local.origin = std::array::from_fn(|k| cloud.origin[k] - shift[k]);
             io::write(&local, output, format, &opts)

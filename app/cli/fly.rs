@@ -2,7 +2,7 @@
 //! sensors see (ROS 2 MCAP), their ground truth (TUM), collisions (JSON lines), a summary and a picture.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use aerie_pipeline::Error;
@@ -22,7 +22,8 @@ pub struct Args {
     /// The mission (TOML; see examples/missions/).
     #[arg(long)]
     mission: PathBuf,
-    /// Output folder (created): flight.mcap, <vehicle>.tum, events.jsonl, summary.json, flight.png.
+    /// Output folder (created): flight.mcap, <vehicle>.tum, events.jsonl, summary.json, flight.png. A flight
+    /// already written there is replaced, its vehicles' trajectories included.
     #[arg(short, long)]
     output: PathBuf,
     /// Overrides the mission's seed.
@@ -53,13 +54,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     mission
         .check()
         .map_err(|e| BadInput(format!("{}: {e}", args.mission.display())))?;
-    super::check_resolution(args.resolution)?;
+    super::check_resolution(&args.map, args.resolution)?;
     let map = Map::open(&args.map, args.resolution)
         .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let base = args.mission.parent().map(PathBuf::from).unwrap_or_default();
     let mut flight = Flight::new(map, &mission, &base)
         .map_err(|e| BadInput(format!("{}: {e}", args.mission.display())))?;
-    std::fs::create_dir_all(&args.output).map_err(|e| Error::io(&args.output, e))?;
+    output_folder(&args.output, &mission)?;
     let mcap = args.output.join("flight.mcap");
     flight.record_to(&mcap)?;
     let bar = progress_bar(flight.end_time(), args.quiet);
@@ -103,6 +104,36 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             args.output.display(),
             started.elapsed().as_secs_f64()
         );
+    }
+    Ok(())
+}
+
+/// Creates the output folder, refusing a file. A previous flight written there is replaced: its files are
+/// rewritten, and the trajectories of its vehicles that this mission does not fly (named in its summary.json)
+/// are removed, so that the folder's `*.tum` are this flight's.
+fn output_folder(out: &Path, mission: &Mission) -> anyhow::Result<()> {
+    if out.exists() && !out.is_dir() {
+        return Err(BadInput(format!(
+            "{} is a file: -o names the folder the flight is written into",
+            out.display()
+        ))
+        .into());
+    }
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let Ok(text) = std::fs::read_to_string(out.join("summary.json")) else {
+        return Ok(());
+    };
+    let old: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let names = old["vehicles"].as_array().into_iter().flatten();
+    for name in names.filter_map(|v| v["name"].as_str()) {
+        // Only names a mission accepts: never a path out of the folder.
+        let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if plain && !mission.vehicles.iter().any(|v| v.name == name) {
+            let stale = out.join(format!("{name}.tum"));
+            if stale.is_file() {
+                std::fs::remove_file(&stale).map_err(|e| Error::io(&stale, e))?;
+            }
+        }
     }
     Ok(())
 }

@@ -173,13 +173,21 @@ pub fn warn_losses(
     }
 }
 
-/// Checks `--resolution` before a scan file is prepared with it, so that a bad value is named as the flag's
-/// rather than as a fault of the file being opened.
-pub fn check_resolution(resolution: Option<f64>) -> Result<(), BadInput> {
+/// Checks `--resolution` before the scan file `map` is prepared with it, so that a bad value is named as the
+/// flag's rather than as a fault of the file being opened; warns that it is ignored when `map` is a prepared map.
+pub fn check_resolution(map: &std::path::Path, resolution: Option<f64>) -> Result<(), BadInput> {
     match resolution {
         Some(r) if !(r.is_finite() && r > 0.0) => Err(BadInput(format!(
             "--resolution {r} is not a positive length in metres (try 0.1)"
         ))),
+        Some(_) if aerie_simcore::simulator::Map::is_prepared(map) => {
+            eprintln!(
+                "warning: --resolution is ignored: {} is a prepared map, which keeps the resolution it was \
+                 prepared at",
+                map.display()
+            );
+            Ok(())
+        }
         _ => Ok(()),
     }
 }

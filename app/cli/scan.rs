@@ -9,7 +9,6 @@ use aerie_pipeline::{Cloud, Error};
 use aerie_simcore::Simulator;
 use aerie_simcore::render::{Image, Method, RenderParams};
 use aerie_simcore::sensor::SensorModel;
-use aerie_simcore::simulator::Map;
 use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xyz_rpy};
 use anyhow::Context;
 
@@ -205,13 +204,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(m) = args.method {
         params = m.params(&params);
     }
-    super::check_resolution(args.resolution)?;
-    if Map::is_prepared(&args.map) && args.resolution.is_some() {
-        eprintln!(
-            "warning: --resolution is ignored: {} is a prepared map, which keeps the resolution it was prepared at",
-            args.map.display()
-        );
-    }
+    super::check_resolution(&args.map, args.resolution)?;
     let mut sim = Simulator::open(&args.map, args.resolution)
         .with_context(|| format!("cannot open map {}", args.map.display()))?
         .with_params(params);
@@ -257,13 +250,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 } else {
                     out.clone()
                 };
-                io::write(
-                    &frame.to_cloud(0.0, false),
-                    &path,
-                    None,
-                    &WriteOptions::default(),
-                )
-                .with_context(|| format!("cannot write {}", path.display()))?;
+                let cloud = frame.to_cloud(0.0, false);
+                if k == 0 {
+                    super::warn_losses(&cloud, &path, None);
+                }
+                io::write(&cloud, &path, None, &WriteOptions::default())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
             }
         }
         if !args.quiet {
@@ -284,6 +276,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         && args.merge
         && args.frames > 1
     {
+        super::warn_losses(&merged, out, None);
         io::write(&merged, out, None, &WriteOptions::default())
             .with_context(|| format!("cannot write {}", out.display()))?;
     }

@@ -23,10 +23,10 @@ pub const CHOICES: [(&str, Format, Option<Encoding>, Target, &str); 9] = [
         "pcd",
     ),
     (
-        "PCD binary (ROS, PCL)",
+        "PCD binary (ROS, PCL: float x y z)",
         Format::Pcd,
         Some(Encoding::Binary),
-        Target::Generic,
+        Target::Ros,
         "pcd",
     ),
     (

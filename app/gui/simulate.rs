@@ -132,7 +132,7 @@ pub fn mission(app: &AerieApp) -> Result<Mission, String> {
                     position: world(goal, s.altitude_m),
                     speed_m_s: None,
                 },
-                Goal::Land,
+                Goal::Land {},
             ],
         }],
     };

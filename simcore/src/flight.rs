@@ -92,7 +92,7 @@ fn check_near_map(v: &VehicleSpec, lo: Vector3<f64>, hi: Vector3<f64>) -> Result
         Goal::Waypoint { position, .. } | Goal::Goal { position, .. } => {
             Some((format!("goal {}", i + 1), *position))
         }
-        Goal::Hover { .. } | Goal::Land => None,
+        Goal::Hover { .. } | Goal::Land {} => None,
     });
     for (what, p) in std::iter::once(("start".to_string(), start)).chain(goals) {
         let p = Vector3::from(p);
@@ -193,6 +193,8 @@ pub struct Flight {
     events: Vec<CollisionEvent>,
     stop_on_collision: bool,
     end_s: f64,
+    /// Whether the mission gave the duration (then the flight runs to `end_s` even after every vehicle landed).
+    fixed_duration: bool,
     stopped: bool,
     /// Wall time spent rendering LiDAR frames so far, seconds (for benchmarks; never affects the output).
     render_s: f64,
@@ -243,14 +245,17 @@ impl Flight {
             })?;
             let start = Vector3::new(v.start[0], v.start[1], v.start[2]);
             let mut state = QuadState::at_rest(start, v.start[3]);
-            // A vehicle starting in the air starts hovering; one on the ground starts with its motors still.
-            if world
-                .support_height(&start, params.radius_m, params.gear_height_m)
-                .is_none()
-            {
+            // A vehicle starting in the air starts hovering. One that starts over ground within its reach (a start
+            // written a little above the floor means "on the floor") is set down on it, motors still: left a few
+            // centimetres up with its motors off, it would fall, and its IMU would read the fall.
+            let support = world.support_height(&start, params.radius_m, params.gear_height_m);
+            if support.is_none() {
                 state.rotor_rpm = [params.hover_rpm(); 4];
             }
-            let quad = Quadrotor::new(params.clone(), state);
+            let mut quad = Quadrotor::new(params.clone(), state);
+            if let Some(ground) = support {
+                quad.rest_on(ground);
+            }
             let controller = Box::new(Cascaded::new(&params, CascadedParams::default()));
             let imu = Imu::new(params.imu.clone(), mission.seed, vi as u64);
             let mut sensors = Vec::new();
@@ -326,6 +331,7 @@ impl Flight {
             events: Vec::new(),
             stop_on_collision: mission.stop_on_collision,
             end_s,
+            fixed_duration: mission.duration_s.is_some(),
             stopped: false,
             render_s: 0.0,
         })
@@ -447,8 +453,8 @@ impl Flight {
         self.step += 1;
         let t = self.time();
         self.check_collisions(t);
-        if self.crafts.iter().all(|c| c.motors_off) {
-            // Everyone has landed: one more second of data, then stop.
+        if !self.fixed_duration && self.crafts.iter().all(|c| c.motors_off) {
+            // Everyone has landed: one more second of data, then stop (a duration the mission gives holds).
             self.end_s = self.end_s.min(t + 1.0);
         }
         for c in &mut self.crafts {

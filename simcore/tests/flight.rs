@@ -111,6 +111,36 @@ fn a_waypoint_mission_visits_every_waypoint_under_its_speed_limit() {
     assert!((s.final_position[2] - 0.12).abs() < 0.03, "{s:?}");
 }
 
+/// A start a little above the floor means "on the floor": the vehicle is set down there, not left to fall with
+/// its motors off. A duration the mission gives holds after every vehicle has landed.
+#[test]
+fn a_start_above_the_floor_is_set_down_and_a_given_duration_holds() {
+    let m = mission(
+        r#"
+        duration_s = 3.0
+        [[vehicle]]
+        name = "uav"
+        start = [0.0, 0.0, 0.25, 0.0]
+        [[vehicle.goal]]
+        kind = "land"
+        "#,
+    );
+    let f = fly(map_with_walls(&[], &[]), &m);
+    assert!((f.time() - 3.0).abs() < 1e-6, "flew {} s", f.time());
+    let tracks = f.tracks();
+    let heights: Vec<f64> = tracks[0]
+        .1
+        .iter()
+        .map(|(_, p, _)| p.translation.z)
+        .collect();
+    // marsim_quad's gear is 0.12 m: resting on z = 0 from the first pose to the last.
+    assert!(
+        heights.iter().all(|z| (z - 0.12).abs() < 1e-9),
+        "{:?}",
+        &heights[..5]
+    );
+}
+
 #[test]
 fn a_falling_sphere_falls_with_g_and_obstacles_respawn_inside() {
     let (lo, hi) = (Vector3::new(-5.0, -5.0, 0.0), Vector3::new(5.0, 5.0, 100.0));
@@ -446,6 +476,18 @@ fn the_recording_is_deterministic_and_every_message_decodes() {
             ("ros2msg", "cdr")
         );
         decode(&schema.name, &m.data);
+        // rosbag2's QoS: /tf_static latched (transient local, durability 1), the rest volatile (2).
+        let qos = &m.channel.metadata["offered_qos_profiles"];
+        let durability = if m.channel.topic == "/tf_static" {
+            1
+        } else {
+            2
+        };
+        assert!(
+            qos.contains(&format!("durability: {durability}\n")) && qos.contains("reliability: 1"),
+            "{}: {qos}",
+            m.channel.topic
+        );
         *per_topic.entry(m.channel.topic.clone()).or_default() += 1;
     }
     // 0.6 s: IMU at 200 Hz, odometry and /tf at 100 Hz, the LiDAR at 10 Hz.

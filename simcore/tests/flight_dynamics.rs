@@ -201,6 +201,16 @@ fn ground_contact_holds_the_vehicle() {
         q.step(&RotorCommand([0.0; 4]), DT, Some(ground));
     }
     assert!((q.state().position - rest).norm() < 1e-9 && q.grounded());
+    // Set down from a start a little above the ground, it rests there from its first step, and its
+    // accelerometer reads +g, not a fall.
+    let mut q = Quadrotor::new(
+        p.clone(),
+        QuadState::at_rest(rest + Vector3::new(0.0, 0.0, 0.12), 0.0),
+    );
+    q.rest_on(ground);
+    q.step(&RotorCommand([0.0; 4]), DT, Some(ground));
+    assert!((q.state().position - rest).norm() < 1e-9 && q.grounded());
+    assert!((q.specific_force_body().z - GRAVITY).abs() < 1e-9);
     // Dropped from 1 m: it falls with g and comes to rest on the support.
     let mut q = Quadrotor::new(
         p.clone(),
@@ -248,6 +258,37 @@ fn presets_are_valid_and_errors_name_the_field() {
     .unwrap();
     let err = QuadParams::from_toml(&bad).unwrap_err().to_string();
     assert!(err.contains("mass_kg"), "{err}");
+    // A radius of 50 m (a typo) would set the vehicle on top of whatever lies within it; an IMU faster than
+    // the physics steps would come out at their rate with noise sized for the asked one.
+    let base = QuadParams::preset("quad250").unwrap();
+    let mut imu = base.imu.clone();
+    imu.rate_hz = 5000.0;
+    for (bad, field) in [
+        (
+            QuadParams {
+                radius_m: 50.0,
+                ..base.clone()
+            },
+            "radius_m",
+        ),
+        (
+            QuadParams {
+                gear_height_m: 1.0,
+                ..base.clone()
+            },
+            "gear_height_m",
+        ),
+        (
+            QuadParams {
+                imu,
+                ..base.clone()
+            },
+            "imu.rate_hz",
+        ),
+    ] {
+        let err = bad.validate().unwrap_err().to_string();
+        assert!(err.contains(field), "{err}");
+    }
     assert!(
         QuadParams::preset("nope")
             .unwrap_err()

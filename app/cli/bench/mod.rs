@@ -43,7 +43,7 @@ enum What {
     #[command(allow_negative_numbers = true)]
     Scan(scan::Args),
     /// Real-time factor of the flight loop: physics and control alone, one Avia vehicle in a map, a swarm of
-    /// ten Mid-360 vehicles (issue 9).
+    /// ten Mid-360 vehicles.
     #[command(allow_negative_numbers = true)]
     Fly(fly::Args),
 }

@@ -214,9 +214,18 @@ pub struct WriteOptions {
 }
 
 impl WriteOptions {
-    /// Refuses what would otherwise be silently ignored: an encoding for a format without a choice of one, and a
-    /// field in `fields` that `cloud` does not have.
+    /// Refuses what would otherwise be silently ignored: an encoding for a format without a choice of one, a LAS
+    /// version for another format, and a field in `fields` that `cloud` does not have.
     fn check(&self, cloud: &Cloud, format: Format) -> Result<()> {
+        if self.las_version.is_some() && !matches!(format, Format::Las | Format::Laz) {
+            return Err(Error::parameter(
+                "las_version",
+                format!(
+                    "a LAS version applies to .las and .laz output only, not to {} files",
+                    format.name()
+                ),
+            ));
+        }
         // PCD and PLY check theirs; the other formats have one encoding each.
         if self.encoding.is_some() && !matches!(format, Format::Pcd | Format::Ply) {
             return Err(Error::parameter(
@@ -485,6 +494,15 @@ mod tests {
         let e = write(&cloud, &las, None, &ascii).unwrap_err();
         assert!(e.to_string().contains("las files have one encoding"), "{e}");
         assert!(!las.exists());
+        let v14 = WriteOptions {
+            las_version: Some(LasVersion::V1_4),
+            ..WriteOptions::default()
+        };
+        let pcd = dir.path().join("v.pcd");
+        let e = write(&cloud, &pcd, None, &v14).unwrap_err();
+        assert!(e.to_string().contains("applies to .las and .laz"), "{e}");
+        assert!(!pcd.exists());
+        write(&cloud, &las, None, &v14).unwrap();
     }
 
     /// What E57 and KITTI have no place for is named, and so is the step KITTI's f32 coordinates round to far

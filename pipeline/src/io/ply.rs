@@ -26,7 +26,7 @@ use std::path::Path;
 use crate::cloud::ScalarKind;
 use crate::io::atomic::{io_err, write_atomic_buffered};
 use crate::io::fields::{
-    Column, CoordField, Positions, Style, Target, as_kind, assemble, decode_column,
+    Column, CoordField, OutField, Positions, Style, Target, as_kind, assemble, decode_column,
     decode_positions, encode_rows, encode_text, lines, out_fields, parse_num, parse_rows, quote,
     read_scalar, target_for, write_value,
 };
@@ -425,6 +425,27 @@ fn skip_lines(data: &[u8], pos: usize, count: usize) -> Option<usize> {
     Some(p)
 }
 
+/// An ASCII PLY value as [`write_value`] writes it, but an infinity (a point's plane thickness where it has no
+/// plane) as its type's largest finite value: RPly, the PLY reader of Open3D and CloudCompare, refuses a whole
+/// file at the first `inf`. [`from_ascii_extreme`] reads it back as the infinity.
+fn write_ascii_value(s: &mut String, f: &OutField, v: f64) {
+    let v = match f.kind {
+        ScalarKind::F32 if v.is_infinite() => v.signum() * f64::from(f32::MAX),
+        ScalarKind::F64 if v.is_infinite() => v.signum() * f64::MAX,
+        _ => v,
+    };
+    write_value(s, f, v);
+}
+
+/// An ASCII PLY float property at its type's largest magnitude is the infinity [`write_ascii_value`] wrote.
+fn from_ascii_extreme(v: f64, kind: ScalarKind) -> f64 {
+    match kind {
+        ScalarKind::F32 if v.abs() == f64::from(f32::MAX) => v.signum() * f64::INFINITY,
+        ScalarKind::F64 if v.abs() == f64::MAX => v.signum() * f64::INFINITY,
+        _ => v,
+    }
+}
+
 fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Column>> {
     let mut pos = h.data_start;
     for e in &h.elements[..vi] {
@@ -493,7 +514,7 @@ fn read_ascii(data: &[u8], path: &Path, h: &Header, vi: usize) -> Result<Vec<Col
                     ));
                 };
                 if let Some(col) = cols.get_mut(c) {
-                    col.push(v);
+                    col.push(from_ascii_extreme(v, p.kind));
                 }
                 c += 1;
             }
@@ -557,7 +578,7 @@ pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
     }
     header.push_str("end_header\n");
     let body = match enc {
-        Enc::Ascii => encode_text(cloud, &fields, ' ', write_value),
+        Enc::Ascii => encode_text(cloud, &fields, ' ', write_ascii_value),
         Enc::Little => encode_rows(cloud, &fields, false),
         Enc::Big => encode_rows(cloud, &fields, true),
     };
@@ -598,6 +619,29 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+    }
+
+    /// A plane thickness of +inf (no plane) is written as FLT_MAX, which RPly accepts where it refuses `inf`, and
+    /// read back as +inf.
+    #[test]
+    fn ascii_infinities_are_written_as_the_largest_float() {
+        let dir = tempfile::tempdir().unwrap();
+        let cols = crate::Columns {
+            positions: vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
+            gamma: Some(vec![0.01, f32::INFINITY]),
+            ..crate::Columns::default()
+        };
+        let cloud = Cloud::from_columns([0.0; 3], cols).unwrap();
+        let out = dir.path().join("g.ply");
+        let ascii = WriteOptions {
+            encoding: Some(Encoding::Ascii),
+            ..WriteOptions::default()
+        };
+        crate::io::write(&cloud, &out, None, &ascii).unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(!text.contains("inf"), "{text}");
+        let back = crate::io::read(&out, None, &ReadOptions::default()).unwrap();
+        assert_eq!(back.gamma(), Some(&[0.01, f32::INFINITY][..]));
     }
 
     #[test]

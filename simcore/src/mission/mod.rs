@@ -137,11 +137,12 @@ pub enum Goal {
     },
     /// Hold the current position.
     Hover {
-        /// How long, seconds (a negative duration holds for none).
+        /// How long, seconds (0 or more).
         duration_s: f64,
     },
-    /// Descend until on the ground, then stop the motors.
-    Land,
+    /// Descend until on the ground, then stop the motors. (A struct variant with no fields, so that a stray key
+    /// such as `position` is refused: serde ignores the keys beside the tag of a unit variant.)
+    Land {},
 }
 
 /// Errors of reading a mission.
@@ -215,7 +216,9 @@ pub fn check_duration(d: f64) -> Result<(), String> {
     if d > 0.0 && d <= MAX_DURATION_S {
         Ok(())
     } else {
-        Err(format!("must be between 0 and {MAX_DURATION_S} s, got {d}"))
+        Err(format!(
+            "must be above 0 and at most {MAX_DURATION_S} s, got {d}"
+        ))
     }
 }
 
@@ -226,16 +229,20 @@ pub const MIN_PLANNER_VOXEL_M: f64 = 0.01;
 impl VehicleSpec {
     fn check(&self) -> Result<(), String> {
         let name = &self.name;
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if !is_ros_name(name) {
             return Err(format!(
-                "vehicle name {name:?}: use letters, digits and _ (it names ROS topics and files)"
+                "vehicle name {name:?}: use letters, digits and _, not starting with a digit (it names ROS topics and files)"
             ));
         }
-        let positive = |x: f64| x.is_finite() && x > 0.0;
-        if !(positive(self.max_speed_m_s) && positive(self.max_accel_m_s2)) {
-            return Err(format!(
-                "vehicle {name}: max_speed_m_s and max_accel_m_s2 must be positive and finite"
-            ));
+        for (field, v) in [
+            ("max_speed_m_s", self.max_speed_m_s),
+            ("max_accel_m_s2", self.max_accel_m_s2),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!(
+                    "vehicle {name}: {field} must be positive and finite, got {v}"
+                ));
+            }
         }
         check_position(&self.start[..3]).map_err(|m| format!("vehicle {name}: start {m}"))?;
         if !self.start[3].is_finite() {
@@ -243,6 +250,13 @@ impl VehicleSpec {
         }
         let mut sensors = std::collections::BTreeSet::new();
         for s in &self.sensors {
+            if !is_ros_name(&s.name) {
+                return Err(format!(
+                    "vehicle {name} sensor name {:?}: use letters, digits and _, not starting with a digit (it names the sensor's ROS topic \
+                     and frame)",
+                    s.name
+                ));
+            }
             if !sensors.insert(s.name.as_str()) {
                 return Err(format!(
                     "vehicle {name}: two sensors are named {:?} (the name makes the topic)",
@@ -269,6 +283,13 @@ impl VehicleSpec {
         }
         Ok(())
     }
+}
+
+/// A name that can stand as one token of a ROS topic or frame id (`/<vehicle>/<sensor>/points`): letters,
+/// digits and `_`, not empty (ROS also refuses a leading digit in a topic token; the vehicle's names a file too).
+fn is_ros_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| !c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The largest coordinate a mission position may have, metres: beyond any georeferenced frame (UTM northings
@@ -306,12 +327,10 @@ impl Goal {
                     _ => Ok(()),
                 }
             }
-            Goal::Hover { duration_s } if duration_s.is_nan() || *duration_s > MAX_DURATION_S => {
-                Err(format!(
-                    "hover duration_s must be a number of seconds up to {MAX_DURATION_S}, got {duration_s}"
-                ))
-            }
-            Goal::Hover { .. } | Goal::Land => Ok(()),
+            Goal::Hover { duration_s } if !(0.0..=MAX_DURATION_S).contains(duration_s) => Err(
+                format!("hover duration_s must be from 0 to {MAX_DURATION_S} s, got {duration_s}"),
+            ),
+            Goal::Hover { .. } | Goal::Land {} => Ok(()),
         }
     }
 }
@@ -470,7 +489,7 @@ pub fn timeline(
                 t = until;
                 continue;
             }
-            Goal::Land => {
+            Goal::Land {} => {
                 legs.push(Leg::Land {
                     from: at,
                     yaw,
@@ -616,6 +635,27 @@ mod tests {
                 "[[vehicle.sensor]]\nname = \"l\"\npreset = \"avia\"\n[[vehicle.sensor]]\nname = \"l\"\npreset = \"vlp16\"\n",
                 "two sensors are named \"l\"",
             ),
+            (
+                "[[vehicle.goal]]\nkind = \"hover\"\nduration_s = -5.0\n",
+                "hover duration_s must be from 0",
+            ),
+            (
+                "max_speed_m_s = -1.0\n",
+                "max_speed_m_s must be positive and finite, got -1",
+            ),
+            // A sensor's name makes its topic and frame: `/uav/a b/points` is no ROS name.
+            (
+                "[[vehicle.sensor]]\nname = \"a b\"\npreset = \"avia\"\n",
+                "sensor name \"a b\"",
+            ),
+            (
+                "[[vehicle.sensor]]\nname = \"li/dar\"\npreset = \"avia\"\n",
+                "sensor name \"li/dar\"",
+            ),
+            (
+                "[[vehicle.sensor]]\nname = \"\"\npreset = \"avia\"\n",
+                "sensor name \"\"",
+            ),
             ("planner_voxel_m = nan|", "planner_voxel_m"),
             ("planner_voxel_m = 0.0|", "planner_voxel_m"),
             (
@@ -638,5 +678,14 @@ mod tests {
             let err = check(extra).expect_err(extra);
             assert!(err.contains(expect), "{extra}: {err}");
         }
+        // A land goal takes no keys: "land at X" must not pass as landing where the vehicle is.
+        let land = |keys: &str| {
+            toml::from_str::<Mission>(&format!("{BASE}[[vehicle.goal]]\nkind = \"land\"\n{keys}"))
+        };
+        assert!(land("").is_ok());
+        let err = land("position = [1.0, 2.0, 0.0]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `position`"), "{err}");
     }
 }

@@ -135,7 +135,7 @@ impl Recorder {
         })?;
         let r = w
             .add_schema(type_name, "ros2msg", schema.as_bytes())
-            .and_then(|s| w.add_channel(s, topic, "cdr", &BTreeMap::new()));
+            .and_then(|s| w.add_channel(s, topic, "cdr", &qos_metadata(topic)));
         let id = r.map_err(|e| self.err(&e))?;
         self.channels.insert(topic.to_string(), id);
         Ok(id)
@@ -207,4 +207,20 @@ pub fn write_tum(path: &Path, poses: &[(f64, Isometry3<f64>)]) -> Result<(), Rec
         Ok(())
     })?;
     Ok(())
+}
+
+/// The channel metadata rosbag2 writes: the publisher's QoS as YAML (`offered_qos_profiles`, the ROS 2 profile of
+/// MCAP), in the integer form of Humble, which later distributions still read. Reliable for every topic;
+/// `/tf_static` transient local (latched), as `static_transform_publisher` offers it, so that `ros2 bag play`
+/// replays it to subscribers that join late (rviz, a SLAM node); the others volatile. Without it, playback
+/// offers every topic volatile and a late subscriber never gets the static transforms.
+fn qos_metadata(topic: &str) -> BTreeMap<String, String> {
+    let durability = if topic == "/tf_static" { 1 } else { 2 };
+    let never = "sec: 9223372036\n    nsec: 854775807";
+    let yaml = format!(
+        "- history: 3\n  depth: 0\n  reliability: 1\n  durability: {durability}\n  deadline:\n    {never}\n  \
+         lifespan:\n    {never}\n  liveliness: 1\n  liveliness_lease_duration:\n    {never}\n  \
+         avoid_ros_namespace_conventions: false"
+    );
+    BTreeMap::from([("offered_qos_profiles".to_string(), yaml)])
 }

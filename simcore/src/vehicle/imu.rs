@@ -26,10 +26,16 @@ pub struct ImuParams {
 
 impl ImuParams {
     pub(crate) fn validate(&self) -> Result<(), VehicleError> {
-        if !(self.rate_hz.is_finite() && self.rate_hz > 0.0 && self.rate_hz <= 10_000.0) {
+        // The flight reads the IMU once per physics step at most: a higher rate would come out at the physics
+        // rate with the noise sized for the asked one.
+        let most = crate::flight::PHYSICS_HZ;
+        if !(self.rate_hz.is_finite() && self.rate_hz > 0.0 && self.rate_hz <= most) {
             return Err(VehicleError::Invalid {
                 field: "imu.rate_hz".into(),
-                message: format!("must be above 0 and at most 10000, got {}", self.rate_hz),
+                message: format!(
+                    "must be above 0 and at most {most} (the flight's physics rate), got {}",
+                    self.rate_hz
+                ),
             });
         }
         for (field, v) in [

@@ -17,6 +17,10 @@ pub use imu::{Imu, ImuParams, ImuSample};
 /// Standard gravity, m/s^2.
 pub const GRAVITY: f64 = 9.80665;
 
+/// The largest vehicle radius a description may give, metres: beyond the largest multirotors (a 50 m radius is
+/// a typo, and would set the vehicle on top of whatever lies within it).
+pub const MAX_RADIUS_M: f64 = 5.0;
+
 /// Spin sign of each rotor: +1 turns the body counter-clockwise (seen from above) as it spins.
 const SPIN: [f64; 4] = [1.0, -1.0, 1.0, -1.0];
 
@@ -122,6 +126,15 @@ impl QuadParams {
         positive("kt_nm_per_rpm2", self.kt_nm_per_rpm2)?;
         positive("rpm_max", self.rpm_max)?;
         positive("radius_m", self.radius_m)?;
+        if self.radius_m > MAX_RADIUS_M {
+            return Err(invalid(
+                "radius_m",
+                format!(
+                    "must be at most {MAX_RADIUS_M} m (the vehicle's half-width with its rotors), got {}",
+                    self.radius_m
+                ),
+            ));
+        }
         if !(self.rpm_min >= 0.0 && self.rpm_min < self.rpm_max) {
             return Err(invalid("rpm_min", "must be at least 0 and below rpm_max"));
         }
@@ -138,8 +151,14 @@ impl QuadParams {
         {
             return Err(invalid("drag_n_per_m_s", "must be finite and at least 0"));
         }
-        if !(self.gear_height_m >= 0.0 && self.gear_height_m.is_finite()) {
-            return Err(invalid("gear_height_m", "must be at least 0"));
+        if !(self.gear_height_m >= 0.0 && self.gear_height_m <= self.radius_m) {
+            return Err(invalid(
+                "gear_height_m",
+                format!(
+                    "must be from 0 to radius_m ({} m), got {}",
+                    self.radius_m, self.gear_height_m
+                ),
+            ));
         }
         if 4.0 * self.max_thrust_per_rotor() <= self.mass_kg * GRAVITY {
             return Err(invalid(
@@ -246,6 +265,15 @@ impl Quadrotor {
             state,
             grounded: false,
         }
+    }
+
+    /// Sets the vehicle down on a support at height `support_z`, at rest, motors still: a start on the ground.
+    /// Its first step then reads as resting (the accelerometer at +g), not as a fall onto the support.
+    pub fn rest_on(&mut self, support_z: f64) {
+        self.state.position.z = support_z + self.params.gear_height_m;
+        self.state.velocity = Vector3::zeros();
+        self.state.rotor_rpm = [0.0; 4];
+        self.contact(Some(support_z));
     }
 
     /// What the vehicle is.

@@ -11,6 +11,8 @@ import sys
 
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
+from rosbags.interfaces import QosDurability, QosReliability
+from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_typestore
 
 
@@ -21,6 +23,11 @@ def main(path):
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
         for schema, channel, message, decoded in reader.iter_decoded_messages():
             counts[channel.topic] = counts.get(channel.topic, 0) + 1
+            # The QoS rosbag2 replays with, parsed as rosbags parses it: /tf_static latched, the rest volatile.
+            (qos,) = parse_qos(channel.metadata["offered_qos_profiles"])
+            latched = channel.topic == "/tf_static"
+            assert qos.durability == (QosDurability.TRANSIENT_LOCAL if latched else QosDurability.VOLATILE), qos
+            assert qos.reliability == QosReliability.RELIABLE, qos
             other = store.deserialize_cdr(message.data, schema.name)
             if schema.name == "sensor_msgs/msg/PointCloud2":
                 names = [fld.name for fld in decoded.fields]
