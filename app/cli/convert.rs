@@ -43,6 +43,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     super::not_an_input(args.output.path(), &[&args.input])?;
+    check_input_flags(&args)?;
     let read_opts = ReadOptions {
         separate_scans: args.separate_scans,
         columns: args.columns.clone(),
@@ -51,9 +52,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let clouds = io::read_scans(&args.input, args.input_format.map(Into::into), &read_opts)
         .with_context(|| format!("cannot read {}", args.input.display()))
         .map_err(super::format_hint("--input-format"))?;
-    let fields = args
-        .fields
-        .map(|f| f.into_iter().filter(|s| !s.is_empty()).collect());
+    let fields = args.fields.map(|f| {
+        f.iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    });
     let write_opts = WriteOptions {
         encoding: args.encoding.map(Into::into),
         las_version: args.las_version.map(Into::into),
@@ -79,6 +83,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 started.elapsed().as_secs_f64()
             );
         }
+    }
+    Ok(())
+}
+
+/// Refuses the input flags that the input's format would ignore: `--columns` names a text file's columns, and
+/// only E57 holds several scans for `--separate-scans`.
+fn check_input_flags(args: &Args) -> Result<(), super::BadInput> {
+    let format = args
+        .input_format
+        .map(io::Format::from)
+        .or_else(|| io::Format::from_path(&args.input));
+    let Some(format) = format else {
+        return Ok(());
+    };
+    let name = args.input.display();
+    if args.columns.is_some() && format != io::Format::Xyz {
+        return Err(super::BadInput(format!(
+            "--columns names the columns of a delimited-text input; {name} is a {} file, whose fields are named",
+            format.name()
+        )));
+    }
+    if args.separate_scans && format != io::Format::E57 {
+        return Err(super::BadInput(format!(
+            "--separate-scans splits an E57 file's scans; {name} is a {} file, which holds one",
+            format.name()
+        )));
     }
     Ok(())
 }

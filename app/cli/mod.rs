@@ -230,7 +230,7 @@ pub fn not_an_input(output: &std::path::Path, inputs: &[&std::path::Path]) -> Re
 }
 
 /// Whether two paths name one existing file (hard links and symbolic links included).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
         return false;
     };

@@ -71,6 +71,10 @@ pub fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
         None => Recipe::default(),
     };
     if let Some(r) = args.resolution {
+        // A recipe stored in a map repeats its resolution in the downsampling stage: the flag sets both.
+        if recipe.filters.downsample.resolution_m == recipe.resolution_m {
+            recipe.filters.downsample.resolution_m = r;
+        }
         recipe.resolution_m = r;
     }
     if let Some(k) = args.sor_k {
@@ -173,6 +177,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let inputs: Vec<&Path> = files.iter().map(|(p, _)| p.as_path()).collect();
     super::not_an_input(&args.output, &inputs)?;
     super::not_an_input(&report_path(&args.output), &inputs)?;
+    // The same file twice would double every point (an E57's scans are one file).
+    for (i, a) in inputs.iter().enumerate() {
+        if let Some(b) = inputs[..i].iter().find(|b| super::same_file(a, b)) {
+            return Err(super::BadInput(format!(
+                "{} is given twice (also as {}): each input is read once",
+                a.display(),
+                b.display()
+            ))
+            .into());
+        }
+    }
     if args.output.extension().and_then(|e| e.to_str()) != Some("amap") {
         return Err(super::BadInput(format!(
             "the map must be written to a .amap file, not {}",

@@ -159,11 +159,27 @@ impl Recipe {
                 "is missing: every [[inputs]] table names a file",
             ));
         }
-        if !(self.resolution_m.is_finite() && self.resolution_m > 0.0) {
+        // The map stores the resolution as f32: 1e300 is finite here and infinite there.
+        if !(self.resolution_m.is_finite()
+            && self.resolution_m > 0.0
+            && (self.resolution_m as f32).is_finite())
+        {
             return Err(Error::parameter(
                 "resolution_m",
                 format!(
                     "{} is not a positive length in metres (try 0.1)",
+                    self.resolution_m
+                ),
+            ));
+        }
+        // The map's resolution is given once, at the top; the downsampling stage takes it from there.
+        let stage = self.filters.downsample.resolution_m;
+        if stage != DownsampleParams::default().resolution_m && stage != self.resolution_m {
+            return Err(Error::parameter(
+                "filters.downsample.resolution_m",
+                format!(
+                    "{stage} differs from the map's resolution_m {}: the downsampling cell is the map's \
+                     resolution, set once with resolution_m at the recipe's top (or --resolution)",
                     self.resolution_m
                 ),
             ));
@@ -446,5 +462,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("after"), "{e}");
+        // The map stores its resolution as f32; the downsampling cell is the map's resolution.
+        let e = Recipe::from_toml("resolution_m = 1e300", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("resolution_m"), "{e}");
+        let e = Recipe::from_toml("[filters.downsample]\nresolution_m = 5.0\n", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("differs from the map's resolution_m 0.1"), "{e}");
+        assert!(
+            Recipe::from_toml(
+                "resolution_m = 0.2\n[filters.downsample]\nresolution_m = 0.2\n",
+                p
+            )
+            .is_ok()
+        );
     }
 }

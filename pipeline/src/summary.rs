@@ -16,6 +16,14 @@ pub struct AttributeRange {
     pub min: Vec<f64>,
     /// Largest finite value, per component.
     pub max: Vec<f64>,
+    /// Values that are not finite (a plane thickness of +inf where no plane was found, a NaN intensity),
+    /// counted over every component.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub non_finite: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What a cloud holds.
@@ -56,13 +64,16 @@ fn range_of<const N: usize>(
     let mut lo = [f64::INFINITY; N];
     let mut hi = [f64::NEG_INFINITY; N];
     let mut any = false;
+    let mut non_finite = 0;
     for v in values {
         any = true;
         for k in 0..N {
-            // Gamma is +inf where no plane was found; keep ranges about finite values.
+            // Gamma is +inf where no plane was found; keep ranges about finite values, and count the others.
             if v[k].is_finite() {
                 lo[k] = lo[k].min(v[k]);
                 hi[k] = hi[k].max(v[k]);
+            } else {
+                non_finite += 1;
             }
         }
     }
@@ -71,6 +82,7 @@ fn range_of<const N: usize>(
         kind: None,
         min: lo.to_vec(),
         max: hi.to_vec(),
+        non_finite,
     })
 }
 
@@ -163,9 +175,13 @@ impl std::fmt::Display for CloudSummary {
                     .as_deref()
                     .map(|k| format!(" ({k})"))
                     .unwrap_or_default();
+                let others = match a.non_finite {
+                    0 => String::new(),
+                    n => format!(" (and {n} not finite)"),
+                };
                 writeln!(
                     f,
-                    "    {:<20} {} .. {}",
+                    "    {:<20} {} .. {}{others}",
                     format!("{}{kind}", a.name),
                     fmt_v(&a.min).join(" "),
                     fmt_v(&a.max).join(" ")

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::transform::{TransformParams, apply_affine};
 use super::{check_cancel, check_cloud};
 use crate::cloud::Cloud;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::report::StageReport;
 
@@ -49,7 +49,13 @@ pub fn merge(
         progress.advance(cloud.len() as u64);
         match out.as_mut() {
             None => out = Some(cloud),
-            Some(o) => o.append(&cloud),
+            Some(o) => {
+                check_reach(o, &cloud, i)?;
+                if let Some(w) = crs_mismatch(o, &cloud, i) {
+                    report.warnings.push(w);
+                }
+                o.append(&cloud);
+            }
         }
     }
     let out = out.unwrap_or_default();
@@ -68,6 +74,80 @@ pub fn merge(
     }
     report.finish(out.len(), started);
     Ok((out, report))
+}
+
+/// Beyond this distance from the merged cloud's origin, its f32 positions round by more than a millimetre.
+const MAX_REACH_M: f64 = 16_384.0;
+
+/// Refuses to append input `i` when it lies so far from `merged`'s origin that its points would round by more
+/// than a millimetre (and farther than `merged`'s own points lie): inputs kilometres apart are nearly always
+/// in two coordinate systems, and a map holds positions as 32-bit floats around one origin.
+fn check_reach(merged: &Cloud, cloud: &Cloud, i: usize) -> Result<()> {
+    let reach = |c: &Cloud| {
+        c.bounds().map_or(0.0, |(lo, hi)| {
+            (0..3)
+                .map(|k| {
+                    (lo[k] - merged.origin[k])
+                        .abs()
+                        .max((hi[k] - merged.origin[k]).abs())
+                })
+                .fold(0.0, f64::max)
+        })
+    };
+    let (own, theirs) = (reach(merged), reach(cloud));
+    if theirs <= MAX_REACH_M || theirs <= own {
+        return Ok(());
+    }
+    let step = 2f64.powi(theirs.log2().floor() as i32 - 24);
+    Err(Error::parameter(
+        "inputs",
+        format!(
+            "input {i}{} lies up to {theirs:.0} m from the first input's origin ({:.0}, {:.0}, {:.0}), where a map's \
+             32-bit positions would round it to {step:.3} m: are the inputs in one coordinate system? Reproject \
+             them to one, or prepare them as separate maps",
+            source_of(cloud),
+            merged.origin[0],
+            merged.origin[1],
+            merged.origin[2],
+        ),
+    ))
+}
+
+/// A warning when input `i` declares another coordinate system than the inputs before it, or declares none where
+/// they do: the merged cloud keeps the first declared one, and its points are taken as they are.
+fn crs_mismatch(merged: &Cloud, cloud: &Cloud, i: usize) -> Option<String> {
+    let (ours, theirs) = (crs_name(merged), crs_name(cloud));
+    let src = source_of(cloud);
+    match (&ours, &theirs) {
+        (Some(a), Some(b)) if a != b => Some(format!(
+            "input {i}{src} declares the coordinate system {b}, the inputs before it {a}: the map keeps {a} and \
+             takes the points as they are; reproject the inputs to one system first"
+        )),
+        (Some(a), None) => Some(format!(
+            "input {i}{src} declares no coordinate system: its points are taken as being in {a}"
+        )),
+        _ => None,
+    }
+}
+
+/// A short name of a cloud's CRS: the name in its WKT, or the EPSG code its GeoTIFF keys give.
+fn crs_name(c: &Cloud) -> Option<String> {
+    if let Some(wkt) = &c.meta.crs_wkt {
+        let name = wkt.split('"').nth(1).filter(|n| !n.is_empty());
+        return Some(name.map_or_else(|| wkt.chars().take(60).collect(), str::to_string));
+    }
+    match crate::io::las::geotiff_epsg(&c.meta.las_geotiff) {
+        Some(code) => Some(format!("EPSG:{code}")),
+        None => (!c.meta.las_geotiff.is_empty()).then(|| "GeoTIFF keys".to_string()),
+    }
+}
+
+fn source_of(c: &Cloud) -> String {
+    c.meta
+        .source
+        .as_ref()
+        .map(|p| format!(" ({})", p.display()))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -100,5 +180,35 @@ mod tests {
         );
         let (e, _) = merge(Vec::new(), &NoProgress).unwrap();
         assert!(e.is_empty());
+    }
+
+    /// Inputs in two coordinate systems: a differing CRS is warned about; one kilometres away, where its points
+    /// would round by more than a millimetre, is refused.
+    #[test]
+    fn inputs_in_other_coordinate_systems_are_told() {
+        let mut a = Cloud::from_positions([637_000.0, 851_000.0, 100.0], vec![[1.0, 2.0, 3.0]]);
+        a.meta.crs_wkt = Some("PROJCS[\"NAD83 / Oregon GIC Lambert (ft)\",GEOGCS[]]".into());
+        let mut b = Cloud::from_positions([637_500.0, 851_000.0, 100.0], vec![[1.0, 2.0, 3.0]]);
+        b.meta.crs_wkt = Some("PROJCS[\"ETRS89 / UTM zone 32N\"]".into());
+        let (_, r) = merge(vec![(a.clone(), None), (b, None)], &NoProgress).unwrap();
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("ETRS89 / UTM zone 32N") && w.contains("NAD83 / Oregon")),
+            "{:?}",
+            r.warnings
+        );
+        let far = Cloud::from_positions([460_000.0, 5_300_000.0, 0.0], vec![[0.0; 3]]);
+        let e = merge(vec![(a.clone(), None), (far, None)], &NoProgress).unwrap_err();
+        assert!(e.to_string().contains("one coordinate system"), "{e}");
+        // A second input 2 km off is a site, not another system.
+        let near = Cloud::from_positions([639_000.0, 851_000.0, 100.0], vec![[0.0; 3]]);
+        let (m, r) = merge(vec![(a, None), (near, None)], &NoProgress).unwrap();
+        assert_eq!(m.len(), 2);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("declares no coordinate system"))
+        );
     }
 }

@@ -301,26 +301,33 @@ fn split_at_lines(text: &[u8], target: usize) -> Vec<&[u8]> {
     out
 }
 
-/// Scale a colour column to 16 bits: 8-bit integer kinds are widened by 257, 16-bit kept; floats and text are
+/// Scale colour columns to 16 bits: 8-bit integer kinds are widened by 257, 16-bit kept; floats and text are
 /// taken as 0..1 when no value exceeds 1 and has a fraction, as 8-bit when all are integers up to 255, else
-/// clamped as 16-bit.
-fn colour_scale(c: &Column) -> f64 {
-    match c.kind {
-        ScalarKind::U8 | ScalarKind::I8 => 257.0,
-        ScalarKind::U16 | ScalarKind::I16 | ScalarKind::U32 | ScalarKind::I32 => 1.0,
-        ScalarKind::U64 | ScalarKind::I64 => 1.0,
-        ScalarKind::F32 | ScalarKind::F64 => {
-            let max = c.values.iter().fold(0.0f64, |m, v| m.max(*v));
-            let integral = c.values.iter().all(|v| v.fract() == 0.0);
-            if integral && max <= 255.0 {
-                257.0
-            } else if max <= 1.0 {
-                65535.0
-            } else {
-                1.0
-            }
-        }
+/// clamped as 16-bit. Floats and text are judged over the three channels together: a blue channel of 0 and 1
+/// beside red and green in 0..1 is 0..1 too, and one of 100 and 200 beside 16-bit red is 16-bit.
+fn colour_scales(channels: [&Option<Column>; 3]) -> [f64; 3] {
+    let floats = channels
+        .iter()
+        .flat_map(|c| c.iter())
+        .filter(|c| matches!(c.kind, ScalarKind::F32 | ScalarKind::F64));
+    let (mut max, mut integral) = (0.0f64, true);
+    for c in floats {
+        max = c.values.iter().fold(max, |m, v| m.max(*v));
+        integral &= c.values.iter().all(|v| v.fract() == 0.0);
     }
+    let float_scale = if integral && max <= 255.0 {
+        257.0
+    } else if max <= 1.0 {
+        65535.0
+    } else {
+        1.0
+    };
+    channels.map(|c| match c.as_ref().map(|c| c.kind) {
+        None => 0.0,
+        Some(ScalarKind::U8 | ScalarKind::I8) => 257.0,
+        Some(ScalarKind::F32 | ScalarKind::F64) => float_scale,
+        Some(_) => 1.0,
+    })
 }
 
 /// Build a cloud from decoded columns of `n` values each. Requires x, y and z; rejects non-finite
@@ -553,8 +560,7 @@ pub(crate) fn assemble(
             });
         }
     } else if r.is_some() || g.is_some() || b.is_some() {
-        let scale = |c: &Option<Column>| c.as_ref().map_or(0.0, colour_scale);
-        let s = [scale(&r), scale(&g), scale(&b)];
+        let s = colour_scales([&r, &g, &b]);
         let get = |c: &Option<Column>, i: usize, s: f64| {
             (c.as_ref()
                 .and_then(|c| c.values.get(i))

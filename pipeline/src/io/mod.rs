@@ -241,11 +241,23 @@ impl WriteOptions {
         };
         let present = present_fields(cloud);
         for name in fields {
-            let known = ["x", "y", "z"].contains(&name.as_str())
-                || present
-                    .iter()
-                    .any(|(aliases, shown)| shown == name || aliases.contains(&name.as_str()));
-            if !known {
+            let xyz = ["x", "y", "z"].contains(&name.as_str());
+            let field = present
+                .iter()
+                .find(|(aliases, shown)| shown == name || aliases.contains(&name.as_str()));
+            // A field asked for by name that the format has no place for is not left out quietly.
+            if let (Some((_, shown)), Some((label, kept))) = (field, kept_fields(format))
+                && !kept.contains(shown)
+            {
+                return Err(Error::parameter(
+                    "fields",
+                    format!(
+                        "{label} has no place for {shown}; it holds x y z {}",
+                        kept.join(" ")
+                    ),
+                ));
+            }
+            if !xyz && field.is_none() {
                 let have: Vec<&str> = present.iter().map(|(_, shown)| *shown).collect();
                 return Err(Error::parameter(
                     "fields",
@@ -280,12 +292,10 @@ fn present_fields(cloud: &Cloud) -> Vec<(&'static [&'static str], &str)> {
     out
 }
 
-/// What writing `cloud` as `format` loses, one sentence each, for the program to show as warnings (the writers
-/// leave out what their format has no place for without a word): the attributes E57 and KITTI have no field
-/// for, and the millimetres KITTI's f32 coordinates cannot hold far from 0. Empty for the formats that keep
-/// everything (LAS and LAZ keep the rest as extra bytes; PLY, PCD and XYZ as columns).
-pub fn write_losses(cloud: &Cloud, format: Format) -> Vec<String> {
-    let (label, kept): (&str, &[&str]) = match format {
+/// The fields a format has a place for besides x y z, with its name for messages; `None` for the formats that keep
+/// every field.
+fn kept_fields(format: Format) -> Option<(&'static str, &'static [&'static str])> {
+    Some(match format {
         Format::E57 => (
             "E57",
             &[
@@ -299,9 +309,32 @@ pub fn write_losses(cloud: &Cloud, format: Format) -> Vec<String> {
             ],
         ),
         Format::Kitti => ("KITTI .bin", &["intensity"]),
-        _ => return Vec::new(),
-    };
+        _ => return None,
+    })
+}
+
+/// What writing `cloud` as `format` loses, one sentence each, for the program to show as warnings (the writers
+/// leave out what their format has no place for without a word): the attributes E57 and KITTI have no field
+/// for, and the millimetres KITTI's f32 coordinates cannot hold far from 0. Empty for the formats that keep
+/// everything (LAS and LAZ keep the rest as extra bytes; PLY, PCD and XYZ as columns).
+pub fn write_losses(cloud: &Cloud, format: Format) -> Vec<String> {
     let mut losses = Vec::new();
+    // PCD's packed rgb, PLY's uchar channels and text hold 8 bits a channel: 16-bit colour keeps its high byte.
+    let eight_bit = matches!(format, Format::Pcd | Format::Ply | Format::Xyz);
+    if eight_bit
+        && cloud
+            .color()
+            .is_some_and(|c| c.iter().flatten().any(|v| v % 257 != 0))
+    {
+        losses.push(format!(
+            "{} stores colour as 8 bits a channel: the 16-bit colour keeps its high byte (LAS, LAZ and E57 keep \
+             16 bits)",
+            format.name().to_uppercase()
+        ));
+    }
+    let Some((label, kept)) = kept_fields(format) else {
+        return losses;
+    };
     let dropped: Vec<&str> = present_fields(cloud)
         .into_iter()
         .map(|(_, name)| name)
@@ -503,6 +536,18 @@ mod tests {
         assert!(e.to_string().contains("applies to .las and .laz"), "{e}");
         assert!(!pcd.exists());
         write(&cloud, &las, None, &v14).unwrap();
+        // A field asked for by name that the format cannot hold.
+        let mut classified = cloud.clone();
+        classified.set_classification(Some(vec![2])).unwrap();
+        let e57 = dir.path().join("c.e57");
+        let e = write(&classified, &e57, None, &fields(&["classification"])).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("E57 has no place for classification"),
+            "{e}"
+        );
+        assert!(!e57.exists());
+        write(&classified, &e57, None, &fields(&["intensity"])).unwrap();
     }
 
     /// What E57 and KITTI have no place for is named, and so is the step KITTI's f32 coordinates round to far
@@ -537,6 +582,13 @@ mod tests {
         ] {
             assert!(write_losses(&far, format).is_empty(), "{format:?}");
         }
+        // 16-bit colour in the 8-bit formats; 8-bit colour widened by 257 loses nothing.
+        let mut coloured = near.clone();
+        coloured.set_color(Some(vec![[65535, 1000, 0]])).unwrap();
+        assert!(write_losses(&coloured, Format::Ply)[0].contains("8 bits a channel"));
+        assert!(write_losses(&coloured, Format::Las).is_empty());
+        coloured.set_color(Some(vec![[65535, 257 * 3, 0]])).unwrap();
+        assert!(write_losses(&coloured, Format::Pcd).is_empty());
     }
 
     /// A format that neither the name nor the bytes give is its own error, worded without any caller's flags

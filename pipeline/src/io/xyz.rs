@@ -131,13 +131,14 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
         line_no -= 1;
         break;
     }
+    // A header naming x, y and z is the file's own column list, not a title line.
+    let names_xyz = header.as_ref().is_some_and(|h| {
+        ["x", "y", "z"]
+            .iter()
+            .all(|c| h.iter().any(|n| n.eq_ignore_ascii_case(c)))
+    });
     let Some(first) = first_data else {
         // A header naming x, y and z with no rows under it is a file of no points (what an empty scan writes).
-        let names_xyz = header.as_ref().is_some_and(|h| {
-            ["x", "y", "z"]
-                .iter()
-                .all(|c| h.iter().any(|n| n.eq_ignore_ascii_case(c)))
-        });
         if names_xyz {
             return Ok(Cloud::default());
         }
@@ -150,8 +151,31 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
     let delim = Delim::detect(first);
     let ncols = delim.split(first).len();
     let names: Vec<String> = if let Some(c) = &opts.columns {
+        let named: Vec<&String> = c.iter().filter(|n| n.as_str() != "_").collect();
+        if let Some(n) = named
+            .iter()
+            .enumerate()
+            .find_map(|(i, n)| named[..i].contains(n).then_some(n))
+        {
+            return Err(Error::parameter(
+                "columns",
+                format!("{n} is named twice; give each column its own name (`_` skips one)"),
+            ));
+        }
         c.clone()
-    } else if let Some(h) = header.filter(|h| h.len() == ncols) {
+    } else if let Some(h) = header.filter(|h| h.len() == ncols || names_xyz) {
+        if h.len() != ncols {
+            return Err(Error::format(
+                path,
+                format!("line {}", line_no + 1),
+                format!(
+                    "the header names {} columns ({}), this line has {ncols}: fix the header, or name the \
+                     columns with --columns",
+                    h.len(),
+                    h.join(" ")
+                ),
+            ));
+        }
         h
     } else {
         let base: &[&str] = match ncols {
@@ -309,10 +333,21 @@ mod tests {
         let c = read("//X,Y,Z,R,G,B,Scalar field\n1,2,3,10,20,30,0.5\n", None).unwrap();
         assert_eq!(c.color().unwrap()[0], [2570, 5140, 7710]);
         assert_eq!(c.extra("Scalar field").unwrap().values.to_f64(), vec![0.5]);
+        // One colour scale for the three channels: 16-bit red beside a blue of 100 keeps that blue 16-bit, and a
+        // 0/1 blue beside fractional red and green is 0..1 like them.
+        let c = read("x y z r g b\n0 0 0 60000 30000 100\n", None).unwrap();
+        assert_eq!(c.color().unwrap()[0], [60000, 30000, 100]);
+        let c = read("x y z r g b\n0 0 0 0.5 0.25 1\n", None).unwrap();
+        assert_eq!(c.color().unwrap()[0], [32768, 16384, 65535]);
         let c = read("x;y;z;ring\n1;2;3;7\n", None).unwrap();
         assert_eq!(c.ring(), Some(&[7][..]));
         let c = read("2\n9 1 2 3\n9 4 5 6\n", Some(&["_", "x", "y", "z"])).unwrap();
         assert_eq!(c.positions()[1], [4.0, 5.0, 6.0]);
+        let e = read("1 2 3 4\n", Some(&["x", "y", "z", "x"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("x is named twice"), "{e}");
+        assert!(read("1 2 3 4 5\n", Some(&["x", "_", "y", "_", "z"])).is_ok());
     }
 
     /// An empty scan written as XYZ is its header line alone: it reads back as no points. Text with no rows
@@ -341,5 +376,12 @@ mod tests {
         assert!(e.contains("line 3") && e.contains("column 2"), "{e}");
         let e = read("# c\n1 2 3\n4 5\n", None).unwrap_err().to_string();
         assert!(e.contains("line 3"), "{e}");
+        // A header that names x y z but not as many columns as the rows: its names cannot be placed.
+        let e = read("x y z intensity\n1 2 3 4 5\n", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("names 4 columns"), "{e}");
+        // A title line is not a header.
+        assert_eq!(read("Scan of the hall\n1 2 3\n", None).unwrap().len(), 1);
     }
 }
