@@ -15,7 +15,8 @@
 //! curvature as -1.
 //!
 //! Orientation, first rule that applies: toward the scanner of the point's scan (a pose in `meta.scans`
-//! whose point range holds it), else toward `viewpoint`, else up (+z) for near-horizontal surfaces
+//! whose point range holds it), else toward `viewpoint`, else toward the nearest scanner whose pose is known (a
+//! voxel downsampling keeps the poses but not which points each scan holds), else up (+z) for near-horizontal surfaces
 //! (|n.z| > 0.5, i.e. tilted less than 60 degrees), else away from the cloud's centroid. The report counts the
 //! points oriented by each rule.
 //!
@@ -252,7 +253,11 @@ enum Rule {
     Viewpoint = 2,
     Up = 3,
     Outward = 4,
+    NearestScanner = 5,
 }
+
+/// How many orientation rules there are (the size of their counts).
+const RULES: usize = 6;
 
 /// One point's plane: ((normal, gamma), (orientation rule, curvature)). [`no_plane`] is the result without one.
 type Fitted = (([f32; 3], f32), (u8, f32));
@@ -329,7 +334,7 @@ pub fn estimate_normals(
         let (positions, order) = nb.into_sorted();
         (Returned::Reordered { positions, order }, done)
     })?;
-    let mut counts = [0usize; 5];
+    let mut counts = [0usize; RULES];
     for &r in &rules {
         counts[r as usize] += 1;
     }
@@ -383,13 +388,21 @@ fn positive_metres<T: Into<f64> + std::fmt::Display + Copy>(
 }
 
 /// Which way each normal faces, in order of preference: towards the scanner that took the point, towards the
-/// given viewpoint, up (near-horizontal surfaces), away from the centroid. Positions relative to the origin.
+/// given viewpoint, towards the nearest known scanner, up (near-horizontal surfaces), away from the centroid.
+/// Positions relative to the origin.
 struct Orientation {
     /// (first point, end, scanner position) by point range, sorted by range start.
     scanners: Vec<(usize, usize, [f64; 3])>,
     viewpoint: Option<[f64; 3]>,
+    /// Every known scanner position, whether or not its points are known: a voxel downsampling merges the
+    /// scans' points and drops their ranges, and a TLS point is nearly always seen from the nearest station
+    /// (exactly so with one scan). At most [`MAX_STATIONS`].
+    stations: Vec<[f64; 3]>,
     centroid: [f64; 3],
 }
+
+/// The most scanner positions searched for the nearest one per point (a linear search; TLS projects have tens).
+const MAX_STATIONS: usize = 256;
 
 impl Orientation {
     fn new(cloud: &Cloud, params: &NormalsParams) -> Orientation {
@@ -408,8 +421,20 @@ impl Orientation {
             })
             .collect();
         scanners.sort_by_key(|s| s.0);
+        let mut stations: Vec<[f64; 3]> = cloud
+            .meta
+            .scans
+            .iter()
+            .filter_map(|s| s.world_from_scan.map(|t| t.translation.vector))
+            .filter(|t| t.iter().all(|x| x.is_finite()))
+            .map(|t| [t[0] - o[0], t[1] - o[1], t[2] - o[2]])
+            .collect();
+        if stations.len() > MAX_STATIONS {
+            stations.clear();
+        }
         Orientation {
             scanners,
+            stations,
             viewpoint: params
                 .viewpoint
                 .map(|v| [v[0] - o[0], v[1] - o[1], v[2] - o[2]]),
@@ -425,6 +450,14 @@ impl Orientation {
             .map(|s| s.2)
     }
 
+    fn nearest_station(&self, p: [f64; 3]) -> Option<[f64; 3]> {
+        let d2 = |s: &[f64; 3]| (0..3).map(|k| (s[k] - p[k]).powi(2)).sum::<f64>();
+        self.stations
+            .iter()
+            .min_by(|a, b| d2(a).total_cmp(&d2(b)))
+            .copied()
+    }
+
     /// The rule that applies to point `i` at `p`, and the normal `nv` flipped to follow it.
     fn orient(&self, i: usize, p: [f64; 3], nv: [f64; 3]) -> ([f64; 3], Rule) {
         let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
@@ -433,6 +466,8 @@ impl Orientation {
             (Rule::Scanner, towards(s))
         } else if let Some(v) = self.viewpoint {
             (Rule::Viewpoint, towards(v))
+        } else if let Some(s) = self.nearest_station(p) {
+            (Rule::NearestScanner, towards(s))
         } else if nv[2].abs() > HORIZONTAL_MIN_NZ {
             (Rule::Up, nv[2])
         } else {
@@ -502,11 +537,12 @@ fn fit_point(
 }
 
 /// How many normals each orientation rule decided, and warnings for the fallbacks.
-fn report_rules(report: &mut StageReport, rules: &[usize; 5]) {
+fn report_rules(report: &mut StageReport, rules: &[usize; RULES]) {
     let count = |r: Rule| rules[r as usize] as f64;
     let no_normal = count(Rule::None);
     report.figure("oriented_to_scanner", count(Rule::Scanner));
     report.figure("oriented_to_viewpoint", count(Rule::Viewpoint));
+    report.figure("oriented_to_nearest_scanner", count(Rule::NearestScanner));
     report.figure("oriented_up", count(Rule::Up));
     report.figure("oriented_outward", count(Rule::Outward));
     report.figure("no_normal", no_normal);
@@ -785,6 +821,24 @@ mod tests {
                 .1,
             100.0
         );
+        // After a voxel downsampling the scans keep their poses but not their points: the nearest scanner.
+        c.meta.scans = vec![
+            crate::cloud::ScanInfo {
+                name: "far".into(),
+                points: 0..0,
+                world_from_scan: Some(nalgebra::Isometry3::translation(30.0, 0.0, 0.0)),
+            },
+            crate::cloud::ScanInfo {
+                name: "near".into(),
+                points: 0..0,
+                world_from_scan: Some(nalgebra::Isometry3::identity()),
+            },
+        ];
+        let r = estimate_normals(&mut c, &NormalsParams::default(), &NoProgress).unwrap();
+        assert!(c.normals().unwrap().iter().all(|n| n[0] < -0.999));
+        let figure = |name: &str| r.figures.iter().find(|f| f.0 == name).unwrap().1;
+        assert_eq!(figure("oriented_to_nearest_scanner"), 100.0);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
         c.meta.scans.clear();
         let p = NormalsParams {
             viewpoint: Some([10.0, 0.0, 0.0]),
