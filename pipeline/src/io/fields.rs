@@ -452,6 +452,27 @@ fn check_f32_span(
     }
 }
 
+/// The values of an integer attribute (ring, classification, return numbers) stored in a float or text column,
+/// each checked to be a whole number from 0 to `max`: a class of 300 or a ring of -5 is a fault of the file,
+/// which a clamp would hide.
+fn integers(path: &Path, c: &Column, max: f64) -> Result<Vec<u32>> {
+    match c
+        .values
+        .iter()
+        .position(|&v| !(v.fract() == 0.0 && (0.0..=max).contains(&v)))
+    {
+        Some(i) => Err(Error::format(
+            path,
+            format!("point {i}"),
+            format!(
+                "{} is {}: expected a whole number from 0 to {max}",
+                c.name, c.values[i]
+            ),
+        )),
+        None => Ok(c.values.iter().map(|&v| v as u32).collect()),
+    }
+}
+
 /// Builds a cloud from decoded columns: x, y and z become positions (unless `positions` were decoded
 /// already, see [`decode_positions`]), known names their attributes, the rest extra dimensions.
 pub(crate) fn assemble(
@@ -502,21 +523,18 @@ pub(crate) fn assemble(
 
     columns.gamma = take(&mut cols, Target::Gamma).map(f32s);
     columns.time = take(&mut cols, Target::Time).map(|c| c.values);
-    columns.ring = take(&mut cols, Target::Ring).map(|c| {
-        c.values
-            .iter()
-            .map(|&v| v.clamp(0.0, 65535.0) as u16)
-            .collect()
-    });
-    let u8s = |c: Column| -> Vec<u8> {
-        c.values
-            .iter()
-            .map(|&v| v.clamp(0.0, 255.0) as u8)
-            .collect()
+    columns.ring = take(&mut cols, Target::Ring)
+        .map(|c| integers(path, &c, 65535.0))
+        .transpose()?
+        .map(|v| v.into_iter().map(|x| x as u16).collect());
+    let u8s = |c: Option<Column>| -> Result<Option<Vec<u8>>> {
+        c.map(|c| integers(path, &c, 255.0))
+            .transpose()
+            .map(|v| v.map(|v| v.into_iter().map(|x| x as u8).collect()))
     };
-    columns.classification = take(&mut cols, Target::Class).map(u8s);
-    columns.return_number = take(&mut cols, Target::ReturnNumber).map(u8s);
-    columns.number_of_returns = take(&mut cols, Target::NumberOfReturns).map(u8s);
+    columns.classification = u8s(take(&mut cols, Target::Class))?;
+    columns.return_number = u8s(take(&mut cols, Target::ReturnNumber))?;
+    columns.number_of_returns = u8s(take(&mut cols, Target::NumberOfReturns))?;
     let nx = take(&mut cols, Target::Nx);
     let ny = take(&mut cols, Target::Ny);
     let nz = take(&mut cols, Target::Nz);

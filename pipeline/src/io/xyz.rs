@@ -341,6 +341,18 @@ mod tests {
         assert_eq!(c.color().unwrap()[0], [32768, 16384, 65535]);
         let c = read("x;y;z;ring\n1;2;3;7\n", None).unwrap();
         assert_eq!(c.ring(), Some(&[7][..]));
+        // An integer attribute out of its range, or with a fraction, is the file's fault, not clamped.
+        for (text, expect) in [
+            (
+                "x,y,z,classification\n1,2,3,2\n1,2,3,300\n",
+                "classification is 300",
+            ),
+            ("x,y,z,ring\n1,2,3,-5\n", "ring is -5"),
+            ("x,y,z,ring\n1,2,3,2.7\n", "ring is 2.7"),
+        ] {
+            let e = read(text, None).unwrap_err().to_string();
+            assert!(e.contains(expect) && e.contains("whole number"), "{e}");
+        }
         let c = read("2\n9 1 2 3\n9 4 5 6\n", Some(&["_", "x", "y", "z"])).unwrap();
         assert_eq!(c.positions()[1], [4.0, 5.0, 6.0]);
         let e = read("1 2 3 4\n", Some(&["x", "y", "z", "x"]))
