@@ -443,9 +443,24 @@ pub fn side_panel(app: &mut AerieApp, ui: &mut egui::Ui) {
         ),
     ] {
         ui.label(title);
+        // At least a second and a tenth of a unit across: egui_plot panics on bounds of no width, which a
+        // flight's first sample, or a vehicle at rest (a speed of 1e-19), would give.
+        let range = |v: &mut dyn Iterator<Item = f64>| {
+            v.filter(|x| x.is_finite())
+                .fold(None, |r: Option<(f64, f64)>, x| {
+                    Some(r.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
+                })
+        };
+        let (t0, t1) = range(&mut plot.iter().map(|r| r[0])).unwrap_or((0.0, 1.0));
+        let (y0, y1) = range(&mut keys.iter().flat_map(|(k, _)| plot.iter().map(|r| r[*k])))
+            .unwrap_or((0.0, 1.0));
         Plot::new(id)
             .height(120.0)
             .legend(Legend::default())
+            .include_x(t0)
+            .include_x(t1.max(t0 + 1.0))
+            .include_y(y0)
+            .include_y(y1.max(y0 + 0.1))
             .show(ui, |p| {
                 for (k, name) in keys {
                     p.line(Line::new(*name, series(*k)));
