@@ -127,8 +127,9 @@ fn output_folder(out: &Path, mission: &Mission) -> anyhow::Result<()> {
     let names = old["vehicles"].as_array().into_iter().flatten();
     for name in names.filter_map(|v| v["name"].as_str()) {
         // Only names a mission accepts: never a path out of the folder.
-        let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if plain && !mission.vehicles.iter().any(|v| v.name == name) {
+        if aerie_simcore::mission::is_ros_name(name)
+            && !mission.vehicles.iter().any(|v| v.name == name)
+        {
             let stale = out.join(format!("{name}.tum"));
             if stale.is_file() {
                 std::fs::remove_file(&stale).map_err(|e| Error::io(&stale, e))?;

@@ -287,7 +287,7 @@ impl VehicleSpec {
 
 /// A name that can stand as one token of a ROS topic or frame id (`/<vehicle>/<sensor>/points`): letters,
 /// digits and `_`, not empty (ROS also refuses a leading digit in a topic token; the vehicle's names a file too).
-fn is_ros_name(name: &str) -> bool {
+pub fn is_ros_name(name: &str) -> bool {
     name.chars().next().is_some_and(|c| !c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
