@@ -229,6 +229,14 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
                     quote(tok)
                 ));
             };
+            if matches!(t, Target::X | Target::Y | Target::Z) && !v.is_finite() {
+                return Err(format!(
+                    "column {} ({}): expected a finite coordinate, found {}",
+                    k + 1,
+                    names.get(k).map_or("", String::as_str),
+                    quote(tok)
+                ));
+            }
             if let Some(col) = cols.get_mut(c) {
                 col.push(v);
             }
@@ -321,6 +329,14 @@ mod tests {
                 "{far}: {e}"
             );
         }
+        // A coordinate that is not a number is named by its line, as the user's editor shows it.
+        let e = read("# x y z\n1 2 3\n\n4 nan 6\n", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.txt: line 4") && e.contains("(y): expected a finite coordinate"),
+            "{e}"
+        );
         // Wide but representable: georeferenced coordinates keep their origin.
         assert!(read("1 2 3\n1e30 5 6\n", None).is_ok());
         // Two columns are not x y z, and nobody gave column names.
