@@ -44,6 +44,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     super::not_an_input(args.output.path(), &[&args.input])?;
     check_input_flags(&args)?;
+    if aerie_pipeline::map::amap::is_map_file(&args.input) {
+        return Err(super::BadInput(format!(
+            "{} is a prepared map (.amap), not a scan file: write it out with `aerie export {} OUTPUT`",
+            args.input.display(),
+            args.input.display()
+        ))
+        .into());
+    }
     let read_opts = ReadOptions {
         separate_scans: args.separate_scans,
         columns: args.columns.clone(),

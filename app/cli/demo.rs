@@ -9,8 +9,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use aerie_pipeline::io::{self, Encoding, Format, WriteOptions};
-use aerie_pipeline::map::amap;
+use super::export::Target;
+use aerie_pipeline::io::{self, WriteOptions};
 use aerie_pipeline::prepare::{Recipe, prepare};
 use aerie_pipeline::{Cloud, Error};
 use aerie_simcore::demo::{DemoConfig, DemoSite, Label, raw_scan};
@@ -171,10 +171,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         ..Recipe::default()
     };
     let progress = TerminalProgress::new(args.quiet);
+    let points_in = raw.len();
     let prepared = prepare(vec![(raw, None)], &recipe, &progress)?;
     progress.finish();
     let amap_path = out.join("demo.amap");
-    amap::write(&prepared.map, &amap_path)?;
+    let summary = super::prepare::PrepareSummary {
+        recipe: &recipe,
+        reports: &prepared.reports,
+        warnings: &prepared.warnings,
+        points_in,
+        seconds: t.elapsed().as_secs_f64(),
+    };
+    super::prepare::write_map(&prepared.map, &summary, &amap_path)?;
     let map_cloud = prepared.map.to_cloud()?;
     top_view(&map_cloud, &out.join("map.png"))?;
     let mut figures = String::new();
@@ -194,14 +202,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     say("3/5 exporting for MARSIM (binary PCD) and GIS (LAZ)...");
     let t = Instant::now();
     let marsim = out.join("export/demo_marsim.pcd");
-    let pcd = WriteOptions {
-        encoding: Some(Encoding::Binary),
-        fields: Some(Vec::new()),
-        ..WriteOptions::default()
-    };
-    io::write(&map_cloud, &marsim, Some(Format::Pcd), &pcd)?;
+    super::export::write(&map_cloud, &marsim, None, None, None, Target::Marsim)?;
     let laz = out.join("export/demo_map.laz");
-    io::write(&map_cloud, &laz, None, &WriteOptions::default())?;
+    super::export::write(&map_cloud, &laz, None, None, None, Target::Generic)?;
     steps.push(Step {
         name: "export",
         seconds: t.elapsed().as_secs_f64(),

@@ -48,7 +48,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let map = AmapFile::open(&args.map)
         .with_context(|| format!("cannot open map {}", args.map.display()))?;
     let cloud = map.to_cloud();
-    let shift = write(
+    let Exported { shift, warnings } = write(
         &cloud,
         args.output.path(),
         args.format.map(Into::into),
@@ -57,11 +57,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.target.unwrap_or(Target::Generic),
     )
     .map_err(super::format_hint("--format"))?;
-    if args.target.is_none() {
-        warn_doubles(&cloud, args.output.path(), args.format.map(Into::into));
-    }
-    if args.target != Some(Target::Marsim) {
-        super::warn_losses(&cloud, args.output.path(), args.format.map(Into::into));
+    for w in warnings {
+        eprintln!("warning: {}: {w}", args.output.path().display());
     }
     if !args.quiet {
         eprintln!(
@@ -109,18 +106,28 @@ fn local_frame(cloud: &Cloud) -> Option<[f64; 3]> {
         .then(|| lo.map(f64::floor))
 }
 
-/// A generic PCD of a map far from 0 holds x y z as doubles (`F 8`), which PCL's point types do not match.
-fn warn_doubles(cloud: &Cloud, out: &Path, format: Option<Format>) {
-    if format.or_else(|| Format::from_path(out)) == Some(Format::Pcd)
-        && local_frame(cloud).is_some()
-    {
-        eprintln!(
-            "warning: {}: x y z are written as 64-bit floats (F 8) to keep millimetres this far from 0, and \
-             PCL's point types (ROS, pcl_viewer, MARSIM) load only 32-bit ones: --for ros writes them in a local \
-             frame",
-            out.display()
+/// What an export writes that the user should know: what the format loses (a MARSIM export keeps x y z alone,
+/// by design), and that a generic PCD of a map far from 0 holds x y z as doubles (`F 8`), which PCL's point
+/// types do not match.
+fn export_warnings(cloud: &Cloud, format: Format, target: Target) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if target == Target::Generic && format == Format::Pcd && local_frame(cloud).is_some() {
+        warnings.push(
+            "x y z are written as 64-bit floats (F 8) to keep millimetres this far from 0, and PCL's point \
+             types (ROS, pcl_viewer, MARSIM) load only 32-bit ones: --for ros writes them in a local frame"
+                .to_string(),
         );
     }
+    if target != Target::Marsim {
+        warnings.extend(io::write_losses(cloud, format));
+    }
+    warnings
+}
+
+/// What [`write`] did besides writing: the offset a MARSIM or ROS export was moved by, and the warnings to show.
+pub struct Exported {
+    pub shift: Option<[f64; 3]>,
+    pub warnings: Vec<String>,
 }
 
 /// What the user must know when an export was moved to a local frame.
@@ -135,7 +142,7 @@ pub fn shift_note(s: [f64; 3]) -> String {
 /// Writes a map's cloud for another tool: the one export path of the CLI and the app. For MARSIM and ROS, a
 /// map far from the origin (georeferenced) is moved to a local frame, since PCL's point types (`PointXYZ`,
 /// `PointXYZI`) load only float coordinates, and a PCD of doubles, which a generic export writes there, does not
-/// match their fields: the offset subtracted is returned.
+/// match their fields: the offset subtracted is returned, with what the export loses.
 pub fn write(
     cloud: &Cloud,
     output: &Path,
@@ -143,7 +150,7 @@ pub fn write(
     encoding: Option<Encoding>,
     las_version: Option<LasVersion>,
     target: Target,
-) -> anyhow::Result<Option<[f64; 3]>> {
+) -> anyhow::Result<Exported> {
     let mut opts = WriteOptions {
         encoding,
         las_version,
@@ -177,10 +184,20 @@ pub fn write(
             local.origin = std::array::from_fn(|k| cloud.origin[k] - shift[k]);
             io::write(&local, output, format, &opts)
                 .with_context(|| format!("cannot write {}", output.display()))?;
-            return Ok(Some(shift));
+            return Ok(Exported {
+                shift: Some(shift),
+                warnings: export_warnings(&local, Format::Pcd, target),
+            });
         }
     }
     io::write(cloud, output, format, &opts)
         .with_context(|| format!("cannot write {}", output.display()))?;
-    Ok(None)
+    let warnings = format
+        .or_else(|| Format::from_path(output))
+        .map(|f| export_warnings(cloud, f, target))
+        .unwrap_or_default();
+    Ok(Exported {
+        shift: None,
+        warnings,
+    })
 }

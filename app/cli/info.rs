@@ -32,7 +32,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut json = Vec::new();
     for path in &args.files {
-        if is_map(path) {
+        if aerie_pipeline::map::amap::is_map_file(path) {
             let (text, value) = map_info(path)?;
             if args.json {
                 json.push(value);
@@ -55,21 +55,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&json)?);
     }
     Ok(())
-}
-
-/// Whether `path` is a packed map (by extension, else by its magic).
-fn is_map(path: &std::path::Path) -> bool {
-    if path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("amap"))
-    {
-        return true;
-    }
-    let mut head = [0u8; 8];
-    std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|_| head == aerie_pipeline::map::amap::MAGIC)
 }
 
 /// The summary of a packed map: its cloud summary plus map figures, sources, recipe and report.

@@ -288,29 +288,47 @@ pub fn print_error(err: &anyhow::Error) {
     }
 }
 
-/// The lines [`print_error`] prints. A cause whose text the line before already holds (an error that shows its
-/// source in its own message, as `path: source` does) is not repeated.
+/// The error on one line, for a status line: its causes joined by ": ", none repeated (see [`error_lines`]).
+pub fn error_text(err: &anyhow::Error) -> String {
+    let (mut parts, hint) = causes(err);
+    parts.extend(hint);
+    parts.join(": ")
+}
+
+/// The lines [`print_error`] prints.
 fn error_lines(err: &anyhow::Error) -> Vec<String> {
-    // A context shows in the chain as its own message (the wrapper type is anyhow's), so the hint's layer is
-    // recognised by its text.
-    let hint = err.downcast_ref::<Hint>().map(ToString::to_string);
-    let mut lines = Vec::new();
-    let mut last = String::new();
-    for cause in err.chain().map(ToString::to_string) {
-        if Some(&cause) == hint.as_ref() || (!lines.is_empty() && last.contains(&cause)) {
-            continue;
-        }
-        lines.push(if lines.is_empty() {
-            format!("error: {cause}")
-        } else {
-            format!("  caused by: {cause}")
-        });
-        last = cause;
-    }
+    let (causes, hint) = causes(err);
+    let mut lines: Vec<String> = causes
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if i == 0 {
+                format!("error: {c}")
+            } else {
+                format!("  caused by: {c}")
+            }
+        })
+        .collect();
     if let Some(hint) = hint {
         lines.push(format!("  hint: {hint}"));
     }
     lines
+}
+
+/// The error's causes, outermost first, and its hint. A cause whose text the one before already holds (an error
+/// that shows its source in its own message, as `path: source` does) is not repeated.
+fn causes(err: &anyhow::Error) -> (Vec<String>, Option<String>) {
+    // A context shows in the chain as its own message (the wrapper type is anyhow's), so the hint's layer is
+    // recognised by its text.
+    let hint = err.downcast_ref::<Hint>().map(ToString::to_string);
+    let mut causes: Vec<String> = Vec::new();
+    for cause in err.chain().map(ToString::to_string) {
+        if Some(&cause) == hint.as_ref() || causes.last().is_some_and(|l| l.contains(&cause)) {
+            continue;
+        }
+        causes.push(cause);
+    }
+    (causes, hint)
 }
 
 /// Parse `N` comma-separated numbers, e.g. a pose `x,y,z,roll,pitch,yaw`.

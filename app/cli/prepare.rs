@@ -157,6 +157,22 @@ pub fn report_path(map: &Path) -> PathBuf {
     map.with_extension("report.json")
 }
 
+/// What [`write_map`] wrote beside a map, read back so that a map opened and saved again keeps its report.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct StoredReport {
+    pub points_in: usize,
+    pub seconds: f64,
+    pub stages: Vec<StageReport>,
+    pub warnings: Vec<String>,
+}
+
+/// The report beside `map`, when there is one that reads.
+pub fn read_report(map: &Path) -> Option<StoredReport> {
+    let text = std::fs::read_to_string(report_path(map)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let recipe = recipe_from(args)?;

@@ -8,7 +8,7 @@ use aerie_pipeline::map::MapView;
 use aerie_pipeline::{Cloud, Error};
 use aerie_simcore::Simulator;
 use aerie_simcore::render::{Image, Method, RenderParams};
-use aerie_simcore::sensor::SensorModel;
+use aerie_simcore::sensor::{Pattern, SensorModel};
 use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xyz_rpy};
 use anyhow::Context;
 
@@ -33,8 +33,10 @@ pub struct Args {
     /// intensity, time (seconds since the frame start) and ring.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Also write the first frame as a 16-bit PNG range image (millimetres, 0 = no return): rings by columns for
-    /// spinning LiDARs, pixels for depth cameras, azimuth across and elevation down for Livox.
+    /// Also write the first frame as a 16-bit PNG image (millimetres, 0 = no return): for a depth camera its
+    /// depth image (depth along the optical axis, as RealSense and ROS give it); for LiDARs the range image,
+    /// rings by columns for spinning LiDARs (top-most beam in row 0), azimuth across and elevation down for
+    /// Livox.
     #[arg(long)]
     depth_png: Option<PathBuf>,
     /// Number of consecutive frames. With --output they become a numbered series (scan_000000.pcd, ...)
@@ -212,9 +214,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let lidar = sim
         .add_sensor(&sensor.name, sensor.clone(), Isometry3::identity())
         .map_err(|e| BadInput(e.to_string()))?;
-    if let Some((_, end)) = span
-        && !args.quiet
-    {
+    // A warning, so printed under --quiet as well.
+    if let Some((_, end)) = span {
         // The last frame fires until the next one would start.
         let reach = sim.frame_start(lidar, t0, args.frames);
         if reach > end + 1e-9 {
@@ -239,7 +240,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         if k == 0
             && let Some(png_path) = &args.depth_png
         {
-            write_range_png(png_path, &frame.range_image(&sensor))?;
+            let image = if matches!(sensor.pattern, Pattern::Pinhole(_)) {
+                frame.depth_image(&sensor)
+            } else {
+                frame.range_image(&sensor)
+            };
+            write_range_png(png_path, &image)?;
         }
         if let Some(out) = &args.output {
             if args.merge && args.frames > 1 {

@@ -29,12 +29,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         let fov = m.fov();
         println!(
-            "{:<12} {:<9} {:>9} {:>5}Hz {:>5.1}..{:<6.0} {:>4.0}..{:<4.0} {}",
+            "{:<12} {:<9} {:>9} {:>5}Hz {:>5}..{:<6.0} {:>4.0}..{:<4.0} {}",
             name,
             kind,
             m.beams_per_frame(),
             m.rate_hz,
-            m.physics.min_range_m,
+            // The shortest decimal that reads back as the value (0.05, not 0.1).
+            format!("{}", m.physics.min_range_m),
             m.physics.max_range_m,
             fov.elevation_min_rad.to_degrees(),
             fov.elevation_max_rad.to_degrees(),

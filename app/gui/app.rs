@@ -391,7 +391,8 @@ impl AerieApp {
     }
 
     fn view_options(&mut self, ui: &mut egui::Ui) {
-        ui.horizontal(|ui| {
+        // Wrapped, so that a narrow window does not push the row, and the viewport under it, past its edge.
+        ui.horizontal_wrapped(|ui| {
             let before = self.settings.color;
             egui::ComboBox::from_label("colour")
                 .selected_text(before.label())
@@ -445,7 +446,7 @@ impl AerieApp {
         if let Some(c) = cloud {
             let i = pick.source_index as usize;
             if let Some(v) = c.intensity().and_then(|v| v.get(i)) {
-                t += &format!("  intensity {v:.3}");
+                t += &format!("  intensity {v}");
             }
             if let Some(v) = c.gamma().and_then(|v| v.get(i)) {
                 t += &format!("  plane thickness {:.1} mm", v * 1000.0);

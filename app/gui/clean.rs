@@ -240,6 +240,31 @@ fn recipe_ui(ui: &mut egui::Ui, r: &mut Recipe) {
             });
         });
     }
+    // Stages a loaded recipe holds that have no control here still run: say so.
+    let others: Vec<String> = r
+        .stages
+        .iter()
+        .filter(|s| !matches!(s, Stage::Sor | Stage::Downsample | Stage::Normals))
+        .map(|s| stage_name(*s))
+        .collect();
+    if !others.is_empty() {
+        ui.colored_label(
+            ui.visuals().warn_fg_color,
+            format!(
+                "The recipe also runs {} (edit the recipe file to change {}).",
+                others.join(", "),
+                if others.len() == 1 { "it" } else { "them" }
+            ),
+        );
+    }
+}
+
+/// A stage's name as recipes write it (`filters.radius`).
+fn stage_name(stage: Stage) -> String {
+    serde_json::to_value(stage)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{stage:?}"))
 }
 
 fn recipe_file_ui(app: &mut AerieApp, ui: &mut egui::Ui) {
@@ -337,6 +362,12 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
             ))
             .strong(),
         );
+        if m.points_in != n && !app.files.is_empty() {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                "The map was made from other inputs than these: run cleaning again to make it from them.",
+            );
+        }
         report_table(ui, &m.reports);
     }
 }

@@ -9,7 +9,7 @@ use eframe::egui::{self, RichText};
 
 use super::app::AerieApp;
 use super::widgets::{Dialog, path_field};
-use crate::cli::export::{Target, write};
+use crate::cli::export::{Exported, Target, write};
 
 use crate::jobs::Job;
 
@@ -56,8 +56,8 @@ pub const CHOICES: [(&str, Format, Option<Encoding>, Target, &str); 9] = [
     ),
 ];
 
-/// The file written, its points, and the offset a MARSIM export was moved by.
-pub type Written = (PathBuf, usize, Option<[f64; 3]>);
+/// The file written, its points, and what the export did besides (offset, warnings).
+pub type Written = (PathBuf, usize, Exported);
 
 #[derive(Default)]
 pub struct ExportState {
@@ -66,14 +66,34 @@ pub struct ExportState {
     pub job: Option<Job<Written>>,
 }
 
-/// Writes the map as the chosen format to `path` in the background.
+/// Writes the map as the chosen format to `path` in the background, after the checks `aerie export` makes: not
+/// over a file the app read, and a name whose extension is the chosen format's.
 pub fn start(app: &mut AerieApp, path: PathBuf) {
     let Some(m) = &app.map else { return };
+    let (label, format, encoding, target, ext) = CHOICES[app.export.choice];
+    if let Some(named) = Format::from_path(&path)
+        && named != format
+    {
+        app.error(format!(
+            "{} names another format than {label}: name it .{ext}",
+            path.display()
+        ));
+        return;
+    }
+    let inputs: Vec<&std::path::Path> = app
+        .files
+        .iter()
+        .map(|f| f.path.as_path())
+        .chain(m.path.as_deref())
+        .collect();
+    if let Err(e) = crate::cli::not_an_input(&path, &inputs) {
+        app.error(e.to_string());
+        return;
+    }
     let cloud: Arc<Cloud> = Arc::clone(&m.cloud);
-    let (_, format, encoding, target, _) = CHOICES[app.export.choice];
     app.export.job = Some(Job::spawn("export", app.waker(), move |_| {
-        let shift = write(&cloud, &path, Some(format), encoding, None, target)?;
-        Ok((path, cloud.len(), shift))
+        let done = write(&cloud, &path, Some(format), encoding, None, target)?;
+        Ok((path, cloud.len(), done))
     }));
 }
 
@@ -81,11 +101,15 @@ pub fn poll(app: &mut AerieApp) {
     if let Some(r) = app.export.job.as_mut().and_then(Job::poll) {
         app.export.job = None;
         match r {
-            Ok((p, n, shift)) => {
-                let note = shift
+            Ok((p, n, done)) => {
+                let note = done
+                    .shift
                     .map(|s| format!("; {}", crate::cli::export::shift_note(s)))
                     .unwrap_or_default();
                 app.info(format!("exported {n} points to {}{note}", p.display()));
+                for w in done.warnings {
+                    app.error(format!("warning: {}: {w}", p.display()));
+                }
             }
             Err(e) => app.error(e),
         }
@@ -94,10 +118,18 @@ pub fn poll(app: &mut AerieApp) {
 
 pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     ui.heading("Export the map");
+    let before = app.export.choice;
     for (i, c) in CHOICES.iter().enumerate() {
         ui.radio_value(&mut app.export.choice, i, c.0);
     }
     let ext = CHOICES[app.export.choice].4;
+    if app.export.choice != before {
+        // The path follows the format chosen, so that the file holds what its name says.
+        let path = PathBuf::from(app.export.path.trim());
+        if Format::from_path(&path).is_some() {
+            app.export.path = path.with_extension(ext).display().to_string();
+        }
+    }
     ui.horizontal(|ui| {
         path_field(
             ui,

@@ -14,6 +14,8 @@ use eframe::egui::{self, RichText};
 
 use super::app::{AerieApp, Imported, MapDoc, Step};
 use super::view::PointLayer;
+use crate::cli::prepare::{StoredReport, read_report};
+use crate::cli::same_file;
 use crate::jobs::Job;
 
 /// What a file turned out to be.
@@ -27,6 +29,8 @@ pub enum Loaded {
         path: PathBuf,
         packed: Box<PackedMap>,
         cloud: Cloud,
+        /// The report beside it, carried over when the map is saved again.
+        report: Option<StoredReport>,
     },
 }
 
@@ -51,9 +55,10 @@ pub fn start(app: &mut AerieApp, paths: Vec<PathBuf>) {
         let mut out = Vec::new();
         for p in paths {
             progress.stage(&format!("read {}", file_name(&p)), 0);
-            out.push(load(&p).map_err(|e| format!("{e:#}")));
+            out.push(load(&p).map_err(|e| crate::cli::error_text(&e)));
+            // A reader does not stop part-way; what was read while Cancel was pressed is dropped.
             if progress.is_cancelled() {
-                break;
+                anyhow::bail!("cancelled: no file of this import was added");
             }
         }
         Ok(out)
@@ -62,10 +67,7 @@ pub fn start(app: &mut AerieApp, paths: Vec<PathBuf>) {
 }
 
 fn load(path: &Path) -> anyhow::Result<Loaded> {
-    let is_map = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("amap"));
+    let is_map = aerie_pipeline::map::amap::is_map_file(path);
     if is_map {
         let file =
             AmapFile::open(path).with_context(|| format!("cannot open map {}", path.display()))?;
@@ -73,6 +75,7 @@ fn load(path: &Path) -> anyhow::Result<Loaded> {
             path: path.to_path_buf(),
             packed: Box::new(file.to_packed_map()),
             cloud: file.to_cloud(),
+            report: read_report(path),
         });
     }
     // Imported scans are kept for the map (the viewer colours by height, intensity or RGB): read without what a
@@ -105,6 +108,11 @@ pub fn poll(app: &mut AerieApp) {
     };
     app.import.job = None;
     let first = app.files.is_empty() && app.map.is_none();
+    if first {
+        // Nothing is shown: the view starts afresh from what comes in (a file far from the last one, removed,
+        // would be drawn to f32 rounding around that file's origin).
+        app.view_origin = None;
+    }
     match result {
         Ok(loaded) => {
             for l in loaded {
@@ -121,6 +129,10 @@ pub fn poll(app: &mut AerieApp) {
     }
 }
 
+/// Beyond this distance from what is shown a file is most likely in another coordinate system (the merge's own
+/// limit: `filters::merge`).
+const FAR_KM: f64 = 16.0;
+
 fn add(app: &mut AerieApp, loaded: Loaded) {
     let mode = app.settings.color;
     let path = match &loaded {
@@ -131,6 +143,29 @@ fn add(app: &mut AerieApp, loaded: Loaded) {
     app.settings.recent.truncate(10);
     match loaded {
         Loaded::Scan { path, cloud, info } => {
+            if let Some(twin) = app.files.iter().find(|f| same_file(&f.path, &path)) {
+                app.error(format!(
+                    "{} is already imported (as {}): its points would be merged twice",
+                    path.display(),
+                    twin.path.display()
+                ));
+                return;
+            }
+            if let (Some(o), Some((lo, hi))) = (app.view_origin, cloud.bounds()) {
+                let centre: [f64; 3] = std::array::from_fn(|k| 0.5 * (lo[k] + hi[k]));
+                let km = (0..3)
+                    .map(|k| (centre[k] - o[k]).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+                    / 1e3;
+                if km > FAR_KM {
+                    app.error(format!(
+                        "warning: {} lies {km:.0} km from the files already shown: are they in one coordinate \
+                         system? Cleaning will refuse to merge them",
+                        path.display()
+                    ));
+                }
+            }
             let origin = app.origin_for(&cloud);
             let mut layer = PointLayer::from_cloud(&cloud, origin, mode, None);
             layer.point_size_px = app.settings.point_size_px;
@@ -152,6 +187,7 @@ fn add(app: &mut AerieApp, loaded: Loaded) {
             path,
             packed,
             cloud,
+            report,
         } => {
             let origin = app.origin_for(&cloud);
             let mut layer = PointLayer::from_cloud(&cloud, origin, mode, None);
@@ -176,16 +212,20 @@ fn add(app: &mut AerieApp, loaded: Loaded) {
                 ));
                 Recipe::default()
             });
-            app.map = Some(MapDoc {
+            let report = report.unwrap_or_else(|| StoredReport {
                 points_in: cloud.len(),
+                ..StoredReport::default()
+            });
+            app.map = Some(MapDoc {
+                points_in: report.points_in,
                 packed: Arc::new(*packed),
                 cloud: Arc::new(cloud),
-                reports: Vec::new(),
-                warnings: Vec::new(),
+                reports: report.stages,
+                warnings: report.warnings,
                 recipe,
                 layer,
                 path: Some(path),
-                seconds: 0.0,
+                seconds: report.seconds,
             });
             app.step = Step::Map;
         }
@@ -200,20 +240,30 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
             .button("Open files…")
             .on_hover_text("The desktop's file dialog (xdg-desktop-portal); without one, drop files or type a path")
             .clicked()
-            && let Some(paths) = rfd::FileDialog::new()
+        {
+            let asked = std::time::Instant::now();
+            match rfd::FileDialog::new()
                 .add_filter("scans and maps", &EXTENSIONS)
                 .pick_files()
-        {
-            start(app, paths);
+            {
+                Some(paths) => start(app, paths),
+                // Nobody closes a dialog this fast: there was none to show.
+                None if asked.elapsed().as_secs_f64() < 0.3 => app.error(
+                    "no file dialog could be shown (this desktop has no xdg-desktop-portal): type a path below \
+                     or drop the files on the window",
+                ),
+                None => {}
+            }
         }
     });
     ui.horizontal(|ui| {
-        ui.add(
+        let field = ui.add(
             egui::TextEdit::singleline(&mut app.import.path_text)
                 .hint_text("or type a path")
                 .desired_width(220.0),
         );
-        if ui.button("Import").clicked() && !app.import.path_text.trim().is_empty() {
+        let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        if (ui.button("Import").clicked() || entered) && !app.import.path_text.trim().is_empty() {
             let p = PathBuf::from(app.import.path_text.trim());
             start(app, vec![p]);
         }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use aerie_simcore::flight::Flight;
 use aerie_simcore::mission::Mission;
 use aerie_simcore::render::Image;
-use aerie_simcore::simulator::{Map, SensorId};
+use aerie_simcore::simulator::Map;
 use aerie_simcore::world::CollisionEvent;
 use nalgebra::Point3;
 
@@ -124,6 +124,11 @@ impl Live {
     pub fn stop(&self) {
         self.ctl.stop.store(true, Ordering::Relaxed);
     }
+
+    /// Whether the user stopped the flight.
+    pub fn stopped(&self) -> bool {
+        self.ctl.stop.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for Live {
@@ -141,8 +146,8 @@ fn fly(
     wake: &dyn Fn(),
 ) -> Result<(), String> {
     let mut flight = Flight::new(map, mission, Path::new(".")).map_err(|e| e.to_string())?;
-    let sensor = (flight.simulator().sensor_count() > 0)
-        .then(|| flight.simulator().sensor(SensorId(0)).clone());
+    let sim = flight.simulator();
+    let sensor = sim.sensor_ids().next().map(|id| sim.sensor(id).clone());
     if let Ok(mut s) = shared.lock() {
         s.end = flight.end_time();
     }

@@ -147,7 +147,11 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
         ui.label(format!("{} m", m.packed.resolution));
         ui.end_row();
         ui.label("buckets");
-        ui.label(format!("{} of {} m", h.buckets.len(), m.packed.bucket_size));
+        ui.label(format!(
+            "{} of {:.2} m",
+            h.buckets.len(),
+            m.packed.bucket_size
+        ));
         ui.end_row();
         ui.label("saved as");
         ui.label(

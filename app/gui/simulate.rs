@@ -213,6 +213,7 @@ pub fn poll(app: &mut AerieApp) {
     refresh_default_start(app);
     let Some(live) = &app.sim.live else { return };
     let snap = live.snapshot();
+    let stopped = live.stopped();
     if snap.scan_seq != app.sim.scan_seq {
         app.sim.scan_seq = snap.scan_seq;
         if let Some(r) = &snap.range {
@@ -234,9 +235,15 @@ pub fn poll(app: &mut AerieApp) {
     if done {
         app.sim.reported = true;
         let s = &app.sim.snap;
+        let how = if stopped {
+            format!("stopped at {:.1} s of {:.1} s", s.t, s.end)
+        } else if s.t < s.end - 0.01 {
+            format!("ended by a collision at {:.1} s of {:.1} s", s.t, s.end)
+        } else {
+            format!("finished at {:.1} s", s.t)
+        };
         let msg = format!(
-            "flight ended at {:.1} s, {} collision(s), {:.1}x real time",
-            s.t,
+            "flight {how}, {} collision(s), {:.1}x real time",
             s.events.len(),
             s.real_time_factor
         );

@@ -36,7 +36,7 @@ click 225 193; click 1160 520     # goal right of it
 click 24 261 14                   # Fly
 shot 4_simulate
 click 40 41 2                     # 5 Export (MARSIM is the default choice)
-click 100 281; xdotool type --delay 30 "$work/lone_marsim.pcd"; sleep 0.5
-click 35 304 3                    # Export
+click 97 303; xdotool type --delay 30 "$work/lone_marsim.pcd"; sleep 0.5
+click 35 327 3                    # Export
 shot 5_export
 test -s "$work/lone_marsim.pcd" && echo "screenshots written to $out/app_*.png"

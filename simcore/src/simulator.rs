@@ -60,7 +60,8 @@ impl Map {
         if Map::is_prepared(path) {
             return Ok(Map::File(Box::new(AmapFile::open(path)?)));
         }
-        let cloud = io::read(path, None, &io::ReadOptions::default())?;
+        // Columns a map does not keep are skipped at read time, as `aerie prepare` does.
+        let cloud = io::read(path, None, &aerie_pipeline::prepare::map_read_options())?;
         let recipe = Recipe {
             resolution_m: resolution_m.unwrap_or(0.1),
             ..Recipe::default()
@@ -72,9 +73,7 @@ impl Map {
     /// Whether `path` names a prepared map (`.amap`), which [`Map::open`] maps as it is, rather than a scan
     /// file it prepares.
     pub fn is_prepared(path: &Path) -> bool {
-        path.extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.eq_ignore_ascii_case("amap"))
+        aerie_pipeline::map::amap::is_map_file(path)
     }
 
     /// The map's arrays, borrowed.
@@ -98,9 +97,10 @@ impl From<AmapFile> for Map {
     }
 }
 
-/// Index of a sensor in a [`Simulator`].
+/// A sensor of a [`Simulator`], as [`Simulator::add_sensor`] or [`Simulator::sensor_ids`] gives it. The
+/// simulator's methods that take one panic on an id of another simulator with fewer sensors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SensorId(pub usize);
+pub struct SensorId(usize);
 
 /// A sensor on the vehicle: its model, where it sits, and its renderer's state.
 struct Mounted {
@@ -238,6 +238,7 @@ impl Simulator {
         model.beam_origins_m(&beams, &mut origins);
         let mut renderer = Renderer::new(&beams, &model.physics, &self.params);
         renderer.set_beam_origins(&origins);
+        renderer.set_depth_axis(matches!(model.pattern, Pattern::Pinhole(_)));
         self.sensors.push(Mounted {
             name,
             model,
@@ -255,6 +256,11 @@ impl Simulator {
         self.sensors.len()
     }
 
+    /// The sensors, in the order they were added.
+    pub fn sensor_ids(&self) -> impl Iterator<Item = SensorId> + use<> {
+        (0..self.sensors.len()).map(SensorId)
+    }
+
     /// A sensor's model.
     pub fn sensor(&self, id: SensorId) -> &SensorModel {
         &self.sensors[id.0].model
@@ -270,7 +276,8 @@ impl Simulator {
         self.sensors[id.0].body_from_sensor
     }
 
-    /// The beams of the sensor's most recent frame (for range images of Livox patterns).
+    /// The beams of the sensor's most recent frame, in firing order (`aerie bench scan --rays-out` writes them
+    /// for the peers to cast).
     pub fn beams(&self, id: SensorId) -> &[Beam] {
         &self.sensors[id.0].beams
     }

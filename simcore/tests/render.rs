@@ -1013,3 +1013,64 @@ fn beam_origins_offset_the_rays() {
         assert!((b.xyz[0] - (1.0 + lift)).abs() < 0.01, "{:?}", b.xyz);
     }
 }
+
+/// A depth camera measures depth along its optical axis: facing a wall, every pixel reads the wall's distance
+/// whatever its angle off the axis, with the stereo noise sigma_z = k z^2 of that depth, and the range limits
+/// bound the depth, so the image corners, farther along their rays, still return.
+#[test]
+fn depth_cameras_measure_depth_along_their_axis() {
+    let wall = Scene {
+        prims: vec![Surface::rect(
+            [3.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+            6.0,
+            6.0,
+        )],
+    };
+    let map = TestMap::build(&wall, 0.05, ORIGIN);
+    let model = aerie_simcore::sensor::SensorModel::preset("d455").unwrap();
+    let mut beams = Vec::new();
+    model.beams(0, &mut beams);
+    let pose = pose_from_xyz_rpy(ORIGIN[0], ORIGIN[1], ORIGIN[2], 0.0, 0.0, 0.0);
+    let k = 0.02f32;
+    let run = |physics: &Physics| {
+        let mut r = Renderer::new(&beams, physics, &params(Method::Beam, true));
+        r.set_depth_axis(true);
+        r.render(&map.view(), &Static(pose), 0.0, 0)
+    };
+    let ideal = Physics {
+        max_range_m: 3.2,
+        ..physics()
+    };
+    let frame = run(&ideal);
+    // Rays up to ~47 deg off the axis reach the wall at ~4.4 m, beyond max_range_m: they still return.
+    assert!(
+        frame.points.len() > beams.len() * 95 / 100,
+        "{}",
+        frame.points.len()
+    );
+    assert!(frame.points.iter().any(|q| q.range_m > 4.0));
+    let noisy = run(&Physics {
+        range_sigma_quadratic: k,
+        ..physics()
+    });
+    let dz: Vec<f64> = noisy
+        .points
+        .iter()
+        .map(|q| f64::from(q.xyz[0]) - 3.0)
+        .collect();
+    let sd = (dz.iter().map(|d| d * d).sum::<f64>() / dz.len() as f64).sqrt();
+    let sigma_z = f64::from(k) * 9.0;
+    assert!(
+        (sd - sigma_z).abs() < 0.05 * sigma_z,
+        "depth sd {sd}, expected {sigma_z}"
+    );
+    let image = noisy.depth_image(&model);
+    let centre = image.data[image.height / 2 * image.width + image.width / 2];
+    let corner = image.data[image.width + 1];
+    assert!(
+        (centre - 3.0).abs() < 0.5 && (corner - 3.0).abs() < 0.5,
+        "{centre} {corner}"
+    );
+}

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use aerie_simcore::sensor::{Beam, FiringTiming, Pattern, Pinhole, SensorError, SensorModel};
+use aerie_simcore::sensor::{
+    Beam, FiringTiming, Pattern, Pinhole, RingZero, SensorError, SensorModel,
+};
 
 fn preset(name: &str) -> SensorModel {
     match SensorModel::preset(name) {
@@ -200,7 +202,7 @@ mod presets {
     }
 
     #[test]
-    fn rings_cover_every_laser_or_line_bottom_first() {
+    fn rings_cover_every_laser_or_line_in_the_drivers_order() {
         for name in SensorModel::preset_names() {
             let model = preset(name);
             let beams = frame(&model, 0);
@@ -213,18 +215,23 @@ mod presets {
             let seen: HashSet<u16> = beams.iter().map(|b| b.ring).collect();
             assert_eq!(seen.len(), count, "{name}");
             assert!(beams.iter().all(|b| usize::from(b.ring) < count), "{name}");
-            if let Pattern::Spinning(_) = model.pattern {
-                // Ring r's elevation is below ring r + 1's.
+            if let Pattern::Spinning(p) = &model.pattern {
+                // Velodyne's driver numbers rings from the bottom, Ouster's from the top-most beam.
+                let ouster = name.starts_with("os");
+                assert_eq!(p.ring_zero == RingZero::Top, ouster, "{name}");
                 let mut by_ring = BTreeMap::new();
                 for beam in &beams {
                     by_ring
                         .entry(beam.ring)
                         .or_insert_with(|| elevation_deg(beam));
                 }
-                let elevations: Vec<f64> = by_ring.into_values().collect();
+                let mut elevations: Vec<f64> = by_ring.into_values().collect();
+                if ouster {
+                    elevations.reverse();
+                }
                 assert!(
                     elevations.windows(2).all(|w| w[0] < w[1]),
-                    "{name}: rings not bottom-up"
+                    "{name}: rings out of the driver's order"
                 );
             }
         }
@@ -363,7 +370,8 @@ mod ouster {
         }
         assert_eq!(by_ring.len(), 64);
         for (ring, elevations) in by_ring {
-            let expected = f64::from(HALL[usize::from(ring)]);
+            // Ring 0 is the top-most beam (Ouster's driver); the table lists them bottom first.
+            let expected = f64::from(HALL[63 - usize::from(ring)]);
             assert_eq!(elevations.len(), 2048);
             assert!(
                 elevations.iter().all(|e| (e - expected).abs() < 1e-4),

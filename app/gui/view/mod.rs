@@ -84,7 +84,8 @@ impl Viewport {
         layers: &[(usize, &PointLayer)],
         overlay: &Overlay,
     ) -> ViewResponse {
-        let rect = ui.available_rect_before_wrap();
+        // Only what is visible: a rect reaching past the panel would stretch the image and move the clicks.
+        let rect = ui.available_rect_before_wrap().intersect(ui.clip_rect());
         let response = ui.allocate_rect(rect, Sense::click_and_drag());
         self.last_rect = Some(rect);
         self.handle_input(ui, &response, rect);

@@ -1,8 +1,8 @@
 //! Stages that remove or move points: crop, transform, merge, outlier removal, downsampling.
 //!
 //! Each stage is a function over [`Cloud`] with a serde parameter struct (a section of a recipe, e.g.
-//! `filters.sor`) and returns a [`crate::StageReport`]. Stages that remove points return a new cloud; stages that
-//! move points change it in place. Heavy stages run on rayon in fixed chunks; every per-point result is
+//! `filters.sor`) and returns a [`crate::StageReport`]. `crop`, `downsample` and `radius_outliers` return a new
+//! cloud; `sor` removes its outliers in place, and the stages that move points change the cloud in place. Heavy stages run on rayon in fixed chunks; every per-point result is
 //! computed independently and sums are taken in chunk order, so results do not depend on the thread count.
 
 pub mod crop;

@@ -783,8 +783,18 @@ pub(crate) fn out_fields(cloud: &Cloud, opts: &WriteOptions, style: Style) -> Ve
     if cloud.gamma().is_some() && wants(&["gamma"]) {
         out.push(f("gamma", ScalarKind::F32, Src::Gamma));
     }
-    if cloud.time().is_some() && wants(&["time"]) {
-        out.push(f("time", ScalarKind::F64, Src::Time));
+    if let Some(time) = cloud.time()
+        && wants(&["time"])
+    {
+        // The narrowest float that holds every value exactly: a simulated frame's times since its start are f32
+        // (the `float time` of the PCL point types LiDAR odometry reads), GPS times need f64.
+        let exact_f32 = time.iter().all(|&t| f64::from(t as f32) == t);
+        let kind = if exact_f32 {
+            ScalarKind::F32
+        } else {
+            ScalarKind::F64
+        };
+        out.push(f("time", kind, Src::Time));
     }
     if cloud.ring().is_some() && wants(&["ring"]) {
         out.push(f("ring", ScalarKind::U16, Src::Ring));

@@ -1892,7 +1892,13 @@ pub fn write(cloud: &Cloud, path: &Path, compress: bool, opts: &WriteOptions) ->
     let header = plan.header(cloud, compress)?;
     write_atomic(path, |file| {
         let f = file.try_clone().map_err(|e| Error::io(path, e))?;
-        let las_err = |e: las::Error| Error::format(path, "las writer", format!("{e}"));
+        // A failed write (disk full) is the system's error, not the cloud's.
+        let las_err = |e: las::Error| match e {
+            las::Error::Io(io) | las::Error::LasZipError(laz::LasZipError::IoError(io)) => {
+                Error::io(path, io)
+            }
+            e => Error::format(path, "las writer", format!("{e}")),
+        };
         let mut writer =
             las::Writer::new(BufWriter::with_capacity(1 << 20, f), header).map_err(las_err)?;
         let format = *writer.header().point_format();

@@ -395,6 +395,22 @@ fn bounds(positions: &[[f32; 3]]) -> ([f32; 3], [f32; 3]) {
     (lo, hi)
 }
 
+/// Whether `path` names a prepared map: by its extension (`.amap`, any case), else by the magic its first
+/// bytes hold, so that a map renamed is still known for one.
+pub fn is_map_file(path: &Path) -> bool {
+    if path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("amap"))
+    {
+        return true;
+    }
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|_| head == MAGIC)
+}
+
 /// Write `map` to `path` as an .amap file (atomically: a temporary file renamed into place).
 ///
 /// The output depends only on the map: two writes of equal maps give identical bytes.

@@ -234,13 +234,14 @@ impl VehicleSpec {
                 "vehicle name {name:?}: use letters, digits and _, not starting with a digit (it names ROS topics and files)"
             ));
         }
-        for (field, v) in [
-            ("max_speed_m_s", self.max_speed_m_s),
-            ("max_accel_m_s2", self.max_accel_m_s2),
+        // Beyond these no multirotor flies (racing quads reach ~50 m/s and ~5 g); a larger value is a slip.
+        for (field, v, most) in [
+            ("max_speed_m_s", self.max_speed_m_s, 100.0),
+            ("max_accel_m_s2", self.max_accel_m_s2, 100.0),
         ] {
-            if !(v.is_finite() && v > 0.0) {
+            if !(v.is_finite() && v > 0.0 && v <= most) {
                 return Err(format!(
-                    "vehicle {name}: {field} must be positive and finite, got {v}"
+                    "vehicle {name}: {field} must be above 0 and at most {most}, got {v}"
                 ));
             }
         }
@@ -641,7 +642,11 @@ mod tests {
             ),
             (
                 "max_speed_m_s = -1.0\n",
-                "max_speed_m_s must be positive and finite, got -1",
+                "max_speed_m_s must be above 0 and at most 100, got -1",
+            ),
+            (
+                "max_speed_m_s = 1e9\n",
+                "max_speed_m_s must be above 0 and at most 100, got 1000000000",
             ),
             // A sensor's name makes its topic and frame: `/uav/a b/points` is no ROS name.
             (

@@ -743,7 +743,7 @@ impl RayCtx {
 }
 
 fn cast(ctx: &Ctx, index: &BeamIndex, ray: ([f32; 3], [f32; 3])) -> Option<Hit> {
-    let t_max = ctx.physics.max_range_m.max(0.0) + index.rho_max;
+    let t_max = ctx.reach + index.rho_max;
     march(index, ray, t_max, ctx.planes, ctx.layer_window())
 }
 

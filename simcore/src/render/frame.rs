@@ -6,7 +6,7 @@ use aerie_pipeline::{Cloud, Columns};
 use nalgebra::Point3;
 
 use super::Frame;
-use crate::sensor::{Pattern, SensorModel};
+use crate::sensor::{Pattern, RingZero, SensorModel};
 
 /// A single-channel image, row-major, top row first. Pixels without a return hold 0.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,8 +117,8 @@ struct Layout {
 enum LayoutKind {
     /// Pixel = beam index.
     Pixels,
-    /// Row = top ring first, column = beam / lasers.
-    Rings { lasers: usize },
+    /// Row = the top-most beam first, column = beam / lasers; `top_first` when ring 0 is the top-most beam.
+    Rings { lasers: usize, top_first: bool },
     /// Azimuth/elevation grid over the field of view.
     Angles {
         az_max: f32,
@@ -141,7 +141,10 @@ impl Layout {
                 Layout {
                     width: p.columns as usize,
                     height: lasers,
-                    kind: LayoutKind::Rings { lasers },
+                    kind: LayoutKind::Rings {
+                        lasers,
+                        top_first: p.ring_zero == RingZero::Top,
+                    },
                 }
             }
             _ => {
@@ -167,9 +170,14 @@ impl Layout {
         let (w, h) = (self.width, self.height);
         match self.kind {
             LayoutKind::Pixels => ((p.beam as usize) < w * h).then_some(p.beam as usize),
-            LayoutKind::Rings { lasers } => {
+            LayoutKind::Rings { lasers, top_first } => {
                 let (ring, column) = (p.ring as usize, p.beam as usize / lasers);
-                (ring < h && column < w).then(|| (h - 1 - ring) * w + column)
+                let row = if top_first {
+                    ring
+                } else {
+                    h.wrapping_sub(1 + ring)
+                };
+                (ring < h && column < w).then(|| row * w + column)
             }
             LayoutKind::Angles {
                 az_max,

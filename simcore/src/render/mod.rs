@@ -231,8 +231,10 @@ pub struct FrameDebug {
     pub points_rasterised: u64,
 }
 
-/// Renders one frame with no state kept between calls. For a sequence of frames prefer [`Renderer`], which
-/// keeps the beam-derived tables, the `Auto` choice and the beam renderer's map index.
+/// Renders one frame of the beams given, with no state kept between calls: the renderer's own entry, for tests
+/// that give their own beams. A program scanning with a sensor model wants [`crate::Simulator`], which also sets
+/// each beam's origin (Ouster's beam-origin offset), a depth camera's depth axis and the Livox patterns' change
+/// from frame to frame.
 pub fn render_frame(
     map: &MapView,
     beams: &[Beam],
@@ -303,7 +305,8 @@ fn choose_with(
 }
 
 /// A renderer for one sensor: keeps what depends only on the scan pattern (beam angles, image field of view,
-/// pixel size), the `Auto` choice made on the first frame, and the beam renderer's map index.
+/// pixel size), the `Auto` choice made on the first frame, and the beam renderer's map index. [`crate::Simulator`]
+/// holds one per sensor and sets it up from the sensor's model; use it directly only with beams of your own.
 pub struct Renderer {
     beams: Vec<Beam>,
     physics: Physics,
@@ -317,6 +320,8 @@ pub struct Renderer {
     /// Where each beam leaves the sensor, in the sensor frame (Ouster beam-origin offsets, the lidar origin's
     /// height above the sensor frame); empty when every beam leaves from the sensor origin.
     origins: Vec<[f32; 3]>,
+    /// The sensor measures depth along its +x axis (a depth camera), not range along the beam.
+    depth_axis: bool,
 }
 
 /// Identity of a map view (addresses and lengths of its slices), to know when a cached index is stale.
@@ -350,7 +355,15 @@ impl Renderer {
             index: None,
             dirs: Vec::new(),
             origins: Vec::new(),
+            depth_axis: false,
         }
+    }
+
+    /// Say whether the sensor measures depth along its +x axis, as a stereo or time-of-flight depth camera does,
+    /// rather than range along each beam: then its range noise grows with that depth (sigma_z = a + b z^2) and
+    /// its range limits bound the depth, as the camera's datasheet gives them.
+    pub fn set_depth_axis(&mut self, on: bool) {
+        self.depth_axis = on;
     }
 
     /// Set where each beam leaves the sensor, in the sensor frame, one entry per beam
@@ -453,6 +466,14 @@ impl Renderer {
                 &self.origins
             } else {
                 &[]
+            },
+            depth_axis: self.depth_axis,
+            reach: if self.depth_axis {
+                // The farthest a return can lie along a beam: the depth limit over the widest beam's cosine.
+                let min_cos = self.beams.iter().fold(1.0f32, |m, b| m.min(b.dir[0]));
+                self.physics.max_range_m.max(0.0) / min_cos.max(1e-3)
+            } else {
+                self.physics.max_range_m.max(0.0)
             },
             ..ctx
         };
@@ -1009,6 +1030,11 @@ pub(crate) struct Ctx<'a> {
     output: LocalPose,
     /// Per-beam origins in the sensor frame, or empty (all at the sensor origin).
     origins: &'a [[f32; 3]],
+    /// Noise and range limits apply to the depth along the sensor's +x ([`Renderer::set_depth_axis`]).
+    depth_axis: bool,
+    /// The farthest a return can lie along any beam, metres: `max_range_m`, or for a depth camera that depth
+    /// along its widest beam.
+    pub reach: f32,
 }
 
 /// Below this |cos| between beam and normal (~88.9 deg incidence) the plane is treated as parallel to the beam.
@@ -1076,6 +1102,8 @@ impl<'a> Ctx<'a> {
             output_t,
             output,
             origins: &[],
+            depth_axis: false,
+            reach: physics.max_range_m.max(0.0),
         }
     }
 
@@ -1230,7 +1258,7 @@ impl<'a> Ctx<'a> {
         }
         let o = Point3::new(o[0] as f64, o[1] as f64, o[2] as f64) + Vector3::from(self.map.origin);
         let u = Vector3::new(u[0] as f64, u[1] as f64, u[2] as f64);
-        let mut max_t = hit.map_or(self.physics.max_range_m as f64, |h| h.t as f64);
+        let mut max_t = hit.map_or(self.reach as f64, |h| h.t as f64);
         for occ in occluders {
             if let Some((t, n)) = occ.raycast(&o, &u, max_t) {
                 max_t = t;
@@ -1257,8 +1285,17 @@ impl<'a> Ctx<'a> {
                 let beam = self.beams.get(i)?;
                 let b = self.beam_dir(i);
                 let d_true = hit.t as f64;
-                let sigma =
-                    ph.range_sigma_m as f64 + ph.range_sigma_quadratic as f64 * d_true * d_true;
+                // What the sensor measures per metre of range: 1 along the beam, the beam's cosine to the
+                // optical axis for a depth camera (its noise and limits are in depth, z = d cos).
+                let per_m = if self.depth_axis {
+                    f64::from(b[0]).max(1e-6)
+                } else {
+                    1.0
+                };
+                let z_true = d_true * per_m;
+                let sigma = (ph.range_sigma_m as f64
+                    + ph.range_sigma_quadratic as f64 * z_true * z_true)
+                    / per_m;
                 // The range sample is the first draw of the beam's stream (the direction jitter the next two),
                 // drawn here so that beams that hit nothing pay nothing for it.
                 let d = d_true
@@ -1269,7 +1306,7 @@ impl<'a> Ctx<'a> {
                     } else {
                         0.0
                     };
-                if !(d >= ph.min_range_m as f64 && d <= ph.max_range_m as f64) {
+                if !(d * per_m >= ph.min_range_m as f64 && d * per_m <= ph.max_range_m as f64) {
                     return None;
                 }
                 let r0 = self

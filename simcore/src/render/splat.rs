@@ -433,7 +433,7 @@ fn render_slice(
 fn cull(ctx: &Ctx, pose: &LocalPose, image: &Image) -> Vec<Job> {
     let o = pose.origin32();
     let rt = pose.rot_t();
-    let max_range = ctx.physics.max_range_m.max(0.0);
+    let max_range = ctx.reach;
     let n_points = ctx.map.positions.len() as u64;
     ctx.map
         .buckets

@@ -135,18 +135,25 @@ fn backticked_name(message: &str) -> Option<String> {
     message.get(start..start + len).map(str::to_string)
 }
 
-/// Inside a tagged table serde reports type errors against the whole table; the field is recovered by finding
-/// the one `key = value` line in that table (or its sub-tables) whose value is the one the message quotes
-/// (`invalid type: string "x"`). Returns the dotted path and how many lines below the table header it is.
+/// Inside a tagged table serde reports errors against the whole table; the field is recovered by finding the one
+/// `key = value` line in that table (or its sub-tables) whose value is the one the message quotes (`invalid type:
+/// string "x"`), or whose key is the unknown field it names. Returns the dotted path and how many lines below
+/// the table header it is.
 fn key_holding_value(from_table: &str, table: &str, message: &str) -> Option<(String, usize)> {
-    let rest = message
-        .strip_prefix("invalid type: ")
-        .or_else(|| message.strip_prefix("invalid value: "))?;
-    let unexpected = rest.split(", expected").next()?;
-    let needle = if let Some(string) = unexpected.strip_prefix("string ") {
-        string.to_string()
+    // (the key wanted, the value wanted): one of the two is known.
+    let (want_key, want_value) = if let Some(rest) = message.strip_prefix("unknown field ") {
+        (Some(backticked_name(rest)?), None)
     } else {
-        backticked_name(unexpected)?
+        let rest = message
+            .strip_prefix("invalid type: ")
+            .or_else(|| message.strip_prefix("invalid value: "))?;
+        let unexpected = rest.split(", expected").next()?;
+        let needle = if let Some(string) = unexpected.strip_prefix("string ") {
+            string.to_string()
+        } else {
+            backticked_name(unexpected)?
+        };
+        (None, Some(needle))
     };
     let mut current = table.to_string();
     let mut found = Vec::new();
@@ -163,9 +170,10 @@ fn key_holding_value(from_table: &str, table: &str, message: &str) -> Option<(St
         let Some((key, value)) = trimmed.split_once('=') else {
             continue;
         };
+        let key = key.trim().trim_matches('"');
         let value = value.split('#').next().unwrap_or("").trim();
-        if value == needle {
-            found.push((format!("{current}.{}", key.trim().trim_matches('"')), index));
+        if want_value.as_deref() == Some(value) || want_key.as_deref() == Some(key) {
+            found.push((format!("{current}.{key}"), index));
         }
     }
     // Two keys holding the same value would make the guess a coin toss: then name the table only.
@@ -201,6 +209,15 @@ mod tests {
                 "invalid value: integer `2`, expected u8"
             ),
             Some(("p.y".into(), 2))
+        );
+        // An unknown key in a sub-table of a tagged table is found by its name.
+        assert_eq!(
+            key_holding_value(
+                "[p]\nkind = \"s\"\n[p.f]\nkind = \"column\"\nbogus = 1\n[q]\nbogus = 2\n",
+                "p",
+                "unknown field `bogus`, there are no fields"
+            ),
+            Some(("p.f.bogus".into(), 4))
         );
     }
 

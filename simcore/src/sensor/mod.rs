@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use error::SensorError;
 pub use livox::{Rosette, Sweep};
 pub use pinhole::Pinhole;
-pub use spinning::{FiringTiming, Spinning};
+pub use spinning::{FiringTiming, RingZero, Spinning};
 
 /// One firing of one beam within a frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,14 +34,15 @@ pub struct Beam {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Physics {
-    /// Returns closer than this are dropped, metres.
+    /// Returns closer than this are dropped, metres (depth along the optical axis for a depth camera).
     pub min_range_m: f32,
-    /// Returns farther than this are dropped, metres.
+    /// Returns farther than this are dropped, metres (depth along the optical axis for a depth camera).
     pub max_range_m: f32,
     /// Range noise, 1 sigma, metres.
     #[serde(default)]
     pub range_sigma_m: f32,
-    /// Extra range noise growing with the square of the range (depth cameras: sigma_z = k * z^2), 1/metres.
+    /// Extra range noise growing with the square of the range, 1/metres. For a depth camera, the stereo model
+    /// sigma_z = k * z^2 in its depth z along the optical axis (with `range_sigma_m` as the constant term).
     #[serde(default)]
     pub range_sigma_quadratic: f32,
     /// Angular jitter of the beam direction, 1 sigma, radians.
@@ -291,12 +292,13 @@ impl SensorModel {
                 ),
             ));
         }
-        check_range("physics.range_sigma_m", p.range_sigma_m, 0.0, f32::MAX)?;
+        // Noise of a metre or more (or 1 m at 1 m for the quadratic term) is no sensor's: a unit slip.
+        check_range("physics.range_sigma_m", p.range_sigma_m, 0.0, 1.0)?;
         check_range(
             "physics.range_sigma_quadratic",
             p.range_sigma_quadratic,
             0.0,
-            f32::MAX,
+            1.0,
         )?;
         check_range("physics.angular_sigma_rad", p.angular_sigma_rad, 0.0, 1.0)?;
         check_range(

@@ -6,9 +6,9 @@ use super::spinning::unit;
 use super::{Beam, Fov, SensorError, check_range};
 
 /// A pinhole depth camera looking along +x. Pixel `(u, v)` (column `u` from the left, row `v` from the top) has
-/// the unit ray through its centre; `Beam::ring` is the row. The range along that ray is what the renderer
-/// computes; depth cameras report z-depth (range times the ray's cosine to the optical axis), but the renderer
-/// returns points, whose position is the same either way.
+/// the unit ray through its centre; `Beam::ring` is the row. A depth camera measures z-depth (range times the
+/// ray's cosine to the optical axis): the renderer applies its noise and its range limits to that depth, and
+/// `Frame::depth_image` gives it as the camera's image.
 ///
 /// Noise: `sigma_z = z^2 * s / (f_px * B)` with `s` the subpixel disparity RMS and `B` the baseline goes into
 /// `physics.range_sigma_quadratic = s / (f_px * B)` as it is; that RMS is already a standard deviation and must not

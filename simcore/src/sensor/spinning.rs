@@ -34,8 +34,13 @@ pub struct Spinning {
     #[serde(default)]
     pub lidar_origin_z_mm: f32,
     /// Elevation of each laser, degrees, in the vendor's laser-id (packet) order. Rings are assigned by sorted
-    /// elevation, bottom = 0, so interleaved Velodyne tables can be pasted as they are.
+    /// elevation (see `ring_zero`), so interleaved Velodyne tables can be pasted as they are.
     pub elevations_deg: Vec<f32>,
+    /// Which beam the vendor's driver numbers ring 0: `bottom` (Velodyne's driver: rings by elevation, lowest
+    /// first) or `top` (Ouster's: the ring is the row of its range image, top-most beam first). By default
+    /// `bottom`.
+    #[serde(default)]
+    pub ring_zero: RingZero,
     /// Azimuth offset of each laser (same order), degrees, counter-clockwise positive. Empty means none.
     /// Vendors publish them clockwise (Velodyne's rotational correction, Ouster's `beam_azimuth_angles`): negate
     /// those values.
@@ -45,12 +50,24 @@ pub struct Spinning {
     pub firing: FiringTiming,
 }
 
+/// Where a spinning LiDAR's driver starts numbering its rings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RingZero {
+    /// Ring 0 is the lowest beam (Velodyne).
+    #[default]
+    Bottom,
+    /// Ring 0 is the top-most beam (Ouster).
+    Top,
+}
+
 /// When the lasers of one column fire.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FiringTiming {
-    /// Every laser of a column shares the column's time, `column / (columns * rate_hz)` (Ouster).
-    Column,
+    /// Every laser of a column shares the column's time, `column / (columns * rate_hz)` (Ouster). A struct
+    /// variant with no fields, so that a stray key under it is refused rather than ignored.
+    Column {},
     /// Lasers fire one group after another (Velodyne): laser `id` fires at
     /// `column * cycle_us + slot(id) * step_us`, where `slot(id)` is `slots[id]` when `slots` is given and
     /// `id / group_size` otherwise. VLP-16: cycle 55.296, step 2.304, group 1. VLP-32C: pairs, group 2.
@@ -83,7 +100,8 @@ fn default_group_size() -> u32 {
 }
 
 impl Spinning {
-    /// Ring of each laser id: its rank by elevation, bottom = 0 (ties keep id order).
+    /// Ring of each laser id: its rank by elevation, from the bottom or the top as `ring_zero` says (ties keep
+    /// id order from the bottom).
     pub fn rings(&self) -> Vec<u16> {
         let mut ids: Vec<usize> = (0..self.elevations_deg.len()).collect();
         ids.sort_by(|&a, &b| {
@@ -91,6 +109,9 @@ impl Spinning {
             let eb = self.elevations_deg.get(b).copied().unwrap_or(0.0);
             ea.total_cmp(&eb).then(a.cmp(&b))
         });
+        if self.ring_zero == RingZero::Top {
+            ids.reverse();
+        }
         let mut rings = vec![0u16; ids.len()];
         for (rank, id) in ids.into_iter().enumerate() {
             if let Some(ring) = rings.get_mut(id) {
@@ -103,7 +124,7 @@ impl Spinning {
     /// Firing slot of laser `id` within its column (0 for column timing).
     fn slot(&self, id: usize) -> u32 {
         match &self.firing {
-            FiringTiming::Column => 0,
+            FiringTiming::Column {} => 0,
             FiringTiming::Sequential {
                 group_size, slots, ..
             } => match slots.get(id) {
@@ -116,7 +137,7 @@ impl Spinning {
     /// Start time of a column, seconds since the frame start.
     fn column_time_s(&self, column: u32, rate_hz: f64) -> f64 {
         match &self.firing {
-            FiringTiming::Column => f64::from(column) / (f64::from(self.columns) * rate_hz),
+            FiringTiming::Column {} => f64::from(column) / (f64::from(self.columns) * rate_hz),
             FiringTiming::Sequential { cycle_us, .. } => {
                 f64::from(column) * f64::from(*cycle_us) * 1e-6
             }
@@ -125,7 +146,7 @@ impl Spinning {
 
     fn slot_time_s(&self, slot: u32) -> f64 {
         match &self.firing {
-            FiringTiming::Column => 0.0,
+            FiringTiming::Column {} => 0.0,
             FiringTiming::Sequential { step_us, .. } => {
                 f64::from(slot) * f64::from(*step_us) * 1e-6
             }
@@ -392,6 +413,7 @@ mod tests {
             beam_origin_offset_mm: 0.0,
             lidar_origin_z_mm: 0.0,
             elevations_deg: elevations.to_vec(),
+            ring_zero: RingZero::Bottom,
             azimuth_offsets_deg: Vec::new(),
             firing,
         }
@@ -408,7 +430,7 @@ mod tests {
 
     #[test]
     fn rings_rank_by_elevation_with_ties_in_id_order() {
-        let s = spinning(&[3.0, -1.0, 3.0, -5.0], FiringTiming::Column);
+        let s = spinning(&[3.0, -1.0, 3.0, -5.0], FiringTiming::Column {});
         assert_eq!(s.rings(), vec![2, 1, 3, 0]);
     }
 
@@ -424,7 +446,7 @@ mod tests {
             (0..4).map(|id| s.slot(id)).collect::<Vec<_>>(),
             [0, 1, 0, 1]
         );
-        assert_eq!(spinning(&[0.0; 4], FiringTiming::Column).slot(3), 0);
+        assert_eq!(spinning(&[0.0; 4], FiringTiming::Column {}).slot(3), 0);
     }
 
     #[test]
@@ -433,7 +455,7 @@ mod tests {
         assert!(ok.validate(10.0).is_ok());
         let cases: [(Spinning, &str); 6] = [
             (
-                spinning(&[], FiringTiming::Column),
+                spinning(&[], FiringTiming::Column {}),
                 "pattern.elevations_deg",
             ),
             (
@@ -462,7 +484,7 @@ mod tests {
             (
                 Spinning {
                     columns: 1 << 21,
-                    ..spinning(&[0.0; 64], FiringTiming::Column)
+                    ..spinning(&[0.0; 64], FiringTiming::Column {})
                 },
                 "pattern.columns",
             ),
@@ -477,7 +499,7 @@ mod tests {
 
     #[test]
     fn counter_clockwise_columns_step_forward() {
-        let s = spinning(&[0.0], FiringTiming::Column);
+        let s = spinning(&[0.0], FiringTiming::Column {});
         let mut beams = Vec::new();
         s.generate(10.0, &mut beams);
         let expected = [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]];

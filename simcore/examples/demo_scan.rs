@@ -2,7 +2,7 @@
 //! and print what each step did (points, labels, seconds) and which points the preparation kept, by what they
 //! lie on (the ground truth only a simulated scan has).
 //!
-//! cargo run --release --example demo_scan -- /tmp/demo/raw_scan.laz [SEED]
+//! cargo run --release -p aerie-simcore --example demo_scan -- /tmp/demo/raw_scan.laz [SEED]
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
