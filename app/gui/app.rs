@@ -401,6 +401,17 @@ impl AerieApp {
                         ui.selectable_value(&mut self.settings.color, m, m.label());
                     }
                 });
+            let shown: Vec<&Cloud> = self.shown_clouds().collect();
+            if !shown.is_empty()
+                && !shown
+                    .iter()
+                    .any(|c| has_colour_source(c, self.settings.color))
+            {
+                ui.label(
+                    RichText::new(format!("(no {} here: grey)", self.settings.color.label()))
+                        .weak(),
+                );
+            }
             let size_before = self.settings.point_size_px;
             ui.add(egui::Slider::new(&mut self.settings.point_size_px, 1.0..=6.0).text("point px"));
             if before != self.settings.color || size_before != self.settings.point_size_px {
@@ -415,6 +426,16 @@ impl AerieApp {
                 self.frame_all();
             }
         });
+    }
+
+    /// The clouds the viewport shows now.
+    fn shown_clouds(&self) -> impl Iterator<Item = &Cloud> {
+        self.layers()
+            .into_iter()
+            .filter_map(|(slot, _)| match slot {
+                SLOT_MAP => self.map.as_ref().map(|m| m.cloud.as_ref()),
+                i => self.files.get(i).map(|f| f.cloud.as_ref()),
+            })
     }
 
     /// Points the camera at everything loaded.
@@ -624,5 +645,16 @@ impl eframe::App for AerieApp {
 
     fn on_exit(&mut self) {
         self.sim.stop();
+    }
+}
+
+/// Whether `cloud` holds what colour mode `mode` draws from.
+fn has_colour_source(cloud: &Cloud, mode: ColorMode) -> bool {
+    match mode {
+        ColorMode::Height => true,
+        ColorMode::Intensity => cloud.intensity().is_some(),
+        ColorMode::PlaneThickness => cloud.gamma().is_some(),
+        ColorMode::Normal => cloud.normals().is_some(),
+        ColorMode::Rgb => cloud.color().is_some(),
     }
 }

@@ -468,6 +468,8 @@ pub fn side_panel(app: &mut AerieApp, ui: &mut egui::Ui) {
             .include_x(t1.max(t0 + 1.0))
             .include_y(y0)
             .include_y(y1.max(y0 + 0.1))
+            // Marks rounded to a thousandth: a level vehicle's attitude otherwise reads 0.00000000000002.
+            .y_axis_formatter(|mark, _| format!("{}", (mark.value * 1000.0).round() / 1000.0 + 0.0))
             .show(ui, |p| {
                 for (k, name) in keys {
                     p.line(Line::new(*name, series(*k)));

@@ -54,8 +54,9 @@ pub enum Map {
 }
 
 impl Map {
-    /// Opens `path`: an `.amap` is memory-mapped; any other scan file (LAS, PLY, PCD, E57...) is prepared in
-    /// memory with the default recipe at `resolution_m` (0.1 m when `None`).
+    /// Opens `path`: an `.amap` is memory-mapped (it has its own resolution: `resolution_m` is not used); any
+    /// other scan file (LAS, PLY, PCD, E57...) is prepared in memory with the default recipe at `resolution_m`
+    /// (0.1 m when `None`).
     pub fn open(path: &Path, resolution_m: Option<f64>) -> Result<Map, SimError> {
         if Map::is_prepared(path) {
             return Ok(Map::File(Box::new(AmapFile::open(path)?)));

@@ -68,8 +68,20 @@ impl Tum {
     /// Reads a TUM trajectory file (`t x y z qx qy qz qw` per line; `#` comments and blank lines skipped).
     pub fn load(path: impl AsRef<Path>) -> Result<Tum> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Tum::parse(&text, path)
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            let line = bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            Error::format(
+                path,
+                format!("line {line}"),
+                "not text: expected lines of `t x y z qx qy qz qw` (a TUM trajectory)",
+            )
+        })?;
+        Tum::parse(text, path)
     }
 
     /// Parses TUM text; `path` only names the source in error messages.

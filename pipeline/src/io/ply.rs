@@ -213,6 +213,19 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
                 });
             }
             ["end_header"] => break,
+            // A known keyword with the wrong number of words (a line cut short).
+            [key @ ("format" | "element" | "property"), ..] => {
+                let form = match *key {
+                    "format" => "format ascii|binary_little_endian|binary_big_endian 1.0",
+                    "element" => "element NAME COUNT",
+                    _ => "property TYPE NAME or property list COUNT_TYPE ITEM_TYPE NAME",
+                };
+                return Err(Error::format(
+                    path,
+                    &place,
+                    format!("expected `{form}`, found {}", quote(raw)),
+                ));
+            }
             _ => {
                 return Err(Error::format(
                     path,
@@ -594,6 +607,26 @@ mod tests {
 
     fn read(text: &[u8]) -> Result<Cloud> {
         read_bytes(text, Path::new("t.ply"), &ReadOptions::default())
+    }
+
+    /// A header line cut short names the form it should have, not the keyword it starts with as unknown.
+    #[test]
+    fn a_header_line_cut_short_says_what_it_needs() {
+        for (text, want) in [
+            (
+                "ply\nformat\n",
+                "line 2: expected `format ascii|binary_little_endian",
+            ),
+            (
+                "ply\nformat ascii 1.0\nelement vertex\n",
+                "expected `element NAME COUNT`",
+            ),
+        ] {
+            let e = read_bytes(text.as_bytes(), Path::new("t.ply"), &ReadOptions::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]
