@@ -420,12 +420,51 @@ impl AerieApp {
             if self.map.is_some() && !self.files.is_empty() {
                 ui.checkbox(&mut self.show_raw, "raw scans");
             }
+            self.cut_ui(ui);
             ui.checkbox(&mut self.view.fly, "fly (WASD QE)")
                 .on_hover_text("Move the camera with W A S D, Q and E");
             if ui.button("Frame all").clicked() {
                 self.frame_all();
             }
         });
+    }
+
+    /// "cut above": hides what lies above a height (in the map's z), to see and click inside a building.
+    fn cut_ui(&mut self, ui: &mut egui::Ui) {
+        let mut on = self.view.cut_above.is_some();
+        let toggled = ui
+            .checkbox(&mut on, "cut above")
+            .on_hover_text("Hide the points above a height (a roof) to see and click inside")
+            .changed();
+        if toggled {
+            self.view.cut_above = on.then(|| self.default_cut());
+        }
+        let o = self.view_origin.unwrap_or_default()[2];
+        if let Some(z) = &mut self.view.cut_above {
+            let mut world = o + f64::from(*z);
+            if ui
+                .add(egui::DragValue::new(&mut world).speed(0.05).suffix(" m"))
+                .changed()
+            {
+                *z = (world - o) as f32;
+            }
+        }
+    }
+
+    /// A first cut height: 60% of the way up what is shown, below the roof of a hall.
+    fn default_cut(&self) -> f32 {
+        let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+        for (_, l) in self.layers() {
+            for p in l.points.iter().step_by((l.len() / 50_000).max(1)) {
+                lo = lo.min(p.pos[2]);
+                hi = hi.max(p.pos[2]);
+            }
+        }
+        if lo.is_finite() {
+            lo + 0.6 * (hi - lo)
+        } else {
+            0.0
+        }
     }
 
     /// The clouds the viewport shows now.

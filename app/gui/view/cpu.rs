@@ -13,9 +13,9 @@ use super::points::PointLayer;
 pub fn rasterise(
     camera: &Camera,
     layers: &[(PointLayer, usize)],
-    w: usize,
-    h: usize,
+    (w, h): (usize, usize),
     bg: [u8; 3],
+    cut_above: f32,
 ) -> Vec<[u8; 4]> {
     let mut color = vec![[bg[0], bg[1], bg[2], 255]; w * h];
     let mut depth = vec![f32::INFINITY; w * h];
@@ -24,6 +24,9 @@ pub fn rasterise(
     for (layer, count) in layers {
         let r = (layer.point_size_px * 0.5).round().max(0.0) as isize;
         for p in layer.points.iter().take(*count) {
+            if p.pos[2] > cut_above {
+                continue;
+            }
             let Some(([x, y], z)) = Camera::project(&vp, p.pos, [w as f32, h as f32]) else {
                 continue;
             };
@@ -69,10 +72,16 @@ mod tests {
             (0..50).flat_map(|i| (0..50).map(move |j| [i as f32 * 0.2, j as f32 * 0.2, 0.0]));
         let layer = PointLayer::solid(grid, [255, 255, 255], 2.0);
         let cam = Camera::framing([0.0, 0.0, 0.0], [10.0, 10.0, 0.0]);
-        let img = rasterise(&cam, &[(layer.clone(), layer.len())], 200, 150, [0, 0, 0]);
+        let img = rasterise(
+            &cam,
+            &[(layer.clone(), layer.len())],
+            (200, 150),
+            [0, 0, 0],
+            f32::MAX,
+        );
         let lit = img.iter().filter(|c| c[0] == 255).count();
         assert!(lit > 2000, "{lit} pixels lit");
-        let none = rasterise(&cam, &[], 200, 150, [0, 0, 0]);
+        let none = rasterise(&cam, &[], (200, 150), [0, 0, 0], f32::MAX);
         assert!(none.iter().all(|c| c[0] == 0));
     }
 
@@ -87,7 +96,16 @@ mod tests {
         };
         let low = PointLayer::solid([[0.0, 0.0, 0.0]].into_iter(), [255, 0, 0], 3.0);
         let high = PointLayer::solid([[0.0, 0.0, 2.0]].into_iter(), [0, 255, 0], 3.0);
-        let img = rasterise(&cam, &[(high, 1), (low, 1)], 64, 64, [0, 0, 0]);
+        let img = rasterise(
+            &cam,
+            &[(high.clone(), 1), (low.clone(), 1)],
+            (64, 64),
+            [0, 0, 0],
+            f32::MAX,
+        );
         assert_eq!(img[32 * 64 + 32], [0, 255, 0, 255]);
+        // With the cut between them, the roof is lifted: the lower point shows.
+        let img = rasterise(&cam, &[(high, 1), (low, 1)], (64, 64), [0, 0, 0], 1.0);
+        assert_eq!(img[32 * 64 + 32], [255, 0, 0, 255]);
     }
 }

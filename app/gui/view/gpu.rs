@@ -42,6 +42,10 @@ struct VOut { @builtin(position) clip: vec4<f32>, @location(0) color: vec4<f32>,
     }
     var out: VOut;
     out.clip = c;
+    // Points above the cut height (eye.w) go outside the view volume: a roof lifted off to see inside.
+    if (p.pos.z > u.eye.w) {
+        out.clip = vec4<f32>(2.0, 2.0, 2.0, 1.0);
+    }
     out.color = vec4<f32>(p.color.rgb * shade, 1.0);
     out.corner = corners[vi];
     return out;
@@ -263,6 +267,8 @@ pub struct DrawPoints {
     pub key: u64,
     pub view_proj: [[f32; 4]; 4],
     pub eye: [f32; 3],
+    /// Points higher than this (view z) are not drawn.
+    pub cut_above: f32,
     pub size_px: [u32; 2],
     pub background: [f64; 3],
     pub layers: Vec<(usize, PointLayer)>,
@@ -399,7 +405,7 @@ impl DrawPoints {
     fn uniforms(&self, layer: &PointLayer) -> Uniforms {
         Uniforms {
             view_proj: self.view_proj,
-            eye: [self.eye[0], self.eye[1], self.eye[2], 1.0],
+            eye: [self.eye[0], self.eye[1], self.eye[2], self.cut_above],
             params: [
                 self.size_px[0] as f32,
                 self.size_px[1] as f32,

@@ -52,6 +52,9 @@ pub struct Viewport {
     pub drawn: usize,
     /// Where the viewport was last drawn, in points.
     pub last_rect: Option<Rect>,
+    /// Points above this height (view z) are neither drawn nor picked: the roof of a building lifted off, to
+    /// see and click inside it.
+    pub cut_above: Option<f32>,
 }
 
 impl Default for Viewport {
@@ -66,6 +69,7 @@ impl Default for Viewport {
             cpu_key: None,
             drawn: 0,
             last_rect: None,
+            cut_above: None,
         }
     }
 }
@@ -177,6 +181,11 @@ impl Viewport {
         true
     }
 
+    /// The height above which nothing is drawn (view z), `f32::MAX` when there is no cut.
+    fn cut(&self) -> f32 {
+        self.cut_above.unwrap_or(f32::MAX)
+    }
+
     /// There is nothing to draw: the image is complete as it is.
     pub fn show_nothing(&self) {
         self.fill
@@ -233,6 +242,7 @@ impl Viewport {
         .map(f32::to_bits)
         .hash(&mut h);
         size_px.hash(&mut h);
+        self.cut().to_bits().hash(&mut h);
         for (slot, l) in layers {
             (slot, l.version, l.point_size_px.to_bits(), l.shaded).hash(&mut h);
         }
@@ -242,6 +252,7 @@ impl Viewport {
             key: h.finish(),
             view_proj: vp.into(),
             eye: self.camera.eye().coords.into(),
+            cut_above: self.cut(),
             size_px,
             background: bg,
             layers: layers
@@ -278,6 +289,7 @@ impl Viewport {
             [w, h],
             cam_key,
             self.drawn,
+            self.cut().to_bits(),
         );
         if self.cpu_key.as_ref() != Some(&key) || self.cpu_texture.is_none() {
             let owned: Vec<(PointLayer, usize)> = layers
@@ -288,9 +300,9 @@ impl Viewport {
             let px = cpu::rasterise(
                 c,
                 &owned,
-                w as usize,
-                h as usize,
+                (w as usize, h as usize),
                 [BACKGROUND.r(), BACKGROUND.g(), BACKGROUND.b()],
+                self.cut(),
             );
             let image = egui::ColorImage::from_rgba_unmultiplied(
                 [w as usize, h as usize],
@@ -370,6 +382,9 @@ impl Viewport {
         let mut best: Option<(f32, Pick)> = None;
         for ((slot, layer), &n) in layers.iter().zip(counts) {
             for (k, p) in layer.points.iter().take(n).enumerate() {
+                if p.pos[2] > self.cut() {
+                    continue;
+                }
                 let Some(([x, y], z)) = Camera::project(&vp, p.pos, size) else {
                     continue;
                 };
@@ -391,7 +406,7 @@ impl Viewport {
     }
 }
 
-/// What the CPU image depends on: layer versions, size in pixels, camera, points drawn.
-type CpuKey = (Vec<u64>, [u32; 2], [u32; 5], usize);
+/// What the CPU image depends on: layer versions, size in pixels, camera, points drawn, the cut height.
+type CpuKey = (Vec<u64>, [u32; 2], [u32; 5], usize, u32);
 
 pub const BACKGROUND: Color32 = Color32::from_rgb(22, 24, 29);
