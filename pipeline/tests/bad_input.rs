@@ -118,3 +118,19 @@ fn laz_chunk_table_offset_inside_its_own_field_is_an_error() {
         assert!(err.contains("chunk table"), "{err}");
     }
 }
+
+/// A LAZ whose header declares more points than its chunks hold: the decoder runs out of bytes, and the error
+/// says what most likely happened rather than only "failed to fill whole buffer".
+#[test]
+fn laz_with_more_points_declared_than_held_says_so() {
+    let rel = "las/las11_airborne_small.laz";
+    let Some(path) = shared_file(rel) else { return };
+    let mut data = std::fs::read(&path).unwrap();
+    let count = u32::from_le_bytes(data[107..111].try_into().unwrap());
+    data[107..111].copy_from_slice(&(count + 1000).to_le_bytes());
+    let err = read(&data, rel, Format::Las).expect_err("1000 points too many were accepted");
+    assert!(
+        err.contains("declare more points than the file has"),
+        "{err}"
+    );
+}

@@ -1603,6 +1603,7 @@ fn read_laz_chunks(
         .into_par_iter()
         .map(|(c, from, first, view)| {
             let e = &entries[c];
+            let points = e.point_count;
             let to = from + e.byte_count as usize;
             let place = format!("compressed chunk {c} (bytes {from} to {to})");
             guarded(path, &place, || {
@@ -1615,6 +1616,16 @@ fn read_laz_chunks(
                     e.point_count as usize,
                 )
                 .map_err(|fault| match fault {
+                    // The chunk's bytes ran out before its points did: most often a header that declares more
+                    // points than the file holds.
+                    ChunkFault::Laz(e) if e.contains("fill whole buffer") => Error::format(
+                        path,
+                        place.clone(),
+                        format!(
+                            "laz: {e}: the chunk ends before the {points} points it should hold (does the \
+                             header declare more points than the file has?)"
+                        ),
+                    ),
                     ChunkFault::Laz(e) => Error::format(path, place.clone(), format!("laz: {e}")),
                     ChunkFault::NotFinite(i) => not_finite(path, first + i as u64),
                 })
