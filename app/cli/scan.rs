@@ -295,6 +295,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             render_s * 1e3 / args.frames as f64,
             started.elapsed().as_secs_f64()
         );
+        if args.output.is_none() && args.depth_png.is_none() {
+            eprintln!("nothing written: give -o FILE (and --depth-png FILE) to keep the scan");
+        }
     }
     Ok(())
 }
