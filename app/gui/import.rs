@@ -129,6 +129,40 @@ pub fn poll(app: &mut AerieApp) {
     }
 }
 
+/// With nothing shown, the next file sets the origin layers are drawn from (a file far from the last one would
+/// otherwise be drawn to f32 rounding around that one's origin).
+fn forget_origin_if_empty(app: &mut AerieApp) {
+    if app.files.is_empty() && app.map.is_none() {
+        app.view_origin = None;
+    }
+}
+
+/// The map is not one of the files: say that it stays when they are all removed, and offer to close it.
+fn leftover_map_ui(app: &mut AerieApp, ui: &mut egui::Ui) {
+    let Some(m) = &app.map else {
+        return;
+    };
+    let name = m
+        .path
+        .as_deref()
+        .map(file_name)
+        .unwrap_or_else(|| "the map made by cleaning".into());
+    ui.label(format!(
+        "No scans imported. {name} ({} points) is still open: it is drawn, flown and exported.",
+        m.packed.len()
+    ));
+    let idle = !app.busy();
+    if ui
+        .add_enabled(idle, egui::Button::new("Close the map"))
+        .on_disabled_hover_text("wait for the running job to end")
+        .clicked()
+    {
+        app.map = None;
+        app.info(format!("closed {name}"));
+        forget_origin_if_empty(app);
+    }
+}
+
 /// Beyond this distance from what is shown a file is most likely in another coordinate system (the merge's own
 /// limit: `filters::merge`).
 const FAR_KM: f64 = 16.0;
@@ -298,8 +332,13 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
             });
     }
     if let Some(i) = remove {
-        app.files.remove(i);
+        let f = app.files.remove(i);
         app.clean.inputs_changed();
+        app.info(format!("removed {}", f.path.display()));
+        forget_origin_if_empty(app);
+    }
+    if app.files.is_empty() {
+        leftover_map_ui(app, ui);
     }
     if !app.files.is_empty() {
         ui.add_space(8.0);

@@ -238,7 +238,8 @@ pub fn poll(app: &mut AerieApp) {
         let how = if stopped {
             format!("stopped at {:.1} s of {:.1} s", s.t, s.end)
         } else if s.t < s.end - 0.01 {
-            format!("ended by a collision at {:.1} s of {:.1} s", s.t, s.end)
+            // The window's missions never stop on a collision: an early end means the vehicle landed.
+            format!("finished at {:.1} s, the vehicle landed", s.t)
         } else {
             format!("finished at {:.1} s", s.t)
         };

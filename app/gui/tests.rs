@@ -226,3 +226,29 @@ fn the_empty_window_invites_a_drop_and_steps_wait_for_data() {
     h.step();
     assert_eq!(h.state().step, Step::Import, "Clean needs files first");
 }
+
+#[test]
+fn removing_the_last_file_forgets_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let far = dir.path().join("far.xyz");
+    let lines: String = (0..200)
+        .map(|i| format!("{} {} 12.5\n", 500_000.0 + i as f64 * 0.1, 4_100_000.0))
+        .collect();
+    std::fs::write(&far, lines).unwrap();
+    let mut h = harness(vec![far]);
+    run_until(&mut h, Duration::from_secs(30), |a| !a.busy());
+    assert_eq!(h.state().files.len(), 1, "{:?}", log(h.state()));
+    assert!(h.state().view_origin.is_some());
+    h.get_by_label("remove").click();
+    h.run_steps(2);
+    assert!(h.state().files.is_empty());
+    assert!(
+        h.state().view_origin.is_none(),
+        "the next file must not be drawn around the removed one's origin"
+    );
+    assert!(
+        log(h.state()).iter().any(|l| l.starts_with("removed ")),
+        "{:?}",
+        log(h.state())
+    );
+}
