@@ -107,12 +107,8 @@ pub fn poll(app: &mut AerieApp) {
         return;
     };
     app.import.job = None;
+    // Nothing is shown (`forget_origin_if_empty` has cleared the origin): frame what comes in.
     let first = app.files.is_empty() && app.map.is_none();
-    if first {
-        // Nothing is shown: the view starts afresh from what comes in (a file far from the last one, removed,
-        // would be drawn to f32 rounding around that file's origin).
-        app.view_origin = None;
-    }
     match result {
         Ok(loaded) => {
             for l in loaded {
@@ -130,10 +126,12 @@ pub fn poll(app: &mut AerieApp) {
 }
 
 /// With nothing shown, the next file sets the origin layers are drawn from (a file far from the last one would
-/// otherwise be drawn to f32 rounding around that one's origin).
+/// otherwise be drawn to f32 rounding around that one's origin). The points clicked for a flight are relative to
+/// the old origin, so they go with it.
 fn forget_origin_if_empty(app: &mut AerieApp) {
     if app.files.is_empty() && app.map.is_none() {
         app.view_origin = None;
+        app.sim.forget_map();
     }
 }
 
@@ -339,8 +337,7 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     }
     if app.files.is_empty() {
         leftover_map_ui(app, ui);
-    }
-    if !app.files.is_empty() {
+    } else {
         ui.add_space(8.0);
         if ui.button("Next: clean ->").clicked() {
             app.step = Step::Clean;

@@ -47,6 +47,22 @@ pub struct SimState {
     auto_start: (Option<usize>, Option<[f32; 3]>),
 }
 
+impl SimState {
+    /// The map was closed: drop the clicked points and the last flight, keep the vehicle and sensor settings.
+    pub fn forget_map(&mut self) {
+        let settings = std::mem::take(self);
+        *self = SimState {
+            vehicle: settings.vehicle,
+            sensor: settings.sensor,
+            max_speed_m_s: settings.max_speed_m_s,
+            altitude_m: settings.altitude_m,
+            click_sets: settings.click_sets,
+            speed_x: settings.speed_x,
+            ..SimState::default()
+        };
+    }
+}
+
 impl Default for SimState {
     fn default() -> Self {
         SimState {

@@ -239,6 +239,8 @@ fn removing_the_last_file_forgets_where_it_was() {
     run_until(&mut h, Duration::from_secs(30), |a| !a.busy());
     assert_eq!(h.state().files.len(), 1, "{:?}", log(h.state()));
     assert!(h.state().view_origin.is_some());
+    // A point clicked relative to the old origin would land anywhere in the next map.
+    h.state_mut().sim.goal = Some([1.0, 2.0, 3.0]);
     h.get_by_label("remove").click();
     h.run_steps(2);
     assert!(h.state().files.is_empty());
@@ -246,6 +248,7 @@ fn removing_the_last_file_forgets_where_it_was() {
         h.state().view_origin.is_none(),
         "the next file must not be drawn around the removed one's origin"
     );
+    assert_eq!(h.state().sim.goal, None);
     assert!(
         log(h.state()).iter().any(|l| l.starts_with("removed ")),
         "{:?}",
