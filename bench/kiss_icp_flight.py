@@ -4,7 +4,7 @@ against the ground truth.
 
 usage: kiss_icp_flight.py RUN_DIR [--vehicle uav] [--sensor os0] [--mount x,y,z]
 
-Reads RUN_DIR/flight.mcap (sensor_msgs/PointCloud2 with per-point `t`, ns since the stamp) and RUN_DIR/<vehicle>.tum
+Reads RUN_DIR/flight.mcap (sensor_msgs/PointCloud2 with per-point times in any of the drivers' layouts) and RUN_DIR/<vehicle>.tum
 (body ground truth). KISS-ICP gets each frame's points and per-point times (it deskews with them). Its poses are
 of the sensor relative to the first frame; the ground truth is moved to the sensor by the mounting (a pure
 translation in the examples) and to the first frame, then both are compared at the frame stamps.
@@ -21,15 +21,25 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
 
+# PointField datatypes -> numpy, and each driver layout's time field: (name, seconds per unit, since the stamp).
+DTYPES = {2: "u1", 4: "<u2", 6: "<u4", 7: "<f4", 8: "<f8"}
+TIMES = [("t", 1e-9, True), ("time", 1.0, True), ("timestamp", 1e-9, False)]
+
+
 def frames(path, topic):
+    """Each frame's stamp, points and per-point times since the stamp, read by the message's own field table (the
+    sensor's `point_fields`: ouster-ros `t`, velodyne_pointcloud `time`, livox_ros_driver2 `timestamp`)."""
     with open(path, "rb") as f:
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
         for _, _, _, msg in reader.iter_decoded_messages(topics=[topic]):
-            raw = np.frombuffer(bytes(msg.data), dtype=np.dtype(
-                [("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("i", "<f4"), ("t", "<u4"), ("ring", "<u2"), ("pad", "<u2")]))
+            dtype = np.dtype({"names": [fl.name for fl in msg.fields],
+                              "formats": [DTYPES[fl.datatype] for fl in msg.fields],
+                              "offsets": [fl.offset for fl in msg.fields], "itemsize": msg.point_step})
+            raw = np.frombuffer(bytes(msg.data), dtype=dtype)
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             xyz = np.stack([raw["x"], raw["y"], raw["z"]], 1).astype(np.float64)
-            t = raw["t"].astype(np.float64) * 1e-9
+            name, unit, relative = next(tm for tm in TIMES if tm[0] in dtype.names)
+            t = raw[name].astype(np.float64) * unit - (0.0 if relative else stamp)
             yield stamp, xyz, t
 
 

@@ -402,7 +402,7 @@ and a quadrotor with a Livox Avia flew through it, recording ROS 2 data. Total t
 <img src="raw.png">
 <h2>The prepared map, from above</h2><p><code>demo.amap</code> (and <code>export/demo_marsim.pcd</code>, <code>export/demo_map.laz</code>): outliers removed, 0.1 m resolution, normals and plane thickness.</p>
 <img src="map.png">
-<h2>The flight</h2><p><code>flight/flight.mcap</code> (PointCloud2 with x y z intensity t ring, Imu, Odometry, TF; open it in Foxglove or play it with <code>ros2 bag play</code>),
+<h2>The flight</h2><p><code>flight/flight.mcap</code> (PointCloud2 with the Livox driver's fields x y z intensity tag line timestamp, Imu, Odometry, TF; open it in Foxglove or play it with <code>ros2 bag play</code>),
 <code>flight/uav.tum</code> (ground truth), <code>flight/mission.toml</code> (fly it again: <code>aerie fly demo.amap --mission flight/mission.toml -o run/</code>).
 Top: the path over the map (red crosses: collisions); below: altitude and speed over time.</p>
 <img src="flight/flight.png">

@@ -16,7 +16,7 @@ use crate::control::{Cascaded, CascadedParams, Controller};
 use crate::mission::{self, Goal, Grid, Leg, Mission, PlanError, VehicleSpec};
 use crate::record::{RecordError, Recorder, TrackSample, ros2};
 use crate::render::{Frame, Occluder, RenderParams};
-use crate::sensor::SensorModel;
+use crate::sensor::{PointFields, SensorModel};
 use crate::simulator::{FrameJob, Map, SensorId, Simulator};
 use crate::trajectory::{Tum, pose_from_xyz_rpy};
 use crate::vehicle::{Imu, QuadParams, QuadState, Quadrotor, RotorCommand, VehicleError};
@@ -135,6 +135,7 @@ struct Sensor {
     id: SensorId,
     topic: String,
     frame_id: String,
+    point_fields: PointFields,
     period: f64,
     next_start: f64,
     frame_index: u64,
@@ -272,6 +273,7 @@ impl Flight {
                     message,
                 })?;
                 let period = model.frame_period_s();
+                let point_fields = model.point_fields;
                 sim.set_params(RenderParams {
                     seed: mission.seed
                         ^ ((vi as u64) << 32 | si as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -289,6 +291,7 @@ impl Flight {
                     id,
                     topic: format!("/{}/{}/points", v.name, s.name),
                     frame_id: format!("{}/{}", v.name, s.name),
+                    point_fields,
                     period,
                     next_start: 0.0,
                     frame_index: 0,
@@ -637,7 +640,7 @@ impl Flight {
                     &s.topic,
                     ros2::POINT_CLOUD2,
                     s.next_start + s.period,
-                    &ros2::point_cloud2(s.next_start, &s.frame_id, &frame.points),
+                    &ros2::point_cloud2(s.next_start, &s.frame_id, &frame.points, s.point_fields),
                 )?;
             }
             s.frame_index += 1;

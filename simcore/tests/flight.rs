@@ -389,7 +389,10 @@ fn decode(schema: &str, data: &[u8]) {
                 .map(|_| (r.string(), r.u32(), r.u8(), r.u32()))
                 .collect();
             let names: Vec<&str> = fields.iter().map(|f| f.0.as_str()).collect();
-            assert_eq!(names, ["x", "y", "z", "intensity", "t", "ring"]);
+            // The VLP-16 preset's clouds carry velodyne_pointcloud's fields (packed, time in float seconds).
+            assert_eq!(names, ["x", "y", "z", "intensity", "ring", "time"]);
+            let offsets: Vec<u32> = fields.iter().map(|f| f.1).collect();
+            assert_eq!(offsets, [0, 4, 8, 12, 16, 18]);
             assert_eq!(r.u8(), 0);
             let (step, row) = (r.u32(), r.u32());
             assert_eq!(row, step * w);
@@ -400,9 +403,9 @@ fn decode(schema: &str, data: &[u8]) {
             for p in bytes.chunks(step as usize) {
                 let f = |o: usize| f32::from_le_bytes(p[o..o + 4].try_into().unwrap());
                 let range = (f(0).powi(2) + f(4).powi(2) + f(8).powi(2)).sqrt();
-                let t = u32::from_le_bytes(p[16..20].try_into().unwrap());
-                let ring = u16::from_le_bytes(p[20..22].try_into().unwrap());
-                assert!(range > 0.5 && range < 120.0 && t < 100_000_000 && ring < 16);
+                let ring = u16::from_le_bytes(p[16..18].try_into().unwrap());
+                let t = f32::from_le_bytes(p[18..22].try_into().unwrap());
+                assert!(range > 0.5 && range < 120.0 && (0.0..0.1).contains(&t) && ring < 16);
             }
             assert_eq!(r.u8(), 1);
         }

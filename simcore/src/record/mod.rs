@@ -5,7 +5,7 @@
 //!
 //! | topic | type | frame |
 //! |---|---|---|
-//! | `/<vehicle>/<sensor>/points` | sensor_msgs/PointCloud2 (x y z intensity t ring) | `<vehicle>/<sensor>`, stamped at the frame start; `t` is ns since the stamp |
+//! | `/<vehicle>/<sensor>/points` | sensor_msgs/PointCloud2 in the point layout of the sensor's driver ([`crate::sensor::PointFields`]: Ouster x y z intensity t ring, Velodyne x y z intensity ring time, Livox x y z intensity tag line timestamp) | `<vehicle>/<sensor>`, stamped at the frame start |
 //! | `/<vehicle>/imu` | sensor_msgs/Imu | `<vehicle>/base_link` |
 //! | `/<vehicle>/odom` | nav_msgs/Odometry (ground truth) | `map` -> `<vehicle>/base_link` |
 //! | `/tf` | tf2_msgs/TFMessage | `map` -> `<vehicle>/base_link` (with the odometry) |

@@ -5,6 +5,7 @@ use nalgebra::{Isometry3, UnitQuaternion, Vector3};
 
 use super::cdr::Cdr;
 use crate::render::ScanPoint;
+use crate::sensor::PointFields;
 
 /// ROS 2 message type names, as they appear in the MCAP schema records; this one the LiDAR frames'
 /// (`/<vehicle>/<sensor>/points`).
@@ -130,46 +131,88 @@ fn quaternion(c: &mut Cdr, q: &UnitQuaternion<f64>) {
     c.f64(q.w);
 }
 
-/// Bytes per point of the recorded clouds: x y z intensity (float32), t (uint32, ns since the stamp), ring
-/// (uint16), 2 bytes of padding.
-pub const POINT_STEP: u32 = 24;
+/// PointField datatypes (sensor_msgs/PointField's constants).
+const UINT8: u8 = 2;
+const UINT16: u8 = 4;
+const UINT32: u8 = 6;
+const FLOAT32: u8 = 7;
+const FLOAT64: u8 = 8;
 
-/// A `sensor_msgs/PointCloud2` of a scan: fields x y z intensity t ring (the Ouster layout LiDAR odometry
-/// packages read), one row, stamped at the frame start.
-pub fn point_cloud2(stamp_s: f64, frame: &str, points: &[ScanPoint]) -> Vec<u8> {
+/// The fields every layout starts with, as (name, byte offset, datatype).
+const XYZI: [(&str, u32, u8); 4] = [
+    ("x", 0, FLOAT32),
+    ("y", 4, FLOAT32),
+    ("z", 8, FLOAT32),
+    ("intensity", 12, FLOAT32),
+];
+
+/// A layout's fields after [`XYZI`] and its bytes per point, as the vendor's driver lays them out: ouster-ros
+/// pads to 4 bytes, velodyne_pointcloud and livox_ros_driver2 pack the fields.
+fn layout(fields: PointFields) -> (&'static [(&'static str, u32, u8)], u32) {
+    match fields {
+        PointFields::Ouster => (&[("t", 16, UINT32), ("ring", 20, UINT16)], 24),
+        PointFields::Velodyne => (&[("ring", 16, UINT16), ("time", 18, FLOAT32)], 22),
+        PointFields::Livox => (
+            &[
+                ("tag", 16, UINT8),
+                ("line", 17, UINT8),
+                ("timestamp", 18, FLOAT64),
+            ],
+            26,
+        ),
+    }
+}
+
+/// A `sensor_msgs/PointCloud2` of a scan in the point layout of the sensor's driver ([`PointFields`]), one
+/// row, stamped at the frame start; each point's time is its firing time, in the layout's unit and origin.
+pub fn point_cloud2(
+    stamp_s: f64,
+    frame: &str,
+    points: &[ScanPoint],
+    point_fields: PointFields,
+) -> Vec<u8> {
+    let (tail, step) = layout(point_fields);
+    let fields: Vec<_> = XYZI.iter().chain(tail).collect();
     let mut c = Cdr::new();
     header(&mut c, stamp_s, frame);
     c.u32(1);
     c.u32(points.len() as u32);
-    let fields: [(&str, u32, u8); 6] = [
-        ("x", 0, 7),
-        ("y", 4, 7),
-        ("z", 8, 7),
-        ("intensity", 12, 7),
-        ("t", 16, 6),
-        ("ring", 20, 4),
-    ];
     c.u32(fields.len() as u32);
-    for (name, offset, datatype) in fields {
+    for &&(name, offset, datatype) in &fields {
         c.string(name);
         c.u32(offset);
         c.u8(datatype);
         c.u32(1);
     }
     c.bool(false);
-    c.u32(POINT_STEP);
-    c.u32(POINT_STEP * points.len() as u32);
-    let mut data = Vec::with_capacity(points.len() * POINT_STEP as usize);
+    c.u32(step);
+    c.u32(step * points.len() as u32);
+    let mut data = Vec::with_capacity(points.len() * step as usize);
     for p in points {
         for v in p.xyz {
             data.extend_from_slice(&v.to_le_bytes());
         }
         data.extend_from_slice(&p.intensity.to_le_bytes());
-        let t_ns = (p.time_s as f64 * 1e9).round().max(0.0) as u32;
-        data.extend_from_slice(&t_ns.to_le_bytes());
-        data.extend_from_slice(&p.ring.to_le_bytes());
-        data.extend_from_slice(&[0, 0]);
+        match point_fields {
+            PointFields::Ouster => {
+                let t_ns = (f64::from(p.time_s) * 1e9).round().max(0.0) as u32;
+                data.extend_from_slice(&t_ns.to_le_bytes());
+                data.extend_from_slice(&p.ring.to_le_bytes());
+                data.extend_from_slice(&[0, 0]);
+            }
+            PointFields::Velodyne => {
+                data.extend_from_slice(&p.ring.to_le_bytes());
+                data.extend_from_slice(&p.time_s.to_le_bytes());
+            }
+            PointFields::Livox => {
+                let line = u8::try_from(p.ring).unwrap_or(u8::MAX);
+                let ns = ((stamp_s + f64::from(p.time_s)) * 1e9).round();
+                data.extend_from_slice(&[0, line]);
+                data.extend_from_slice(&ns.to_le_bytes());
+            }
+        }
     }
+    debug_assert_eq!(data.len(), points.len() * step as usize);
     c.bytes(&data);
     c.bool(true);
     c.finish()
@@ -240,4 +283,86 @@ pub fn tf_message(stamp_s: f64, transforms: &[(&str, &str, Isometry3<f64>)]) -> 
         quaternion(&mut c, &t.rotation);
     }
     c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(time_s: f32, ring: u16) -> ScanPoint {
+        ScanPoint {
+            xyz: [1.5, -2.0, 0.25],
+            range_m: 2.5,
+            intensity: 0.4,
+            time_s,
+            ring,
+            beam: 0,
+        }
+    }
+
+    /// Each layout's fields lie inside its point, in order, without overlap, and the bytes of every point
+    /// decode by the field table to the point's values, in the layout's unit of time.
+    #[test]
+    fn each_layout_writes_what_its_fields_say() {
+        let stamp = 1_700_000_000.25;
+        let points = [point(0.0, 3), point(0.0625, 15)];
+        for kind in [
+            PointFields::Ouster,
+            PointFields::Velodyne,
+            PointFields::Livox,
+        ] {
+            let (tail, step) = layout(kind);
+            let fields: Vec<_> = XYZI.iter().chain(tail).copied().collect();
+            let size = |d: u8| match d {
+                UINT8 => 1,
+                UINT16 => 2,
+                UINT32 | FLOAT32 => 4,
+                _ => 8,
+            };
+            for w in fields.windows(2) {
+                assert!(w[0].1 + size(w[0].2) <= w[1].1, "{kind:?}: {w:?} overlap");
+            }
+            let (_, last, d) = fields[fields.len() - 1];
+            assert!(last + size(d) <= step, "{kind:?}");
+            let msg = point_cloud2(stamp, "uav/lidar", &points, kind);
+            // The data block ends the message, followed by `is_dense` (one byte, no alignment).
+            let n = step as usize * points.len();
+            let data = &msg[msg.len() - 1 - n..msg.len() - 1];
+            for (p, bytes) in points.iter().zip(data.chunks(step as usize)) {
+                let at = |name: &str| {
+                    let &(_, o, d) = fields.iter().find(|f| f.0 == name).unwrap();
+                    let b = &bytes[o as usize..(o + size(d)) as usize];
+                    match d {
+                        UINT8 => f64::from(b[0]),
+                        UINT16 => f64::from(u16::from_le_bytes(b.try_into().unwrap())),
+                        UINT32 => f64::from(u32::from_le_bytes(b.try_into().unwrap())),
+                        FLOAT32 => f64::from(f32::from_le_bytes(b.try_into().unwrap())),
+                        _ => f64::from_le_bytes(b.try_into().unwrap()),
+                    }
+                };
+                assert_eq!(
+                    [at("x"), at("y"), at("z")],
+                    p.xyz.map(f64::from),
+                    "{kind:?}"
+                );
+                assert_eq!(at("intensity"), f64::from(p.intensity));
+                let t = f64::from(p.time_s);
+                match kind {
+                    PointFields::Ouster => {
+                        assert_eq!(at("t"), (t * 1e9).round());
+                        assert_eq!(at("ring"), f64::from(p.ring));
+                    }
+                    PointFields::Velodyne => {
+                        assert_eq!(at("time"), t);
+                        assert_eq!(at("ring"), f64::from(p.ring));
+                    }
+                    PointFields::Livox => {
+                        assert_eq!(at("timestamp"), ((stamp + t) * 1e9).round());
+                        assert_eq!(at("line"), f64::from(p.ring));
+                        assert_eq!(at("tag"), 0.0);
+                    }
+                }
+            }
+        }
+    }
 }

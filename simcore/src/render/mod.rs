@@ -194,7 +194,7 @@ pub struct ScanPoint {
     pub intensity: f32,
     /// Firing time since the frame start, seconds.
     pub time_s: f32,
-    /// The beam's ring: laser of a spinning LiDAR (bottom = 0), line of a Livox, row of a depth camera
+    /// The beam's ring: laser of a spinning LiDAR (numbered from the end its `ring_zero` says), line of a Livox, row of a depth camera
     /// ([`Beam::ring`]).
     pub ring: u16,
     /// Index of the beam in the scan pattern.

@@ -26,7 +26,7 @@ pub struct Beam {
     pub dir: [f32; 3],
     /// Firing time since the start of the frame, seconds.
     pub time_s: f32,
-    /// Ring (spinning LiDAR laser index, bottom = 0) or line (Livox laser number).
+    /// Ring (spinning LiDAR laser, numbered from the end its `ring_zero` says) or line (Livox laser number).
     pub ring: u16,
 }
 
@@ -105,10 +105,31 @@ pub struct SensorModel {
     /// Frames per second. A frame is one revolution (spinning), one driver integration window (Livox) or one
     /// image (depth camera).
     pub rate_hz: f64,
+    /// Whose ROS driver's point fields a recorded flight's clouds of this sensor carry, so that LiDAR odometry
+    /// set up for the real unit reads them as they are (absent: `ouster`).
+    #[serde(default)]
+    pub point_fields: PointFields,
     /// Range limits, noise and detection.
     pub physics: Physics,
     /// Beam directions and timing.
     pub pattern: Pattern,
+}
+
+/// The point layout of a vendor's ROS 2 driver, which the `sensor_msgs/PointCloud2` of a recorded flight
+/// follows. Packages read per-point time and ring by their names and types (FAST-LIO's and LIO-SAM's
+/// `lidar_type` or `sensor`), and those differ between vendors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointFields {
+    /// ouster-ros: x y z intensity (float32), `t` (uint32, ns since the stamp), ring (uint16).
+    #[default]
+    Ouster,
+    /// velodyne_pointcloud's XYZIRT: x y z intensity (float32), ring (uint16), `time` (float32, seconds since the
+    /// stamp).
+    Velodyne,
+    /// livox_ros_driver2's PointXYZRTLT: x y z intensity (float32), tag and line (uint8), `timestamp` (float64,
+    /// ns on the clock of the stamps, not since it).
+    Livox,
 }
 
 /// How a sensor's beams are laid out and timed. In TOML, the `[pattern]` table's `kind` picks the variant.

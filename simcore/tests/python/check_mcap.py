@@ -15,6 +15,12 @@ from rosbags.interfaces import QosDurability, QosReliability
 from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_typestore
 
+LAYOUTS = [
+    ["x", "y", "z", "intensity", "t", "ring"],  # ouster-ros
+    ["x", "y", "z", "intensity", "ring", "time"],  # velodyne_pointcloud
+    ["x", "y", "z", "intensity", "tag", "line", "timestamp"],  # livox_ros_driver2
+]
+
 
 def main(path):
     store = get_typestore(Stores.ROS2_HUMBLE)
@@ -31,7 +37,8 @@ def main(path):
             other = store.deserialize_cdr(message.data, schema.name)
             if schema.name == "sensor_msgs/msg/PointCloud2":
                 names = [fld.name for fld in decoded.fields]
-                assert names == ["x", "y", "z", "intensity", "t", "ring"], names
+                # One of the drivers' layouts (the sensor's `point_fields`).
+                assert names in LAYOUTS, names
                 assert decoded.width * decoded.point_step == len(decoded.data) == len(other.data)
                 assert other.header.frame_id == decoded.header.frame_id
             elif schema.name == "sensor_msgs/msg/Imu":
