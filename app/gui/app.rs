@@ -348,18 +348,24 @@ impl AerieApp {
                 }
                 ui.separator();
             }
-            if let Some(l) = self.log.last() {
-                let text = RichText::new(&l.text);
-                ui.label(if l.error {
-                    text.color(Color32::from_rgb(255, 110, 100))
-                } else {
-                    text
-                });
-            }
+            // The count on the right is laid out first; the last message takes what is left of the bar, cut
+            // short with its whole text on hover, so that a long warning never runs under the count.
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 ui.label(format!("{} points drawn", self.view.drawn));
                 if !self.gpu {
                     ui.label(RichText::new("CPU viewport").weak());
+                }
+                if let Some(l) = self.log.last() {
+                    let text = RichText::new(&l.text);
+                    let text = if l.error {
+                        text.color(Color32::from_rgb(255, 110, 100))
+                    } else {
+                        text
+                    };
+                    ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
+                        ui.add(egui::Label::new(text).truncate())
+                            .on_hover_text(&l.text);
+                    });
                 }
             });
         });
@@ -394,24 +400,22 @@ impl AerieApp {
         // Wrapped, so that a narrow window does not push the row, and the viewport under it, past its edge.
         ui.horizontal_wrapped(|ui| {
             let before = self.settings.color;
-            egui::ComboBox::from_label("colour")
-                .selected_text(before.label())
-                .show_ui(ui, |ui| {
-                    for m in ColorMode::ALL {
-                        ui.selectable_value(&mut self.settings.color, m, m.label());
-                    }
-                });
+            // The colour choice and its note in one group: the wrapping row never puts the note on a line of
+            // its own.
             let shown: Vec<&Cloud> = self.shown_clouds().collect();
-            if !shown.is_empty()
-                && !shown
-                    .iter()
-                    .any(|c| has_colour_source(c, self.settings.color))
-            {
-                ui.label(
-                    RichText::new(format!("(no {} here: grey)", self.settings.color.label()))
-                        .weak(),
-                );
-            }
+            let grey = !shown.is_empty() && !shown.iter().any(|c| has_colour_source(c, before));
+            ui.horizontal(|ui| {
+                egui::ComboBox::from_label("colour")
+                    .selected_text(before.label())
+                    .show_ui(ui, |ui| {
+                        for m in ColorMode::ALL {
+                            ui.selectable_value(&mut self.settings.color, m, m.label());
+                        }
+                    });
+                if grey {
+                    ui.label(RichText::new(format!("(no {} here: grey)", before.label())).weak());
+                }
+            });
             let size_before = self.settings.point_size_px;
             ui.add(egui::Slider::new(&mut self.settings.point_size_px, 1.0..=6.0).text("point px"));
             if before != self.settings.color || size_before != self.settings.point_size_px {

@@ -255,3 +255,20 @@ fn removing_the_last_file_forgets_where_it_was() {
         log(h.state())
     );
 }
+
+#[test]
+fn a_long_message_is_cut_short_beside_the_count_not_under_it() {
+    let mut h = harness(Vec::new());
+    let long = format!(
+        "warning: {}",
+        "a very long message about the scan ".repeat(20)
+    );
+    h.state_mut().info(long.clone());
+    h.run_steps(3);
+    let message = h.get_by_label(&long).rect();
+    let count = h.get_by_label("0 points drawn").rect();
+    assert!(
+        message.max.x <= count.min.x,
+        "the message {message:?} runs under the count {count:?}"
+    );
+}
