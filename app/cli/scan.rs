@@ -231,7 +231,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     for k in 0..args.frames {
         let frame_start = sim.frame_start(lidar, t0, k);
         let t = Instant::now();
-        let frame = sim.render(lidar, trajectory.as_ref(), frame_start, k);
+        let frame = sim.render(lidar, trajectory.as_ref(), frame_start, k)?;
         render_s += t.elapsed().as_secs_f64();
         total_points += frame.points.len();
         if k == 0 && frame.points.is_empty() {

@@ -41,7 +41,7 @@ fn main() -> anyhow::Result<()> {
     let mut sim = Simulator::new(prepared.map);
     let avia = sim.add_sensor("avia", SensorModel::preset("avia")?, Isometry3::identity())?;
     let pose = pose_from_xyz_rpy(x, y, z, 0.0, 0.0, 0.0);
-    let frame = sim.render(avia, &Static(pose), 0.0, 0);
+    let frame = sim.render(avia, &Static(pose), 0.0, 0)?;
     println!(
         "from ({x:.2}, {y:.2}, {z:.2}): {} of {} beams returned",
         frame.points.len(),

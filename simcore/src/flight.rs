@@ -17,7 +17,7 @@ use crate::mission::{self, Goal, Grid, Leg, Mission, PlanError, VehicleSpec};
 use crate::record::{RecordError, Recorder, TrackSample, ros2};
 use crate::render::{Frame, Occluder, RenderParams};
 use crate::sensor::{PointFields, SensorModel};
-use crate::simulator::{FrameJob, Map, SensorId, Simulator};
+use crate::simulator::{FrameJob, Map, SensorId, SimError, Simulator};
 use crate::trajectory::{Tum, pose_from_xyz_rpy};
 use crate::vehicle::{Imu, QuadParams, QuadState, Quadrotor, RotorCommand, VehicleError};
 use crate::world::{CollisionEvent, Obstacles, Spheres, World};
@@ -67,6 +67,9 @@ pub enum FlightError {
     /// Writing the recording failed.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// A LiDAR frame could not be rendered: a vehicle's pose stopped being finite (its physics diverged).
+    #[error("{0}")]
+    Frame(#[from] SimError),
 }
 
 impl FlightError {
@@ -78,6 +81,8 @@ impl FlightError {
             | FlightError::Sensor { .. }
             | FlightError::Plan { .. }
             | FlightError::FarFromMap { .. } => true,
+            // The mission's numbers drove the vehicle there (a controller gain, a mass of 0).
+            FlightError::Frame(e) => e.is_bad_input(),
         }
     }
 }
@@ -463,7 +468,7 @@ impl Flight {
         for c in &mut self.crafts {
             c.history.push((t, c.quad.state().pose()));
         }
-        let frames = self.render_due(t);
+        let frames = self.render_due(t)?;
         for (i, frames) in frames.into_iter().enumerate() {
             self.sample(i, t)?;
             self.emit(i, frames, on_frame)?;
@@ -543,7 +548,7 @@ impl Flight {
     /// Renders every frame whose period has passed at `t`, of all vehicles side by side: per vehicle, its
     /// (sensor, frame) pairs. A sensor's frame sees the map, the obstacles and the other vehicles as they are
     /// now, and the poses its body took during the frame.
-    fn render_due(&mut self, t: f64) -> Vec<Vec<(usize, Frame)>> {
+    fn render_due(&mut self, t: f64) -> Result<Vec<Vec<(usize, Frame)>>, FlightError> {
         struct Due {
             craft: usize,
             sensor: usize,
@@ -586,7 +591,7 @@ impl Flight {
         }
         let mut out: Vec<Vec<(usize, Frame)>> = self.crafts.iter().map(|_| Vec::new()).collect();
         if due.is_empty() {
-            return out;
+            return Ok(out);
         }
         let occluders: Vec<[&dyn Occluder; 2]> = others
             .iter()
@@ -603,12 +608,12 @@ impl Flight {
             })
             .collect();
         let started = std::time::Instant::now();
-        let frames = self.sim.render_many(&jobs);
+        let frames = self.sim.render_many(&jobs)?;
         self.render_s += started.elapsed().as_secs_f64();
         for (d, frame) in due.iter().zip(frames) {
             out[d.craft].push((d.sensor, frame));
         }
-        out
+        Ok(out)
     }
 
     /// The vehicles other than `i`, as spheres (occluders of `i`'s sensors).

@@ -18,7 +18,7 @@
 //!     .unwrap();
 //! // The body hovers 1.5 m above the middle of the map.
 //! let body = Static(pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.0));
-//! let frame = sim.render(lidar, &body, 0.0, 0);
+//! let frame = sim.render(lidar, &body, 0.0, 0).unwrap();
 //! assert!(frame.points.len() > 1000);
 //! // Each return carries its ring, firing time and intensity; frames convert to clouds and images.
 //! let cloud = frame.to_cloud(0.0, false);

@@ -15,7 +15,7 @@ use aerie_pipeline::{NoProgress, io};
 use nalgebra::Isometry3;
 use rayon::prelude::*;
 
-use crate::render::{BeamIndex, Frame, Method, Occluder, RenderParams, Renderer};
+use crate::render::{BadPose, BeamIndex, Frame, Method, Occluder, RenderParams, Renderer};
 use crate::sensor::{Beam, Pattern, SensorModel};
 use crate::trajectory::Trajectory;
 
@@ -33,6 +33,14 @@ pub enum SimError {
         /// What is wrong with the model.
         source: crate::sensor::SensorError,
     },
+    /// A frame could not be placed: the body's trajectory gave a pose that is not finite.
+    #[error("sensor {name}: {source}")]
+    Pose {
+        /// The name the sensor was added under.
+        name: String,
+        /// When, and what.
+        source: BadPose,
+    },
 }
 
 impl SimError {
@@ -40,7 +48,7 @@ impl SimError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             SimError::Map(e) => e.is_bad_input(),
-            SimError::Sensor { .. } => true,
+            SimError::Sensor { .. } | SimError::Pose { .. } => true,
         }
     }
 }
@@ -122,7 +130,7 @@ impl Mounted {
         view: &MapView,
         index: Option<&Arc<BeamIndex>>,
         job: &FrameJob<'_>,
-    ) -> Frame {
+    ) -> Result<Frame, SimError> {
         let runs_on = matches!(self.model.pattern, Pattern::Rosette(_) | Pattern::Sweep(_));
         if runs_on && self.beams_frame != Some(job.frame_index) {
             self.model.beams(job.frame_index, &mut self.beams);
@@ -138,13 +146,18 @@ impl Mounted {
             world_from_body: job.world_from_body,
             body_from_sensor: self.body_from_sensor,
         };
-        self.renderer.render_with(
-            view,
-            &trajectory,
-            job.frame_start_s,
-            job.frame_index,
-            job.occluders,
-        )
+        self.renderer
+            .render_with(
+                view,
+                &trajectory,
+                job.frame_start_s,
+                job.frame_index,
+                job.occluders,
+            )
+            .map_err(|source| SimError::Pose {
+                name: self.name.clone(),
+                source,
+            })
     }
 }
 
@@ -302,14 +315,15 @@ impl Simulator {
 
     /// Renders frame `frame_index` of sensor `id`, which starts at `frame_start_s` on the trajectory's clock,
     /// with the body moving along `world_from_body`. Frames of one sensor are meant to be rendered in order,
-    /// but any order gives the same result.
+    /// but any order gives the same result. An error when the trajectory's pose is not finite at a time the
+    /// frame needs.
     pub fn render(
         &mut self,
         id: SensorId,
         world_from_body: &dyn Trajectory,
         frame_start_s: f64,
         frame_index: u64,
-    ) -> Frame {
+    ) -> Result<Frame, SimError> {
         self.render_with(id, world_from_body, frame_start_s, frame_index, &[])
     }
 
@@ -322,7 +336,7 @@ impl Simulator {
         frame_start_s: f64,
         frame_index: u64,
         occluders: &[&dyn Occluder],
-    ) -> Frame {
+    ) -> Result<Frame, SimError> {
         self.render_job(&FrameJob {
             sensor: id,
             world_from_body,
@@ -332,7 +346,7 @@ impl Simulator {
         })
     }
 
-    fn render_job(&mut self, job: &FrameJob<'_>) -> Frame {
+    fn render_job(&mut self, job: &FrameJob<'_>) -> Result<Frame, SimError> {
         let index = self.wants_index(job.sensor).then(|| self.beam_index());
         let view = self.map.view();
         self.sensors[job.sensor.0].render(&view, index.as_ref(), job)
@@ -342,8 +356,8 @@ impl Simulator {
     /// [`Simulator::render_with`] returns for each, computed side by side (the flight loop renders the frames
     /// its vehicles finish in the same physics step this way, so that frames too small to keep every core
     /// busy on their own still do together). A sensor named by more than one job has them rendered one after
-    /// the other, in order.
-    pub fn render_many(&mut self, jobs: &[FrameJob<'_>]) -> Vec<Frame> {
+    /// the other, in order. The first job's error, in the jobs' order, when a pose is not finite.
+    pub fn render_many(&mut self, jobs: &[FrameJob<'_>]) -> Result<Vec<Frame>, SimError> {
         let wants: Vec<bool> = jobs.iter().map(|j| self.wants_index(j.sensor)).collect();
         let index = wants.contains(&true).then(|| self.beam_index());
         let view = self.map.view();
@@ -361,6 +375,8 @@ impl Simulator {
         }
         work.into_par_iter()
             .map(|(s, job, wants)| s.render(&view, index.as_ref().filter(|_| wants), job))
+            .collect::<Vec<_>>()
+            .into_iter()
             .collect()
     }
 
@@ -431,14 +447,50 @@ mod tests {
                         j.frame_index,
                         j.occluders,
                     )
+                    .unwrap()
                 })
                 .collect();
-            let got = many.render_many(&jobs);
+            let got = many.render_many(&jobs).unwrap();
             assert_eq!(got.len(), jobs.len());
             for (g, e) in got.iter().zip(&expected) {
                 assert!(e.points.len() > 100);
                 assert!(g == e, "frame {frame_index} differs");
             }
         }
+    }
+
+    /// A trajectory that turns NaN mid-frame is an error naming the sensor and the time, not a frame with no
+    /// returns.
+    #[test]
+    fn a_pose_that_is_not_finite_is_an_error_not_an_empty_frame() {
+        struct GoesNan;
+        impl Trajectory for GoesNan {
+            fn world_from_sensor(&self, t_s: f64) -> Isometry3<f64> {
+                let x = if t_s > 0.05 { f64::NAN } else { 0.0 };
+                pose_from_xyz_rpy(x, 0.0, 1.5, 0.0, 0.0, 0.0)
+            }
+        }
+        let (mut sim, ids) = sim();
+        let os0 = ids[1];
+        let err = sim.render(os0, &GoesNan, 0.0, 0).unwrap_err();
+        assert!(
+            matches!(&err, SimError::Pose { name, source } if name == "os0_64" && source.t_s > 0.05),
+            "{err}"
+        );
+        assert!(
+            err.is_bad_input() && err.to_string().contains("not finite"),
+            "{err}"
+        );
+        let job = FrameJob {
+            sensor: os0,
+            world_from_body: &GoesNan,
+            frame_start_s: 0.0,
+            frame_index: 0,
+            occluders: &[],
+        };
+        assert!(sim.render_many(&[job]).is_err());
+        // A finite pose renders as before.
+        let still = Static(pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.0));
+        assert!(!sim.render(os0, &still, 0.0, 0).unwrap().points.is_empty());
     }
 }

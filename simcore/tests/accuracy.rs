@@ -264,7 +264,9 @@ fn render_and_compare(
     let mut near = Vec::new();
     for (k, (beams, pose)) in sensor.frames.iter().zip(poses).enumerate() {
         renderer.set_beams(beams);
-        let frame = renderer.render(&view, &Static(*pose), 0.0, k as u64);
+        let frame = renderer
+            .render(&view, &Static(*pose), 0.0, k as u64)
+            .unwrap();
         assert_eq!(frame.method, method);
         let debug = frame.debug.expect("debug asked for");
         assert_eq!(debug.range_m.len(), beams.len());
@@ -709,7 +711,9 @@ fn real_hall_scan() {
             );
             // (a) The unit's pattern, matched to the real returns by (ring, column).
             let mut renderer = Renderer::new(&beams, &model.physics, &params);
-            let frame = renderer.render(&map.view(), &Static(lidar_pose), 0.0, 0);
+            let frame = renderer
+                .render(&map.view(), &Static(lidar_pose), 0.0, 0)
+                .unwrap();
             let sim = frame.debug.expect("debug").range_m;
             let (mut diffs, mut signed) = (Vec::new(), Vec::new());
             let (mut agree, mut real_and_sim, mut sim_only) = (0usize, 0usize, 0usize);
@@ -766,7 +770,9 @@ fn real_hall_scan() {
 
             // (b) Every real return's own direction: range differences free of the ring/column matching.
             let mut renderer = Renderer::new(&real_beams, &model.physics, &params);
-            let frame = renderer.render(&map.view(), &Static(lidar_pose), 0.0, 0);
+            let frame = renderer
+                .render(&map.view(), &Static(lidar_pose), 0.0, 0)
+                .unwrap();
             let sim = frame.debug.expect("debug").range_m;
             let mut all = Vec::new();
             let mut far = Vec::new();

@@ -210,7 +210,9 @@ fn render_with(
     let id = sim
         .add_sensor(name, model, Isometry3::identity())
         .expect("sensor");
-    sim.render(id, trajectory, 0.0, 0).to_cloud(0.0, false)
+    sim.render(id, trajectory, 0.0, 0)
+        .unwrap()
+        .to_cloud(0.0, false)
 }
 
 fn render(map: aerie_pipeline::map::PackedMap, name: &str, model: SensorModel) -> Cloud {
@@ -399,7 +401,9 @@ fn surface_model_along_the_real_beams() {
     let model = SensorModel::preset("os0_64").expect("preset");
     let mut renderer = Renderer::new(&beams, &model.physics, &RenderParams::default());
     let sim = Simulator::new(map.clone());
-    let frame = renderer.render(&sim.map(), &Static(scan_pose()), 0.0, 0);
+    let frame = renderer
+        .render(&sim.map(), &Static(scan_pose()), 0.0, 0)
+        .unwrap();
     let points: Vec<[f32; 3]> = frame.points.iter().map(|p| p.xyz).collect();
     let f = compare(&points, real.positions());
     println!("os0_64 physics along the real beams: {f:?}");

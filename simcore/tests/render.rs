@@ -423,7 +423,7 @@ fn sensor_pose() -> Isometry3<f64> {
 }
 
 fn render_static(map: &TestMap, beams: &[Beam], p: &RenderParams, pose: &Isometry3<f64>) -> Frame {
-    render::render_frame(&map.view(), beams, &physics(), &Static(*pose), 0.0, 0, p)
+    render::render_frame(&map.view(), beams, &physics(), &Static(*pose), 0.0, 0, p).unwrap()
 }
 
 #[test]
@@ -588,6 +588,7 @@ fn same_seed_same_frame_on_1_and_2_threads() {
                 .unwrap();
             pool.install(|| {
                 render::render_frame(&map.view(), &beams, &noisy_physics(), &traj, 10.05, 3, &p)
+                    .unwrap()
             })
         };
         let (one, two) = (run(1), run(2));
@@ -604,11 +605,13 @@ fn same_seed_same_frame_on_1_and_2_threads() {
                 seed: 43,
                 ..p.clone()
             },
-        );
+        )
+        .unwrap();
         assert_ne!(one.points, other_seed.points);
         // Another frame index draws other noise too.
         let other_frame =
-            render::render_frame(&map.view(), &beams, &noisy_physics(), &traj, 10.05, 4, &p);
+            render::render_frame(&map.view(), &beams, &noisy_physics(), &traj, 10.05, 4, &p)
+                .unwrap();
         assert_ne!(one.points, other_frame.points);
     }
 }
@@ -664,7 +667,8 @@ fn motion_distortion_follows_per_beam_poses() {
                 points_in,
                 ..params(method, true)
             };
-            let frame = render::render_frame(&map.view(), &beams, &physics(), &traj, start, 0, &p);
+            let frame =
+                render::render_frame(&map.view(), &beams, &physics(), &traj, start, 0, &p).unwrap();
             let frame_pose = traj.world_from_sensor(match points_in {
                 PointsIn::FrameEnd => start + last,
                 PointsIn::FrameStart | PointsIn::Firing => start,
@@ -729,8 +733,9 @@ fn range_limits_dropout_noise_and_intensity() {
     let beams = spinning(32, 512);
     let pose = sensor_pose();
     let p = params(Method::Splat, true);
-    let run =
-        |ph: &Physics| render::render_frame(&map.view(), &beams, ph, &Static(pose), 0.0, 0, &p);
+    let run = |ph: &Physics| {
+        render::render_frame(&map.view(), &beams, ph, &Static(pose), 0.0, 0, &p).unwrap()
+    };
     let base = run(&physics());
     let limited = run(&Physics {
         min_range_m: 2.0,
@@ -833,11 +838,15 @@ fn auto_picks_a_renderer_and_keeps_it() {
     );
     let mut r = Renderer::new(&sparse, &ph, &p);
     assert_eq!(r.method(), None);
-    let f = r.render(&map.view(), &Static(sensor_pose()), 0.0, 0);
+    let f = r
+        .render(&map.view(), &Static(sensor_pose()), 0.0, 0)
+        .unwrap();
     assert_eq!((f.method, r.method()), (Method::Beam, Some(Method::Beam)));
     assert!(f.points.len() > 450);
     let mut r = Renderer::new(&dense, &ph, &coarse);
-    let f = r.render(&map.view(), &Static(sensor_pose()), 0.0, 0);
+    let f = r
+        .render(&map.view(), &Static(sensor_pose()), 0.0, 0)
+        .unwrap();
     assert_eq!((f.method, r.method()), (Method::Splat, Some(Method::Splat)));
     // The choice is kept for the sensor, even on a map where the model would pick the other.
     let big = TestMap::build(&scene, 0.025, ORIGIN);
@@ -846,7 +855,9 @@ fn auto_picks_a_renderer_and_keeps_it() {
         Method::Beam
     );
     assert_eq!(
-        r.render(&big.view(), &Static(sensor_pose()), 0.0, 1).method,
+        r.render(&big.view(), &Static(sensor_pose()), 0.0, 1)
+            .unwrap()
+            .method,
         Method::Splat
     );
 }
@@ -896,11 +907,11 @@ fn speed() {
                     ..RenderParams::default()
                 };
                 let mut renderer = Renderer::new(&beams, &ph, &p);
-                let mut frame = renderer.render(&map.view(), &Static(pose), 0.0, 0);
+                let mut frame = renderer.render(&map.view(), &Static(pose), 0.0, 0).unwrap();
                 let t = std::time::Instant::now();
                 let reps = 5;
                 for f in 0..reps {
-                    frame = renderer.render(&map.view(), &Static(pose), 0.0, f);
+                    frame = renderer.render(&map.view(), &Static(pose), 0.0, f).unwrap();
                 }
                 let ms = t.elapsed().as_secs_f64() * 1e3 / reps as f64;
                 let auto =
@@ -982,9 +993,9 @@ fn beam_origins_offset_the_rays() {
             ..RenderParams::default()
         };
         let mut r = Renderer::new(&beams, &physics, &params);
-        let plain = r.render(&map.view(), &pose, 0.0, 0);
+        let plain = r.render(&map.view(), &pose, 0.0, 0).unwrap();
         r.set_beam_origins(&vec![[0.0, 0.0, lift]; beams.len()]);
-        let lifted = r.render(&map.view(), &pose, 0.0, 0);
+        let lifted = r.render(&map.view(), &pose, 0.0, 0).unwrap();
         let first =
             |f: &aerie_simcore::render::Frame| f.points.iter().find(|p| p.beam == 0).copied();
         let (Some(a), Some(b)) = (first(&plain), first(&lifted)) else {
@@ -1037,7 +1048,7 @@ fn depth_cameras_measure_depth_along_their_axis() {
     let run = |physics: &Physics| {
         let mut r = Renderer::new(&beams, physics, &params(Method::Beam, true));
         r.set_depth_axis(true);
-        r.render(&map.view(), &Static(pose), 0.0, 0)
+        r.render(&map.view(), &Static(pose), 0.0, 0).unwrap()
     };
     let ideal = Physics {
         max_range_m: 3.2,

@@ -179,7 +179,7 @@ fn bench_map(
                 }
                 let start = sim.frame_start(id, 0.0, k);
                 let t = Instant::now();
-                let frame = sim.render(id, &trajectory, start, k);
+                let frame = sim.render(id, &trajectory, start, k)?;
                 let dt = t.elapsed().as_secs_f64();
                 if k == 1
                     && let Some(dir) = &args.rays_out

@@ -231,6 +231,35 @@ pub struct FrameDebug {
     pub points_rasterised: u64,
 }
 
+/// A frame cannot be placed: the trajectory gave a pose that is not finite at a time the frame needs.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+#[error(
+    "the trajectory's pose at t = {t_s} s is not finite (NaN or infinite position or rotation); check the poses \
+     it is made from"
+)]
+pub struct BadPose {
+    /// When, on the trajectory's clock, seconds.
+    pub t_s: f64,
+}
+
+/// The pose at `t_s`, or [`BadPose`] when any of its numbers is not finite (a NaN would otherwise give a frame
+/// with no returns and no word why).
+fn finite_pose(trajectory: &dyn Trajectory, t_s: f64) -> Result<Isometry3<f64>, BadPose> {
+    let pose = trajectory.world_from_sensor(t_s);
+    let q = pose.rotation.coords;
+    let finite = pose
+        .translation
+        .vector
+        .iter()
+        .chain(q.iter())
+        .all(|v| v.is_finite());
+    if finite {
+        Ok(pose)
+    } else {
+        Err(BadPose { t_s })
+    }
+}
+
 /// Renders one frame of the beams given, with no state kept between calls: the renderer's own entry, for tests
 /// that give their own beams. A program scanning with a sensor model wants [`crate::Simulator`], which also sets
 /// each beam's origin (Ouster's beam-origin offset), a depth camera's depth axis and the Livox patterns' change
@@ -243,7 +272,7 @@ pub fn render_frame(
     frame_start_s: f64,
     frame_index: u64,
     params: &RenderParams,
-) -> Frame {
+) -> Result<Frame, BadPose> {
     let mut renderer = Renderer::new(beams, physics, params);
     renderer.render(map, trajectory, frame_start_s, frame_index)
 }
@@ -414,14 +443,15 @@ impl Renderer {
         }
     }
 
-    /// Renders frame `frame_index` whose beam times count from `frame_start_s` (trajectory clock).
+    /// Renders frame `frame_index` whose beam times count from `frame_start_s` (trajectory clock); an error when
+    /// the trajectory's pose is not finite at a time the frame needs.
     pub fn render(
         &mut self,
         map: &MapView,
         trajectory: &dyn Trajectory,
         frame_start_s: f64,
         frame_index: u64,
-    ) -> Frame {
+    ) -> Result<Frame, BadPose> {
         self.render_with(map, trajectory, frame_start_s, frame_index, &[])
     }
 
@@ -433,7 +463,7 @@ impl Renderer {
         frame_start_s: f64,
         frame_index: u64,
         occluders: &[&dyn Occluder],
-    ) -> Frame {
+    ) -> Result<Frame, BadPose> {
         let method = self.choose(map);
         let empty;
         let prepared = if method == Method::Beam {
@@ -460,7 +490,7 @@ impl Renderer {
             prepared,
             trajectory,
             frame_start_s,
-        );
+        )?;
         let ctx = Ctx {
             origins: if self.origins.len() == self.beams.len() {
                 &self.origins
@@ -509,7 +539,7 @@ impl Renderer {
         };
         let mut frame = ctx.finish(&hits);
         frame.start_s = frame_start_s;
-        frame.world_from_sensor = trajectory.world_from_sensor(frame_start_s + ctx.output_t);
+        frame.world_from_sensor = finite_pose(trajectory, frame_start_s + ctx.output_t)?;
         frame.method = if method == Method::Beam {
             Method::Beam
         } else {
@@ -519,7 +549,7 @@ impl Renderer {
             debug.time_slices = slices;
             debug.points_rasterised = rasterised;
         }
-        frame
+        Ok(frame)
     }
 }
 
@@ -929,15 +959,14 @@ impl PoseTable {
         frame_start_s: f64,
         t_lo: f64,
         t_hi: f64,
-    ) -> PoseTable {
+    ) -> Result<PoseTable, BadPose> {
         let span = (t_hi - t_lo).max(0.0);
         let n = if span > 0.0 { KNOTS } else { 0 };
         let dt = if n > 0 { span / n as f64 } else { 0.0 };
         let mut rotations = Vec::with_capacity(n + 1);
         let mut origins = Vec::with_capacity(n + 1);
         for k in 0..=n {
-            let pose: Isometry3<f64> =
-                trajectory.world_from_sensor(frame_start_s + t_lo + k as f64 * dt);
+            let pose = finite_pose(trajectory, frame_start_s + t_lo + k as f64 * dt)?;
             rotations.push(pose.rotation);
             origins.push(pose.translation.vector - map_origin);
         }
@@ -945,13 +974,13 @@ impl PoseTable {
             .iter()
             .map(|q| q.to_rotation_matrix().into_inner())
             .collect();
-        PoseTable {
+        Ok(PoseTable {
             t0: t_lo,
             dt,
             rotations,
             matrices,
             origins,
-        }
+        })
     }
 
     /// True when the pose is the same at every knot (no motion over the frame).
@@ -1054,7 +1083,7 @@ impl<'a> Ctx<'a> {
         prepared: &'a Prepared,
         trajectory: &dyn Trajectory,
         frame_start_s: f64,
-    ) -> Ctx<'a> {
+    ) -> Result<Ctx<'a>, BadPose> {
         let (t_lo, t_hi) = beams.iter().fold((0.0f64, 0.0f64), |(lo, hi), b| {
             let t = if b.time_s.is_finite() {
                 b.time_s as f64
@@ -1064,15 +1093,18 @@ impl<'a> Ctx<'a> {
             (lo.min(t), hi.max(t))
         });
         let map_origin = Vector3::from(map.origin);
-        let poses = PoseTable::new(trajectory, map_origin, frame_start_s, t_lo, t_hi);
+        let poses = PoseTable::new(trajectory, map_origin, frame_start_s, t_lo, t_hi)?;
         let moving = !poses.is_static();
         let local = |t: f64| {
-            let iso = trajectory.world_from_sensor(frame_start_s + t);
-            LocalPose::from(&iso.rotation, iso.translation.vector - map_origin)
+            let iso = finite_pose(trajectory, frame_start_s + t)?;
+            Ok(LocalPose::from(
+                &iso.rotation,
+                iso.translation.vector - map_origin,
+            ))
         };
-        let start = local(0.0);
+        let start = local(0.0)?;
         let (output_t, output) = match params.points_in {
-            PointsIn::FrameEnd => (t_hi, local(t_hi)),
+            PointsIn::FrameEnd => (t_hi, local(t_hi)?),
             PointsIn::FrameStart | PointsIn::Firing => (0.0, start),
         };
         let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
@@ -1084,7 +1116,7 @@ impl<'a> Ctx<'a> {
             .gamma_max_m
             .filter(|g| !g.is_nan())
             .unwrap_or(0.5 * r_map);
-        Ctx {
+        Ok(Ctx {
             map,
             beams,
             dirs,
@@ -1104,7 +1136,7 @@ impl<'a> Ctx<'a> {
             origins: &[],
             depth_axis: false,
             reach: physics.max_range_m.max(0.0),
-        }
+        })
     }
 
     /// Depth behind the nearest hit within which hits count as the same surface layer, metres.
