@@ -60,6 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let clouds = io::read_scans(&args.input, args.input_format.map(Into::into), &read_opts)
         .with_context(|| format!("cannot read {}", args.input.display()))
         .map_err(super::format_hint("--input-format"))?;
+    clouds.iter().for_each(super::warn_read);
     let fields = args.fields.map(|f| {
         f.iter()
             .map(|s| s.trim().to_string())

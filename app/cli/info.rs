@@ -44,6 +44,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let cloud = io::read(path, args.format.map(Format::from), &opts)
             .with_context(|| format!("cannot read {}", path.display()))
             .map_err(super::format_hint("--format"))?;
+        super::warn_read(&cloud);
         let summary = CloudSummary::of(&cloud);
         if args.json {
             json.push(serde_json::to_value(&summary)?);

@@ -158,6 +158,14 @@ impl std::fmt::Display for BadInput {
 
 impl std::error::Error for BadInput {}
 
+/// Warns of what the reader of `cloud` read past (data after the points its header declares), quiet or not:
+/// points may be missing.
+pub fn warn_read(cloud: &aerie_pipeline::Cloud) {
+    for w in &cloud.meta.read_warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
 /// Warns of what writing `cloud` to `out` (in `format`, or the one its extension names) left out.
 pub fn warn_losses(
     cloud: &aerie_pipeline::Cloud,

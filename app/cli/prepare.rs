@@ -225,6 +225,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let cloud = io::read(&path, args.format.map(Format::from), &map_read_options())
             .with_context(|| format!("cannot read {}", path.display()))
             .map_err(super::format_hint("--format"))?;
+        super::warn_read(&cloud);
         inputs.push((cloud, t));
     }
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();

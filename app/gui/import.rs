@@ -206,6 +206,10 @@ fn add(app: &mut AerieApp, loaded: Loaded) {
                 path.display(),
                 cloud.len()
             ));
+            // After the import line, so that the status bar shows it: points may be missing.
+            for w in &cloud.meta.read_warnings {
+                app.error(format!("warning: {w}"));
+            }
             app.files.push(Imported {
                 path,
                 cloud: Arc::new(cloud),

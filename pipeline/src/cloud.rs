@@ -471,6 +471,10 @@ pub struct Metadata {
     /// (`io::ReadOptions::skip`), so that a report can still name them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// What the reader read past without failing, one sentence each naming the file, for the program to show:
+    /// data beyond what the header declares, which a header with a wrong point count would leave unread.
+    #[serde(skip)]
+    pub read_warnings: Vec<String>,
 }
 
 /// One scan inside a cloud: its points are `points` (a range of indices) and it was taken from `world_from_scan`.

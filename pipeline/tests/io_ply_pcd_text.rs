@@ -749,3 +749,54 @@ fn ply_scalar_fields_use_cloudcompare_names() {
         );
     }
 }
+
+/// A header whose point count is short of the data (a writer's bug, a file cut and pasted together) reads the
+/// declared points and says that more follow; a line break or a few bytes of padding after the data do not.
+#[test]
+fn data_after_the_declared_points_is_read_past_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let positions: Vec<[f32; 3]> = (0..10).map(|i| [i as f32, 2.0, 3.0]).collect();
+    let cloud = Cloud::from_positions([0.0; 3], positions);
+    let cases = [
+        ("ply", Some(Encoding::Ascii)),
+        ("ply", Some(Encoding::Binary)),
+        ("ply", Some(Encoding::BinaryBigEndian)),
+        ("pcd", Some(Encoding::Binary)),
+        ("pcd", Some(Encoding::Compressed)),
+        ("las", None),
+    ];
+    for (ext, enc) in cases {
+        let path = write_to(&cloud, dir.path(), ext, enc);
+        let what = format!("{ext} {enc:?}");
+        let clean = std::fs::read(&path).unwrap();
+        assert!(read(&path).meta.read_warnings.is_empty(), "{what}");
+        let text = enc == Some(Encoding::Ascii);
+        let mut padded = clean.clone();
+        padded.extend_from_slice(if text { b"\n\n" } else { b"\0" });
+        std::fs::write(&path, &padded).unwrap();
+        let back = read(&path);
+        assert!(
+            back.meta.read_warnings.is_empty(),
+            "{what}: {:?}",
+            back.meta.read_warnings
+        );
+        let mut longer = clean;
+        if text {
+            longer.extend_from_slice(b"10 2 3\n11 2 3\n");
+        } else {
+            longer.extend(std::iter::repeat_n(0u8, 200));
+        }
+        std::fs::write(&path, &longer).unwrap();
+        let back = read(&path);
+        assert_eq!(back.len(), 10, "{what}: the declared points are read");
+        let w = back.meta.read_warnings.join("\n");
+        assert!(
+            w.contains(&path.display().to_string()) && w.contains("header"),
+            "{what}: {w:?}"
+        );
+        assert!(
+            w.contains(if text { "2 lines" } else { "200 bytes" }),
+            "{what}: {w}"
+        );
+    }
+}

@@ -473,6 +473,24 @@ fn integers(path: &Path, c: &Column, max: f64) -> Result<Vec<u32>> {
     }
 }
 
+/// The warning for `extra` bytes after the `n` records a header declares, when they could hold at least one more
+/// record of `record` bytes (a line break or padding after the data is not worth a word).
+pub(crate) fn data_after_points(
+    path: &Path,
+    n: usize,
+    record: usize,
+    extra: usize,
+) -> Option<String> {
+    (record > 0 && extra >= record).then(|| {
+        format!(
+            "{}: {extra} bytes follow the {n} points the header declares (room for {} more); only the declared \
+             points were read: is the header's point count right?",
+            path.display(),
+            extra / record
+        )
+    })
+}
+
 /// Builds a cloud from decoded columns: x, y and z become positions (unless `positions` were decoded
 /// already, see [`decode_positions`]), known names their attributes, the rest extra dimensions.
 pub(crate) fn assemble(

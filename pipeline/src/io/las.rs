@@ -41,7 +41,7 @@ use rayon::prelude::*;
 
 use crate::cloud::{self, ExtraDim, ExtraScalar, ExtraValues, ScalarKind, origin_for};
 use crate::io::atomic::write_atomic;
-use crate::io::fields::{Target, target_for};
+use crate::io::fields::{Target, data_after_points, target_for};
 use crate::io::{LasVersion, ReadOptions, WriteOptions};
 use crate::{Attribute, Cloud, Error, Result};
 
@@ -77,7 +77,48 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
     } else {
         read_las_points(data, path, &header, &layout)?
     };
-    cols.into_cloud(&header, &layout, path)
+    let mut cloud = cols.into_cloud(&header, &layout, path)?;
+    if !header.compressed {
+        cloud
+            .meta
+            .read_warnings
+            .extend(records_after_points(data, &header, path));
+    }
+    Ok(cloud)
+}
+
+/// The warning for whole point records between the declared points and what follows them in an uncompressed
+/// file (LAS 1.3's internal waveform data or LAS 1.4's extended records, else the end of the file).
+fn records_after_points(data: &[u8], header: &Header, path: &Path) -> Option<String> {
+    let end_of_points = header.offset_to_points.checked_add(
+        usize::try_from(header.count)
+            .ok()?
+            .checked_mul(header.record_len)?,
+    )?;
+    let mut region_end = data.len();
+    if header.version >= (1, 3) {
+        // Offsets of 0 (or, for waveforms, ones that point before the points: external data) name nothing here.
+        let waveforms = le_u64(data, 227).unwrap_or(0);
+        let evlrs = if header.version >= (1, 4) && le_u32(data, 243).unwrap_or(0) > 0 {
+            le_u64(data, 235).unwrap_or(0)
+        } else {
+            0
+        };
+        for at in [waveforms, evlrs] {
+            if let Ok(at) = usize::try_from(at)
+                && at >= end_of_points
+            {
+                region_end = region_end.min(at);
+            }
+        }
+    }
+    let n = usize::try_from(header.count).ok()?;
+    data_after_points(
+        path,
+        n,
+        header.record_len,
+        region_end.saturating_sub(end_of_points),
+    )
 }
 
 /// What the file header says, with offsets already checked against the file size.

@@ -22,8 +22,9 @@ use std::path::Path;
 use crate::cloud::{ScalarKind, ScanInfo};
 use crate::io::atomic::{io_err, write_atomic_buffered};
 use crate::io::fields::{
-    Column, OutField, Src, Style, Target, as_kind, assemble, decode_column, encode_rows,
-    encode_text, out_fields, parse_num, parse_rows, quote, retain_rows, target_for, write_value,
+    Column, OutField, Src, Style, Target, as_kind, assemble, data_after_points, decode_column,
+    encode_rows, encode_text, out_fields, parse_num, parse_rows, quote, retain_rows, target_for,
+    write_value,
 };
 use crate::io::{Encoding, ReadOptions, WriteOptions};
 use crate::pose::Isometry3;
@@ -377,6 +378,8 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
     let h = parse_header(data, path)?;
     let n = h.points;
     let body = data.get(h.data_start..).unwrap_or_default();
+    // Bytes after the data the header declares (ASCII counts its lines and refuses a mismatch).
+    let mut extra = 0;
     let mut cols = match h.data {
         Data::Binary => {
             let need = n.checked_mul(h.record).filter(|&b| b <= body.len());
@@ -392,10 +395,16 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
                     ),
                 ));
             }
+            extra = body.len() - n * h.record;
             decode_binary(body, path, &h, false)?
         }
         Data::Compressed => {
             let raw = decompress(body, path, &h)?;
+            // The compressed size was read and checked against the file by `decompress`.
+            let comp = body.get(..4).map_or(0, |b| {
+                u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize
+            });
+            extra = body.len().saturating_sub(8 + comp);
             decode_binary(&raw, path, &h, true)?
         }
         Data::Ascii => decode_ascii(body, path, &h)?,
@@ -435,6 +444,10 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
         });
     }
     cloud.meta.format = Some(format!("PCD {} {}", h.version, h.data.name()));
+    cloud
+        .meta
+        .read_warnings
+        .extend(data_after_points(path, n, h.record, extra));
     Ok(cloud)
 }
 

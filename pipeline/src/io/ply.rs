@@ -26,9 +26,9 @@ use std::path::Path;
 use crate::cloud::ScalarKind;
 use crate::io::atomic::{io_err, write_atomic_buffered};
 use crate::io::fields::{
-    Column, CoordField, OutField, Positions, Style, Target, as_kind, assemble, decode_column,
-    decode_positions, encode_rows, encode_text, lines, out_fields, parse_num, parse_rows, quote,
-    read_scalar, target_for, write_value,
+    Column, CoordField, OutField, Positions, Style, Target, as_kind, assemble, data_after_points,
+    decode_column, decode_positions, encode_rows, encode_text, lines, out_fields, parse_num,
+    parse_rows, quote, read_scalar, target_for, write_value,
 };
 use crate::io::{Encoding, ReadOptions, WriteOptions};
 use crate::{Cloud, Error, Result};
@@ -256,19 +256,64 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
     };
     let vertex = &h.elements[vi];
     let n = vertex.count;
-    let (positions, cols) = if h.enc == Enc::Ascii {
-        (None, read_ascii(data, path, &h, vi)?)
+    let (positions, cols, warning) = if h.enc == Enc::Ascii {
+        let cols = read_ascii(data, path, &h, vi)?;
+        (None, cols, lines_after_elements(data, &h, path))
     } else {
         let be = h.enc == Enc::Big;
         let mut pos = h.data_start;
         for e in &h.elements[..vi] {
             pos = walk(data, pos, e, be, None, path)?;
         }
-        read_binary_vertex(data, pos, vertex, be, path)?
+        let (positions, cols) = read_binary_vertex(data, pos, vertex, be, path)?;
+        (
+            positions,
+            cols,
+            bytes_after_elements(data, pos, &h, vi, be, path),
+        )
     };
     let mut cloud = assemble(path, positions, cols, n)?;
     cloud.meta.format = Some(format!("PLY {} 1.0", h.enc.name()));
+    cloud.meta.read_warnings.extend(warning);
     Ok(cloud)
+}
+
+/// The warning for bytes left after every element of a binary file (from the vertex element at `pos`), when they
+/// could hold another vertex. Elements after the vertex that run past the end are left to other tools, as
+/// before: the vertices were read.
+fn bytes_after_elements(
+    data: &[u8],
+    mut pos: usize,
+    h: &Header,
+    vi: usize,
+    be: bool,
+    path: &Path,
+) -> Option<String> {
+    for e in h.elements.get(vi..).unwrap_or_default() {
+        pos = walk(data, pos, e, be, None, path).ok()?;
+    }
+    let vertex = h.elements.get(vi)?;
+    let record: usize = vertex.props.iter().map(|p| p.kind.size()).sum();
+    data_after_points(path, vertex.count, record, data.len().saturating_sub(pos))
+}
+
+/// The warning for non-blank lines left after every element of an ASCII file.
+fn lines_after_elements(data: &[u8], h: &Header, path: &Path) -> Option<String> {
+    let mut pos = h.data_start;
+    for e in &h.elements {
+        pos = skip_lines(data, pos, e.count)?;
+    }
+    let left = lines(data.get(pos..).unwrap_or_default())
+        .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
+        .count();
+    let n = h.elements.iter().find(|e| e.name == "vertex")?.count;
+    (left > 0).then(|| {
+        format!(
+            "{}: {left} lines follow the elements the header declares ({n} points); only the declared points \
+             were read: is the header's point count right?",
+            path.display()
+        )
+    })
 }
 
 fn columns_for(props: &[&Prop]) -> Vec<Column> {
