@@ -39,6 +39,7 @@ pub mod scene;
 pub mod sensor;
 pub mod simulator;
 pub mod synthetic;
+pub(crate) mod toml_place;
 pub mod trajectory;
 pub mod vehicle;
 pub mod world;

@@ -153,7 +153,7 @@ pub enum MissionError {
     Invalid {
         /// The mission file.
         path: PathBuf,
-        /// What is wrong (the parser's message names the line).
+        /// What is wrong (a parse error names the line and the field).
         message: String,
     },
 }
@@ -166,7 +166,9 @@ impl Mission {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?;
-        let mission: Mission = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let mission: Mission = toml::from_str(&text).map_err(|e| {
+            invalid(crate::toml_place::place_of(&text, &e).describe("mission toml"))
+        })?;
         mission.check().map_err(invalid)?;
         Ok(mission)
     }
@@ -692,5 +694,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown field `position`"), "{err}");
+        // From a file, the message names the key's own line and its table, not the goal's header, and a
+        // waypoint after the land goal does not confuse it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.toml");
+        let text = format!(
+            "{BASE}[[vehicle.goal]]\nkind = \"land\"\nposition = [1.0, 2.0, 0.0]\n\
+             [[vehicle.goal]]\nkind = \"waypoint\"\nposition = [0.0, 1.0, 0.0]\n"
+        );
+        std::fs::write(&path, &text).unwrap();
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("position = [1.0"))
+            .unwrap()
+            + 1;
+        let err = Mission::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("line {line}, field `vehicle.goal.position`"))
+                && err.contains("takes no keys besides its kind"),
+            "{err}"
+        );
     }
 }

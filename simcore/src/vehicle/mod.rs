@@ -35,8 +35,8 @@ pub enum VehicleError {
         /// What is wrong with its value.
         message: String,
     },
-    /// The TOML does not parse.
-    #[error("vehicle description: {0}")]
+    /// The TOML does not parse; the message names the line and the field where they could be found.
+    #[error("{0}")]
     Toml(String),
     /// No such preset.
     #[error("unknown vehicle preset {0:?}; the presets are {1}")]
@@ -100,7 +100,9 @@ impl QuadParams {
 
     /// Parses and validates a description.
     pub fn from_toml(text: &str) -> Result<QuadParams, VehicleError> {
-        let p: QuadParams = toml::from_str(text).map_err(|e| VehicleError::Toml(e.to_string()))?;
+        let p: QuadParams = toml::from_str(text).map_err(|e| {
+            VehicleError::Toml(crate::toml_place::place_of(text, &e).describe("vehicle toml"))
+        })?;
         p.validate()?;
         Ok(p)
     }
