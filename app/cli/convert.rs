@@ -42,7 +42,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    super::not_an_input(args.output.path(), &[&args.input])?;
+    super::check_output(args.output.path(), &[&args.input])?;
     check_input_flags(&args)?;
     if aerie_pipeline::map::amap::is_map_file(&args.input) {
         return Err(super::BadInput(format!(

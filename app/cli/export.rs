@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    super::not_an_input(args.output.path(), &[&args.map])?;
+    super::check_output(args.output.path(), &[&args.map])?;
     if io::Format::from_path(&args.map).is_some() {
         return Err(super::BadInput(format!(
             "{} is a scan file, not a prepared map: `aerie convert` writes a scan file in another format, \

@@ -223,6 +223,22 @@ impl OutputFile {
     }
 }
 
+/// Checks an output file before any work: not one of `inputs` ([`not_an_input`]), and a folder in its path that
+/// does not exist yet is said to be created (a typo in `-o` would otherwise leave the result in a new folder
+/// without a word).
+pub fn check_output(output: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), BadInput> {
+    not_an_input(output, inputs)?;
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.exists()
+    {
+        eprintln!(
+            "note: the folder {} does not exist; it will be created",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// Refuses to write `output` over one of `inputs` (the same file by any path): a slip such as
 /// `aerie convert scan.las scan.las` would otherwise replace the user's data with a converted copy, which loses
 /// whatever the output format cannot hold.

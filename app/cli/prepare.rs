@@ -191,7 +191,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .into());
     }
     let inputs: Vec<&Path> = files.iter().map(|(p, _)| p.as_path()).collect();
-    super::not_an_input(&args.output, &inputs)?;
+    super::check_output(&args.output, &inputs)?;
     super::not_an_input(&report_path(&args.output), &inputs)?;
     // The same file twice would double every point (an E57's scans are one file).
     for (i, a) in inputs.iter().enumerate() {

@@ -147,7 +147,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .map(PathBuf::as_path)
         .collect();
     for out in [&args.output, &args.depth_png].into_iter().flatten() {
-        super::not_an_input(out, &inputs)?;
+        super::check_output(out, &inputs)?;
     }
     if let Some(png) = &args.depth_png
         && !png
