@@ -119,12 +119,7 @@ fn output_folder(out: &Path, mission: &Mission) -> anyhow::Result<()> {
         ))
         .into());
     }
-    if !out.exists() {
-        eprintln!(
-            "note: the folder {} does not exist; it is created",
-            out.display()
-        );
-    }
+    super::note_new_folder(out);
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let Ok(text) = std::fs::read_to_string(out.join("summary.json")) else {
         return Ok(());

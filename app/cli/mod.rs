@@ -228,15 +228,20 @@ impl OutputFile {
 /// without a word).
 pub fn check_output(output: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), BadInput> {
     not_an_input(output, inputs)?;
-    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.exists()
-    {
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        note_new_folder(dir);
+    }
+    Ok(())
+}
+
+/// Says that the folder `dir` is created, when it does not exist yet.
+pub fn note_new_folder(dir: &std::path::Path) {
+    if !dir.exists() {
         eprintln!(
-            "note: the folder {} does not exist; it will be created",
+            "note: the folder {} does not exist; it is created",
             dir.display()
         );
     }
-    Ok(())
 }
 
 /// Refuses to write `output` over one of `inputs` (the same file by any path): a slip such as

@@ -17,17 +17,22 @@ pub(crate) struct Place {
 impl Place {
     /// `"{what}, line N, field `f`: message"`, leaving out what is unknown.
     pub fn describe(&self, what: &str) -> String {
-        let mut text = String::from(what);
-        if self.line > 0 {
-            text.push_str(&format!(", line {}", self.line));
-        }
-        if !self.field.is_empty() {
-            text.push_str(&format!(", field `{}`", self.field));
-        }
-        text.push_str(": ");
-        text.push_str(self.message.trim());
-        text
+        describe(what, &self.field, self.line, &self.message)
     }
+}
+
+/// [`Place::describe`] of its parts (a sensor's parse error keeps them apart).
+pub(crate) fn describe(what: &str, field: &str, line: usize, message: &str) -> String {
+    let mut text = String::from(what);
+    if line > 0 {
+        text.push_str(&format!(", line {line}"));
+    }
+    if !field.is_empty() {
+        text.push_str(&format!(", field `{field}`"));
+    }
+    text.push_str(": ");
+    text.push_str(message.trim());
+    text
 }
 
 /// Where a TOML deserialisation error lies: the dotted field path recovered from the error's span (the key on the

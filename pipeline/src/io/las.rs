@@ -90,11 +90,10 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
 /// The warning for whole point records between the declared points and what follows them in an uncompressed
 /// file (LAS 1.3's internal waveform data or LAS 1.4's extended records, else the end of the file).
 fn records_after_points(data: &[u8], header: &Header, path: &Path) -> Option<String> {
-    let end_of_points = header.offset_to_points.checked_add(
-        usize::try_from(header.count)
-            .ok()?
-            .checked_mul(header.record_len)?,
-    )?;
+    let n = usize::try_from(header.count).ok()?;
+    let end_of_points = header
+        .offset_to_points
+        .checked_add(n.checked_mul(header.record_len)?)?;
     let mut region_end = data.len();
     if header.version >= (1, 3) {
         // Offsets of 0 (or, for waveforms, ones that point before the points: external data) name nothing here.
@@ -112,7 +111,6 @@ fn records_after_points(data: &[u8], header: &Header, path: &Path) -> Option<Str
             }
         }
     }
-    let n = usize::try_from(header.count).ok()?;
     data_after_points(
         path,
         n,

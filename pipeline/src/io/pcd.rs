@@ -399,12 +399,8 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
             decode_binary(body, path, &h, false)?
         }
         Data::Compressed => {
-            let raw = decompress(body, path, &h)?;
-            // The compressed size was read and checked against the file by `decompress`.
-            let comp = body.get(..4).map_or(0, |b| {
-                u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize
-            });
-            extra = body.len().saturating_sub(8 + comp);
+            let (raw, used) = decompress(body, path, &h)?;
+            extra = body.len() - used;
             decode_binary(&raw, path, &h, true)?
         }
         Data::Ascii => decode_ascii(body, path, &h)?,
@@ -494,8 +490,8 @@ fn decode_binary(body: &[u8], path: &Path, h: &Header, column_major: bool) -> Re
 }
 
 /// Unpack a `binary_compressed` body: u32 compressed size, u32 uncompressed size, LZF data. Sizes are checked
-/// against the file and the header before anything is allocated.
-fn decompress(body: &[u8], path: &Path, h: &Header) -> Result<Vec<u8>> {
+/// against the file and the header before anything is allocated. Returns the data and the bytes of `body` used.
+fn decompress(body: &[u8], path: &Path, h: &Header) -> Result<(Vec<u8>, usize)> {
     let place = format!("byte {}", h.data_start);
     let word = |k: usize| -> Result<usize> {
         body.get(4 * k..4 * k + 4)
@@ -533,7 +529,7 @@ fn decompress(body: &[u8], path: &Path, h: &Header) -> Result<Vec<u8>> {
         ));
     };
     if uncomp == 0 {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), 8 + comp));
     }
     // One LZF back-reference of 3 bytes yields at most 264 bytes: anything claiming more is corrupt.
     if uncomp / 88 > comp + 1 {
@@ -557,7 +553,7 @@ fn decompress(body: &[u8], path: &Path, h: &Header) -> Result<Vec<u8>> {
             format!("lzf data expands to {} bytes; expected {uncomp}", raw.len()),
         ));
     }
-    Ok(raw)
+    Ok((raw, 8 + comp))
 }
 
 fn decode_ascii(body: &[u8], path: &Path, h: &Header) -> Result<Vec<Column>> {

@@ -194,8 +194,8 @@ pub struct ScanPoint {
     pub intensity: f32,
     /// Firing time since the frame start, seconds.
     pub time_s: f32,
-    /// The beam's ring: laser of a spinning LiDAR (numbered from the end its `ring_zero` says), line of a Livox, row of a depth camera
-    /// ([`Beam::ring`]).
+    /// The beam's ring: laser of a spinning LiDAR (numbered from the end its `ring_zero` says), line of a Livox,
+    /// row of a depth camera ([`Beam::ring`]).
     pub ring: u16,
     /// Index of the beam in the scan pattern.
     pub beam: u32,
@@ -539,7 +539,8 @@ impl Renderer {
         };
         let mut frame = ctx.finish(&hits);
         frame.start_s = frame_start_s;
-        frame.world_from_sensor = finite_pose(trajectory, frame_start_s + ctx.output_t)?;
+        // The pose at `output_t` (the frame's start or end) was checked when `ctx` was made.
+        frame.world_from_sensor = trajectory.world_from_sensor(frame_start_s + ctx.output_t);
         frame.method = if method == Method::Beam {
             Method::Beam
         } else {

@@ -47,12 +47,7 @@ impl SensorError {
 }
 
 fn parse_message(field: &str, line: usize, message: &str) -> String {
-    crate::toml_place::Place {
-        field: field.to_string(),
-        line,
-        message: message.to_string(),
-    }
-    .describe("sensor toml")
+    crate::toml_place::describe("sensor toml", field, line, message)
 }
 
 /// Turns a TOML deserialisation error into [`SensorError::Parse`], naming the field and line
