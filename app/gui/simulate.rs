@@ -200,7 +200,10 @@ pub fn start_flight(app: &mut AerieApp) {
         Err(e) => return app.error(e),
     };
     let Some(m) = &app.map else { return };
-    let map = Map::Memory(Box::new((*m.packed).clone()));
+    let map = match Map::try_from((*m.packed).clone()) {
+        Ok(map) => map,
+        Err(e) => return app.error(format!("cannot fly in this map: {e}")),
+    };
     app.sim.stop();
     let live = Live::start(
         map,

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use aerie_pipeline::io::{self, WriteOptions};
 use aerie_pipeline::prepare::{Recipe, map_read_options, prepare};
 use aerie_pipeline::{Cloud, CloudSummary, NoProgress};
-use aerie_simcore::Simulator;
 use aerie_simcore::sensor::SensorModel;
 use aerie_simcore::trajectory::{Isometry3, Static, pose_from_xyz_rpy};
+use aerie_simcore::{Map, Simulator};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -38,7 +38,7 @@ fn main() -> anyhow::Result<()> {
         prepared.map.buckets.len()
     );
 
-    let mut sim = Simulator::new(prepared.map);
+    let mut sim = Simulator::new(Map::try_from(prepared.map)?);
     let avia = sim.add_sensor("avia", SensorModel::preset("avia")?, Isometry3::identity())?;
     let pose = pose_from_xyz_rpy(x, y, z, 0.0, 0.0, 0.0);
     let frame = sim.render(avia, &Static(pose), 0.0, 0)?;

@@ -6,12 +6,12 @@
 //! [`mission`], [`world`] and [`record`]. Reads maps through `aerie_pipeline::map`; never prints.
 //!
 //! ```
-//! use aerie_simcore::{Simulator, sensor::SensorModel, synthetic::synthetic_map};
+//! use aerie_simcore::{Map, Simulator, sensor::SensorModel, synthetic::synthetic_map};
 //! use aerie_simcore::trajectory::{Isometry3, Static, pose_from_xyz_rpy};
 //!
 //! // A procedural 50,000-point map at r_map 0.1 m (any prepared map or `Simulator::open("map.amap")` works).
 //! let map = synthetic_map(50_000, 0.1, 7).unwrap();
-//! let mut sim = Simulator::new(map);
+//! let mut sim = Simulator::new(Map::try_from(map).unwrap());
 //! // An Ouster OS1-64 mounted 10 cm above the body origin.
 //! let lidar = sim
 //!     .add_sensor("os1", SensorModel::preset("os1_64").unwrap(), pose_from_xyz_rpy(0.0, 0.0, 0.1, 0.0, 0.0, 0.0))

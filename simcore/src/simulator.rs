@@ -53,9 +53,12 @@ impl SimError {
     }
 }
 
-/// An opened map: a memory-mapped `.amap`, or a map prepared in memory.
-pub enum Map {
-    /// A packed map file, memory-mapped (or read, where mapping fails).
+/// An opened map: a memory-mapped `.amap`, or a map prepared in memory. Its constructors check what the
+/// renderer relies on ([`MapView::check`]), so a simulator never indexes past a column.
+pub struct Map(Source);
+
+enum Source {
+    /// A packed map file, memory-mapped (or read, where mapping fails); checked when it was opened.
     File(Box<AmapFile>),
     /// A map built in this process.
     Memory(Box<PackedMap>),
@@ -67,7 +70,7 @@ impl Map {
     /// (0.1 m when `None`).
     pub fn open(path: &Path, resolution_m: Option<f64>) -> Result<Map, SimError> {
         if Map::is_prepared(path) {
-            return Ok(Map::File(Box::new(AmapFile::open(path)?)));
+            return Ok(Map::from(AmapFile::open(path)?));
         }
         // Columns a map does not keep are skipped at read time, as `aerie prepare` does.
         let cloud = io::read(path, None, &aerie_pipeline::prepare::map_read_options())?;
@@ -76,7 +79,7 @@ impl Map {
             ..Recipe::default()
         };
         let prepared = prepare(vec![(cloud, None)], &recipe, &NoProgress)?;
-        Ok(Map::Memory(Box::new(prepared.map)))
+        Map::try_from(prepared.map)
     }
 
     /// Whether `path` names a prepared map (`.amap`), which [`Map::open`] maps as it is, rather than a scan
@@ -87,22 +90,33 @@ impl Map {
 
     /// The map's arrays, borrowed.
     pub fn view(&self) -> MapView<'_> {
-        match self {
-            Map::File(f) => f.view(),
-            Map::Memory(m) => m.view(),
+        match &self.0 {
+            Source::File(f) => f.view(),
+            Source::Memory(m) => m.view(),
         }
     }
 }
 
-impl From<PackedMap> for Map {
-    fn from(map: PackedMap) -> Map {
-        Map::Memory(Box::new(map))
+impl TryFrom<PackedMap> for Map {
+    type Error = SimError;
+
+    /// A map built in memory ([`PackedMap::from_cloud`], `prepare`, or by hand).
+    ///
+    /// # Errors
+    ///
+    /// [`SimError::Map`] naming the first broken invariant of [`MapView::check`] (a column with the wrong
+    /// number of values, buckets that do not partition the points, a resolution that is not positive).
+    fn try_from(map: PackedMap) -> Result<Map, SimError> {
+        map.view()
+            .check()
+            .map_err(|m| aerie_pipeline::Error::parameter("map", m))?;
+        Ok(Map(Source::Memory(Box::new(map))))
     }
 }
 
 impl From<AmapFile> for Map {
     fn from(file: AmapFile) -> Map {
-        Map::File(Box::new(file))
+        Map(Source::File(Box::new(file)))
     }
 }
 
@@ -198,10 +212,11 @@ pub struct Simulator {
 }
 
 impl Simulator {
-    /// A simulator in `map` with default rendering parameters and no sensors.
-    pub fn new(map: impl Into<Map>) -> Simulator {
+    /// A simulator in `map` with default rendering parameters and no sensors. A [`PackedMap`] built in memory
+    /// becomes a [`Map`] through `Map::try_from`, which checks it.
+    pub fn new(map: Map) -> Simulator {
         Simulator {
-            map: map.into(),
+            map,
             params: RenderParams::default(),
             sensors: Vec::new(),
             index: None,
@@ -396,7 +411,8 @@ mod tests {
     use crate::world::Spheres;
 
     fn sim() -> (Simulator, Vec<SensorId>) {
-        let mut sim = Simulator::new(synthetic_map(20_000, 0.1, 3).unwrap());
+        let mut sim =
+            Simulator::new(Map::try_from(synthetic_map(20_000, 0.1, 3).unwrap()).unwrap());
         let ids = ["mid360", "os0_64", "avia"]
             .iter()
             .map(|p| {
@@ -492,5 +508,41 @@ mod tests {
         // A finite pose renders as before.
         let still = Static(pose_from_xyz_rpy(0.0, 0.0, 1.5, 0.0, 0.0, 0.0));
         assert!(!sim.render(os0, &still, 0.0, 0).unwrap().points.is_empty());
+    }
+
+    /// A map assembled by hand with a column of the wrong length, or buckets that do not cover its points, is
+    /// refused when it becomes a `Map`, with the column named, rather than panicking in the renderer.
+    #[test]
+    fn a_map_whose_columns_disagree_is_refused_before_it_is_rendered() {
+        let good = synthetic_map(2_000, 0.1, 3).unwrap();
+        let n = good.len();
+        assert!(Map::try_from(good.clone()).is_ok());
+        let mut short_normals = good.clone();
+        short_normals.normals.as_mut().unwrap().pop();
+        let mut uncovered = good.clone();
+        uncovered.positions.push([0.0; 3]);
+        uncovered.normals.as_mut().unwrap().push([0.0, 0.0, 1.0]);
+        uncovered.gamma = None;
+        uncovered.spacing = None;
+        uncovered.reflectance = None;
+        let mut flat = good;
+        flat.resolution = 0.0;
+        for (map, says) in [
+            (
+                short_normals,
+                format!("normals has {} values for {n} points", n - 1),
+            ),
+            (
+                uncovered,
+                format!("buckets cover {n} points but the map has {}", n + 1),
+            ),
+            (flat, "resolution 0,".to_string()),
+        ] {
+            let err = Map::try_from(map).err().expect("refused");
+            assert!(
+                err.is_bad_input() && err.to_string().contains(&says),
+                "{err}"
+            );
+        }
     }
 }

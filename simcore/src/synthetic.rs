@@ -180,7 +180,7 @@ fn neg(v: [f64; 3]) -> [f64; 3] {
 }
 
 /// The scene as a cloud (origin at 0; z up; the ground at z = 0): about `points` points (within one structure
-/// of it) at spacing `resolution`, with normals, plane thickness and intensity. An invalid resolution (not a
+/// of it; more when `points` is too few to cover the smallest scene, a 9 m square) at spacing `resolution`, with normals, plane thickness and intensity. An invalid resolution (not a
 /// positive finite length) or zero points gives an empty cloud.
 pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
     let r = f64::from(resolution);
@@ -193,9 +193,12 @@ pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
         intensity: Some(Vec::new()),
         ..Columns::default()
     };
-    // Half the points on the ground square, half on the structures.
+    // Half the points on the ground square, half on the structures. The square is at least 9 m wide, so that
+    // structures fit outside the free middle (a smaller one could never place any, and the loop below would
+    // not end).
+    let free = 3.0;
     let area = points as f64 * r * r;
-    let half = (0.5 * area).sqrt() * 0.5;
+    let half = ((0.5 * area).sqrt() * 0.5).max(free + 1.5);
     let mut surfaces: Vec<(Surface, f32)> = vec![(
         Surface::Rect {
             c: [0.0, 0.0, 0.0],
@@ -208,8 +211,7 @@ pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
     )];
     let mut total = surfaces[0].0.count(r);
     let mut rng = Rng(splitmix64(seed ^ 0x05EE_D0F5_CE7E));
-    let free = 3.0;
-    let margin = 1.0f64.min(0.5 * half);
+    let margin = 1.0;
     while total < points {
         let x = rng.range(-half + margin, half - margin);
         let y = rng.range(-half + margin, half - margin);
@@ -314,6 +316,10 @@ mod tests {
         let ground = a.positions().iter().filter(|p| p[2].abs() < 1e-6).count();
         assert!(ground > n / 3 && ground < 2 * n / 3, "{ground} of {n}");
         assert!(synthetic_cloud(1000, f32::NAN, 1).is_empty());
+        // Too few points for the free middle and a structure beside it: the smallest scene (its 9 m ground
+        // square), not a hang.
+        let small = synthetic_cloud(100, 0.1, 1);
+        assert!((7_000..20_000).contains(&small.len()), "{}", small.len());
         let map = synthetic_map(50_000, 0.1, 3).unwrap();
         assert_eq!(map.positions.len(), synthetic_cloud(50_000, 0.1, 3).len());
         assert!(map.normals.is_some() && map.gamma.is_some() && map.reflectance.is_some());

@@ -54,10 +54,12 @@ fn map_with_walls(walls: &[(f64, f64, f64)], boxes: &[([f64; 3], f64)]) -> Map {
         stages: vec![Stage::Normals],
         ..Recipe::default()
     };
-    prepare(vec![(cloud, None)], &recipe, &NoProgress)
-        .unwrap()
-        .map
-        .into()
+    Map::try_from(
+        prepare(vec![(cloud, None)], &recipe, &NoProgress)
+            .unwrap()
+            .map,
+    )
+    .unwrap()
 }
 
 fn mission(text: &str) -> Mission {

@@ -21,10 +21,10 @@ use aerie_pipeline::features::{Neighbor, Neighbors};
 use aerie_pipeline::io::{self, ReadOptions};
 use aerie_pipeline::prepare::{Recipe, prepare};
 use aerie_pipeline::{Cloud, NoProgress};
-use aerie_simcore::Simulator;
 use aerie_simcore::render::{PointsIn, RenderParams, Renderer};
 use aerie_simcore::sensor::{Beam, Pattern, SensorModel};
 use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xyz_rpy};
+use aerie_simcore::{Map, Simulator};
 use nalgebra::{Translation3, UnitQuaternion, Vector3};
 
 const COLUMNS: usize = 1024;
@@ -206,7 +206,7 @@ fn render_with(
     trajectory: &dyn Trajectory,
     params: RenderParams,
 ) -> Cloud {
-    let mut sim = Simulator::new(map).with_params(params);
+    let mut sim = Simulator::new(Map::try_from(map).expect("map")).with_params(params);
     let id = sim
         .add_sensor(name, model, Isometry3::identity())
         .expect("sensor");
@@ -400,7 +400,7 @@ fn surface_model_along_the_real_beams() {
         .collect();
     let model = SensorModel::preset("os0_64").expect("preset");
     let mut renderer = Renderer::new(&beams, &model.physics, &RenderParams::default());
-    let sim = Simulator::new(map.clone());
+    let sim = Simulator::new(Map::try_from(map.clone()).expect("map"));
     let frame = renderer
         .render(&sim.map(), &Static(scan_pose()), 0.0, 0)
         .unwrap();

@@ -94,7 +94,7 @@ const SWARM_MISSION: &str = include_str!("../../../examples/missions/bench_swarm
 /// An empty world: a map needs a point, and one 1 km below the flight is never near a collision query.
 fn empty_world() -> anyhow::Result<Map> {
     let cloud = Cloud::from_positions([0.0, 0.0, -1000.0], vec![[0.0; 3]]);
-    Ok(Map::from(PackedMap::from_cloud(&cloud, 0.2, None)?))
+    Ok(Map::try_from(PackedMap::from_cloud(&cloud, 0.2, None)?)?)
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {

@@ -118,7 +118,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             args,
             &sensors,
             &methods,
-            Simulator::new(map),
+            Simulator::new(Map::try_from(map)?),
             build_s,
             world_from_sensor,
         )?;

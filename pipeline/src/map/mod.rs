@@ -82,6 +82,50 @@ impl MapView<'_> {
         }
         (lo[0] <= hi[0] && lo[1] <= hi[1] && lo[2] <= hi[2]).then_some((lo, hi))
     }
+
+    /// Check what the renderer relies on: a finite origin, 0 < resolution <= bucket size, one value per point
+    /// in every present column, and buckets that partition the points in key order. An opened `.amap` and a
+    /// map from [`PackedMap::from_cloud`] always pass; a map assembled by hand may not. The message names the
+    /// first broken invariant.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if !(self.origin.iter().all(|v| v.is_finite())
+            && self.resolution.is_finite()
+            && self.resolution > 0.0
+            && self.bucket_size.is_finite()
+            && self.bucket_size >= self.resolution)
+        {
+            return Err(format!(
+                "origin {:?}, resolution {}, bucket size {}: expected a finite origin and 0 < resolution <= bucket size",
+                self.origin, self.resolution, self.bucket_size
+            ));
+        }
+        let n = self.positions.len();
+        check_lengths(
+            n,
+            &[
+                ("normals", self.normals.map(<[_]>::len)),
+                ("gamma", self.gamma.map(<[_]>::len)),
+                ("spacing", self.spacing.map(<[_]>::len)),
+                ("reflectance", self.reflectance.map(<[_]>::len)),
+            ],
+        )?;
+        check_buckets(self.buckets, n)
+    }
+}
+
+/// Check that every present column (name, length) has `n` values.
+fn check_lengths(n: usize, lens: &[(&str, Option<usize>)]) -> std::result::Result<(), String> {
+    if u32::try_from(n).is_err() {
+        return Err(format!("{n} points; at most {} fit a map", u32::MAX));
+    }
+    for &(name, len) in lens {
+        if let Some(len) = len
+            && len != n
+        {
+            return Err(format!("{name} has {len} values for {n} points"));
+        }
+    }
+    Ok(())
 }
 
 use serde::{Deserialize, Serialize};
@@ -290,27 +334,15 @@ impl PackedMap {
 
     /// Check the invariants; the message names the first broken one.
     pub fn check(&self) -> std::result::Result<(), String> {
-        let n = self.positions.len();
-        if u32::try_from(n).is_err() {
-            return Err(format!("{n} points; at most {} fit a map", u32::MAX));
-        }
-        let lens = [
-            ("normals", self.normals.as_ref().map(Vec::len)),
-            ("gamma", self.gamma.as_ref().map(Vec::len)),
-            ("spacing", self.spacing.as_ref().map(Vec::len)),
-            ("intensity", self.intensity.as_ref().map(Vec::len)),
-            ("reflectance", self.reflectance.as_ref().map(Vec::len)),
-            ("color", self.color.as_ref().map(Vec::len)),
-            ("classification", self.classification.as_ref().map(Vec::len)),
-        ];
-        for (name, len) in lens {
-            if let Some(len) = len
-                && len != n
-            {
-                return Err(format!("{name} has {len} values for {n} points"));
-            }
-        }
-        check_buckets(&self.buckets, n)
+        check_lengths(
+            self.positions.len(),
+            &[
+                ("intensity", self.intensity.as_ref().map(Vec::len)),
+                ("color", self.color.as_ref().map(Vec::len)),
+                ("classification", self.classification.as_ref().map(Vec::len)),
+            ],
+        )?;
+        self.view().check()
     }
 }
 
