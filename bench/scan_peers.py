@@ -14,6 +14,11 @@ The rays are the ones Aerie casts, written by `aerie bench scan --map tiled.amap
 `--repeat` times after a warm-up; the median is reported, with the hit fraction within the sensor's range.
 
     python3 bench/scan_peers.py tiled_map.ply --extent 32.4408,40.7597 --rays DIR/rays_avia.f32 DIR/rays_os1_128.f32
+
+With `--whole` (for a map that is not a tiling, e.g. the demo's site) the whole exported map is meshed as one piece:
+no crop to a tile, no copies, no --extent; the density-quantile crop and --depth apply as before.
+
+    python3 bench/scan_peers.py demo_map.ply --whole --depth 10 --rays DIR/rays_avia.f32 DIR/rays_os1_128.f32
 """
 import argparse
 import json
@@ -36,11 +41,14 @@ def tile_mesh(mesh, extent, n):
     return np.concatenate(vs).astype(np.float32), np.concatenate(fs).astype(np.uint32)
 
 
-def build_mesh(path, extent, n, depth, quantile):
+def build_mesh(path, extent, n, depth, quantile, whole=False):
     pcd = o3d.io.read_point_cloud(path)
-    p = np.asarray(pcd.points)
-    keep = (p[:, 0] < extent[0]) & (p[:, 1] < extent[1])
-    tile = pcd.select_by_index(np.flatnonzero(keep))
+    if whole:
+        tile = pcd
+    else:
+        p = np.asarray(pcd.points)
+        keep = (p[:, 0] < extent[0]) & (p[:, 1] < extent[1])
+        tile = pcd.select_by_index(np.flatnonzero(keep))
     if not tile.has_normals():
         tile.estimate_normals(o3d.geometry.KDTreeSearchParamKNN(16))
     t = time.perf_counter()
@@ -50,14 +58,20 @@ def build_mesh(path, extent, n, depth, quantile):
     poisson_s = time.perf_counter() - t
     edges = np.asarray(mesh.vertices)[np.asarray(mesh.triangles)]
     edge = np.median(np.linalg.norm(edges[:, 0] - edges[:, 1], axis=1))
-    v, f = tile_mesh(mesh, extent, n)
+    if whole:
+        v = np.asarray(mesh.vertices).astype(np.float32)
+        f = np.asarray(mesh.triangles).astype(np.uint32)
+    else:
+        v, f = tile_mesh(mesh, extent, n)
     return v, f, len(tile.points), poisson_s, float(edge)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("map_ply", help="the prepared map exported as PLY (aerie export)")
-    ap.add_argument("--extent", required=True, help="tile extent ex,ey in metres (printed by bench/tile.py)")
+    ap.add_argument("--extent", help="tile extent ex,ey in metres (printed by bench/tile.py); required unless --whole")
+    ap.add_argument("--whole", action="store_true",
+                    help="mesh the whole map as one piece (no tile crop, no copies; --extent and --n unused)")
     ap.add_argument("--n", type=int, default=4, help="tiles per axis (default 4)")
     ap.add_argument("--depth", type=int, default=10, help="Poisson octree depth (default 10)")
     ap.add_argument("--crop-quantile", type=float, default=0.05, help="drop vertices below this density quantile")
@@ -66,8 +80,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0, help="Embree threads (0: all cores)")
     a = ap.parse_args()
-    extent = [float(x) for x in a.extent.split(",")]
-    v, f, n_pts, poisson_s, edge = build_mesh(a.map_ply, extent, a.n, a.depth, a.crop_quantile)
+    if a.extent is None and not a.whole:
+        ap.error("the following arguments are required: --extent")
+    extent = None if a.whole else [float(x) for x in a.extent.split(",")]
+    v, f, n_pts, poisson_s, edge = build_mesh(a.map_ply, extent, a.n, a.depth, a.crop_quantile, a.whole)
     t = time.perf_counter()
     scene = o3d.t.geometry.RaycastingScene()
     scene.add_triangles(o3d.core.Tensor(v), o3d.core.Tensor(f))
