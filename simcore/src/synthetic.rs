@@ -180,8 +180,9 @@ fn neg(v: [f64; 3]) -> [f64; 3] {
 }
 
 /// The scene as a cloud (origin at 0; z up; the ground at z = 0): about `points` points (within one structure
-/// of it; more when `points` is too few to cover the smallest scene, a 9 m square) at spacing `resolution`, with normals, plane thickness and intensity. An invalid resolution (not a
-/// positive finite length) or zero points gives an empty cloud.
+/// of it; more when `points` is too few to cover the smallest scene, a 9 m square) at spacing `resolution`,
+/// with normals, plane thickness and intensity. An invalid resolution (not a positive finite length) or zero
+/// points gives an empty cloud.
 pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
     let r = f64::from(resolution);
     if !(r.is_finite() && r > 0.0) || points == 0 {

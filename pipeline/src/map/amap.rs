@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use bytemuck::{AnyBitPattern, Pod};
 use rayon::prelude::*;
 
-use super::{Bucket, CloudParts, MapMetadata, MapView, PackedMap, check_buckets, cloud_from_parts};
+use super::{
+    Bucket, CloudParts, MapMetadata, MapView, PackedMap, check_buckets, check_frame,
+    cloud_from_parts,
+};
 use crate::io::atomic::{io_err, write_atomic_buffered};
 use crate::{Cloud, Error, Result};
 
@@ -818,21 +821,8 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<(Header, usize)> {
             ),
         ));
     }
-    if !(h.origin.iter().all(|v| v.is_finite())
-        && h.resolution.is_finite()
-        && h.resolution > 0.0
-        && h.bucket_size.is_finite()
-        && h.bucket_size >= h.resolution)
-    {
-        return Err(Error::format(
-            path,
-            header_place,
-            format!(
-                "origin {:?}, resolution {}, bucket size {}: expected a finite origin and 0 < resolution <= bucket size",
-                h.origin, h.resolution, h.bucket_size
-            ),
-        ));
-    }
+    check_frame(h.origin, h.resolution, h.bucket_size)
+        .map_err(|m| Error::format(path, header_place, m))?;
     let n = usize::try_from(h.point_count)
         .ok()
         .filter(|&n| n > 0 && u32::try_from(n).is_ok())

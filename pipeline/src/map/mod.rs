@@ -88,17 +88,7 @@ impl MapView<'_> {
     /// map from [`PackedMap::from_cloud`] always pass; a map assembled by hand may not. The message names the
     /// first broken invariant.
     pub fn check(&self) -> std::result::Result<(), String> {
-        if !(self.origin.iter().all(|v| v.is_finite())
-            && self.resolution.is_finite()
-            && self.resolution > 0.0
-            && self.bucket_size.is_finite()
-            && self.bucket_size >= self.resolution)
-        {
-            return Err(format!(
-                "origin {:?}, resolution {}, bucket size {}: expected a finite origin and 0 < resolution <= bucket size",
-                self.origin, self.resolution, self.bucket_size
-            ));
-        }
+        check_frame(self.origin, self.resolution, self.bucket_size)?;
         let n = self.positions.len();
         check_lengths(
             n,
@@ -111,6 +101,26 @@ impl MapView<'_> {
         )?;
         check_buckets(self.buckets, n)
     }
+}
+
+/// Check a map's frame: a finite origin and 0 < resolution <= bucket size (the `.amap` reader checks its header
+/// with it too).
+pub(crate) fn check_frame(
+    origin: [f64; 3],
+    resolution: f32,
+    bucket_size: f32,
+) -> std::result::Result<(), String> {
+    if origin.iter().all(|v| v.is_finite())
+        && resolution.is_finite()
+        && resolution > 0.0
+        && bucket_size.is_finite()
+        && bucket_size >= resolution
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "origin {origin:?}, resolution {resolution}, bucket size {bucket_size}: expected a finite origin and 0 < resolution <= bucket size"
+    ))
 }
 
 /// Check that every present column (name, length) has `n` values.
