@@ -19,8 +19,10 @@
 //! faster, where prefetching and a SIMD exact test did nothing or worse. A cell's points are sorted by height, so
 //! a beam near horizontal, or a steep one that only clips the cell, walks only the packs within its height range
 //! in the cell (4-8% faster frames in the hall and under the trees, and 5-8% more in the hall for the clipping
-//! beams; a binary search for the range was slower). Beams are independent, so the result does not depend on the
-//! number of threads.
+//! beams; a binary search for the range was slower). Each beam is marched only over the span of range where a
+//! per-frame projection of the occupied cells says it can meet the map ([`super::bound`]): the same hits, from
+//! the first cell it could hit to the last. Beams are independent, so the result does not depend on the number
+//! of threads.
 
 use rayon::prelude::*;
 use wide::{f32x4, i32x4, u32x4};
@@ -28,6 +30,7 @@ use wide::{f32x4, i32x4, u32x4};
 use aerie_pipeline::lanes::{COMPACT, LANES};
 use aerie_pipeline::map::{Bucket, MapView};
 
+use super::bound::RangeBound;
 use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, disks, dot, gamma_mm};
 
 /// Fine cell edge in units of r_map: ~64 points of a surface per cell, each listed in ~1.5 cells. Measured
@@ -191,6 +194,9 @@ pub struct BeamIndex {
     /// Per slot, one bit per cell, set where the cell holds points. A beam crosses mostly empty cells; this
     /// table is 32 times smaller than `starts`, so it stays in cache longer.
     occupied: Vec<Occupancy>,
+    /// Per slot cell, the box within the cell that its points' disks reach, in 1/255 of the cell edge (min
+    /// and max per axis, rounded outwards): every hit in the cell lies in it. What [`super::bound`] projects.
+    cell_box: Vec<[u8; 6]>,
     /// Points grouped by fine cell (a point appears in every cell its disk can reach), then by height, four
     /// to a pack.
     packs: Vec<Pack>,
@@ -258,6 +264,14 @@ impl BeamIndex {
         let top = block_slots(&keys, &top_dims);
         let cells = CellTables::new(&keys, &top, class_at);
         let (packs, infos) = fill_packs(map, &keys, &top, &cells.starts, gamma_max, class_at);
+        let cell_box = cell_boxes(&keys, &top, &grid, cell, cells.class.len(), |i| {
+            let p = map.positions.get(i).copied().unwrap_or([f32::NAN; 3]);
+            let e = disk_extent(map, i, rho, class_at(i));
+            (
+                [0, 1, 2].map(|k| p[k] - e[k]),
+                [0, 1, 2].map(|k| p[k] + e[k]),
+            )
+        });
         drop(keys);
         let top: Vec<Block> = top
             .iter()
@@ -279,10 +293,88 @@ impl BeamIndex {
             cell_class: cells.class,
             rho_max,
             occupied: cells.occupied,
+            cell_box,
             packs,
             infos,
             gamma_max,
         }
+    }
+
+    /// The blocks that hold points, as (block, slot), in block order.
+    pub(crate) fn occupied_blocks(&self) -> Vec<(usize, u32)> {
+        self.top
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.slot != EMPTY)
+            .map(|(i, b)| (i, b.slot))
+            .collect()
+    }
+
+    /// The box of block `block`'s occupied cells, map-relative.
+    pub(crate) fn block_box(&self, block: usize) -> Option<([f32; 3], [f32; 3])> {
+        let b = self.top.get(block)?;
+        let at = self.block_at(block);
+        let corner =
+            |k: usize, c: u8| self.lo[k] + (at[k] * BLOCK + i32::from(c)) as f32 * self.cell;
+        Some((
+            [0, 1, 2].map(|k| corner(k, b.bbox[k])),
+            [0, 1, 2].map(|k| corner(k, b.bbox[k + 3]) + self.cell),
+        ))
+    }
+
+    /// The block coordinates of block `block`.
+    fn block_at(&self, block: usize) -> [i32; 3] {
+        let td = self.top_dims;
+        let columns = (td[0] * td[1]).max(1) as usize;
+        [
+            (block % columns) as i32 % td[0],
+            (block % columns) as i32 / td[0],
+            (block / columns) as i32,
+        ]
+    }
+
+    /// Calls `f(lo, hi)` with the box that the disks reach in every occupied cell of block `block` (slot
+    /// `slot`), map-relative: every hit in the block lies in one of them.
+    pub(crate) fn for_each_cell_box(
+        &self,
+        block: usize,
+        slot: u32,
+        mut f: impl FnMut([f32; 3], [f32; 3]),
+    ) {
+        let at = self.block_at(block);
+        let (Some(occ), Some(boxes)) = (
+            self.occupied.get(slot as usize),
+            self.cell_box
+                .get(slot as usize * BLOCK_CELLS..(slot as usize + 1) * BLOCK_CELLS),
+        ) else {
+            return;
+        };
+        let q = self.cell / 255.0;
+        for (w, &word) in occ.0.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let local = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let l = [local % 8, local / 8 % 8, local / 64].map(|v| v as i32);
+                let c = [0, 1, 2].map(|k| self.lo[k] + (at[k] * BLOCK + l[k]) as f32 * self.cell);
+                if let Some(b) = boxes.get(local) {
+                    f(
+                        [0, 1, 2].map(|k| c[k] + f32::from(b[k]) * q),
+                        [0, 1, 2].map(|k| c[k] + f32::from(b[k + 3]) * q),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Edge of a fine cell, metres.
+    pub(crate) fn cell_size(&self) -> f32 {
+        self.cell
+    }
+
+    /// Edge of a block, metres.
+    pub(crate) fn block_size(&self) -> f32 {
+        BLOCK as f32 * self.cell
     }
 
     /// The plane thickness limit the index was built for.
@@ -296,6 +388,7 @@ impl BeamIndex {
             + self.top.len() * std::mem::size_of::<Block>()
             + 4 * self.column_top.len()
             + self.occupied.len() * std::mem::size_of::<Occupancy>()
+            + 6 * self.cell_box.len()
             + self.packs.len() * std::mem::size_of::<Pack>()
             + self.infos.len() * std::mem::size_of::<PackInfo>()
     }
@@ -309,6 +402,24 @@ struct Grid {
 }
 
 impl Grid {
+    /// The low corner of the fine cell of `key` (map-relative), for cells of edge `cell`.
+    fn corner(&self, key: u64, cell: f32) -> [f32; 3] {
+        let td = self.top_dims;
+        let block = (key / BLOCK_CELLS as u64) as i32;
+        let local = (key % BLOCK_CELLS as u64) as i32;
+        let b = [
+            block % td[0],
+            block / td[0] % td[1],
+            block / (td[0] * td[1]),
+        ];
+        let l = [
+            local % BLOCK,
+            local / BLOCK % BLOCK,
+            local / (BLOCK * BLOCK),
+        ];
+        [0, 1, 2].map(|k| self.lo[k] + (b[k] * BLOCK + l[k]) as f32 * cell)
+    }
+
     /// Key of a fine cell: block (linear) * 512 + cell within the block; below 2^31 by `MAX_BLOCKS`.
     fn key(&self, c: [i32; 3]) -> u64 {
         let td = self.top_dims;
@@ -596,6 +707,54 @@ impl<F: Fn(usize) -> u8> Filler<'_, F> {
     }
 }
 
+/// Per slot cell, the part of the cell that the disks of its points reach (see `BeamIndex::cell_box`), from
+/// the sorted keys and each point's disk box (`disk_box(i) = (lo, hi)`). Parallel over runs of whole cells.
+fn cell_boxes(
+    keys: &[u64],
+    top: &[u32],
+    grid: &Grid,
+    cell: f32,
+    n_cells: usize,
+    disk_box: impl Fn(usize) -> ([f32; 3], [f32; 3]) + Sync,
+) -> Vec<[u8; 6]> {
+    let found: Vec<(usize, [u8; 6])> = keys
+        .par_chunk_by(|a, b| a >> 32 == b >> 32)
+        .filter_map(|run| {
+            let first = *run.first()?;
+            let c = cell_slot(top, first)?;
+            let (lo, hi) = run.iter().fold(
+                ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]),
+                |(mut lo, mut hi), &k| {
+                    let (a, b) = disk_box(k as u32 as usize);
+                    for i in 0..3 {
+                        lo[i] = lo[i].min(a[i]);
+                        hi[i] = hi[i].max(b[i]);
+                    }
+                    (lo, hi)
+                },
+            );
+            let corner = grid.corner(first >> 32, cell);
+            let q = |v: f32, k: usize| (v - corner[k]) / cell * 255.0;
+            let mut b = [0u8; 6];
+            for k in 0..3 {
+                // Rounded outwards; a NaN (no finite point) keeps the whole cell.
+                let l = q(lo[k], k).floor().clamp(0.0, 255.0);
+                let h = q(hi[k], k).ceil().clamp(0.0, 255.0);
+                b[k] = if l.is_nan() { 0 } else { l as u8 };
+                b[k + 3] = if h.is_nan() { 255 } else { (h as u8).max(b[k]) };
+            }
+            Some((c, b))
+        })
+        .collect();
+    let mut boxes = vec![[0, 0, 0, 255, 255, 255]; n_cells];
+    for (c, b) in found {
+        if let Some(slot) = boxes.get_mut(c) {
+            *slot = b;
+        }
+    }
+    boxes
+}
+
 /// Per column of blocks (x, y), the height of its highest occupied block, -1 when none.
 fn column_tops(top: &[Block], top_dims: &[i32; 3]) -> Vec<i32> {
     let mut column_top = vec![-1i32; (top_dims[0] * top_dims[1]) as usize];
@@ -706,12 +865,13 @@ pub(crate) fn render(
     index: &BeamIndex,
     occluders: &[&dyn Occluder],
 ) -> Vec<Option<Hit>> {
+    let bound = RangeBound::for_frame(ctx, index);
     (0..ctx.beams.len())
         .into_par_iter()
         .with_min_len(64)
         .map(|i| {
             let ray = ctx.ray(i);
-            ctx.occlude_beam(ray, cast(ctx, index, ray), occluders)
+            ctx.occlude_beam(ray, cast(ctx, index, bound.as_ref(), ray), occluders)
         })
         .collect()
 }
@@ -742,17 +902,32 @@ impl RayCtx {
     }
 }
 
-fn cast(ctx: &Ctx, index: &BeamIndex, ray: ([f32; 3], [f32; 3])) -> Option<Hit> {
+/// The beam's hit, marched over the span of range in which `bound` (when there is one) says it can meet the
+/// map.
+fn cast(
+    ctx: &Ctx,
+    index: &BeamIndex,
+    bound: Option<&RangeBound>,
+    ray: ([f32; 3], [f32; 3]),
+) -> Option<Hit> {
     let t_max = ctx.reach + index.rho_max;
-    march(index, ray, t_max, ctx.planes, ctx.layer_window())
+    let (near, far) = bound.map_or((0.0, f32::INFINITY), |b| b.at(ray.1));
+    march(
+        index,
+        ray,
+        (near, far.min(t_max)),
+        ctx.planes,
+        ctx.layer_window(),
+    )
 }
 
-/// The hit of the ray `(o, u)` (unit `u`) up to ray parameter `t_max`, with plane correction when `planes`,
-/// resolved by a layer of window `window` (see [`Layer::new`]).
+/// The hit of the ray `(o, u)` (unit `u`) within the ray parameters `span` (the march starts and ends there;
+/// a hit found in a cell it crosses counts wherever it lies before `span.1`), with plane correction when
+/// `planes`, resolved by a layer of window `window` (see [`Layer::new`]).
 fn march(
     index: &BeamIndex,
     (o, u): ([f32; 3], [f32; 3]),
-    t_max: f32,
+    span: (f32, f32),
     planes: bool,
     window: (f32, f32),
 ) -> Option<Hit> {
@@ -763,8 +938,8 @@ fn march(
     let hi = [0, 1, 2].map(|k| lo[k] + td[k] as f32 * bc);
     // Beams that miss the map's box, or leave it, end here.
     let (t0, t1) = slab(o, inv, lo, hi)?;
-    let t_start = t0.max(0.0);
-    let t_end = t1.min(t_max);
+    let t_start = t0.max(span.0).max(0.0);
+    let t_end = t1.min(span.1);
     if !(t_start <= t_end) {
         return None;
     }
@@ -1095,12 +1270,9 @@ mod tests {
         (pos, nor, gam)
     }
 
-    /// Every beam's hit through the march equals the hit of a layer offered every point of the index: the
-    /// march's early exit and its cuts (empty blocks and cells, packs outside the height range of a flat beam
-    /// or of a steep one that clips a cell) never drop a hit that matters.
-    #[test]
-    fn the_march_finds_what_testing_every_point_finds() {
-        let (positions, normals, gamma) = room_map(7);
+    /// The beam index of [`room_map`], the whole room in one bucket.
+    fn room_index(seed: u64) -> BeamIndex {
+        let (positions, normals, gamma) = room_map(seed);
         let mut lo = [f32::INFINITY; 3];
         let mut hi = [f32::NEG_INFINITY; 3];
         for p in &positions {
@@ -1116,7 +1288,7 @@ mod tests {
             min: lo,
             max: hi,
         }];
-        let map = MapView {
+        BeamIndex::build(&MapView {
             origin: [0.0; 3],
             resolution: 0.1,
             bucket_size: 20.0,
@@ -1126,8 +1298,15 @@ mod tests {
             gamma: Some(&gamma),
             spacing: None,
             reflectance: None,
-        };
-        let index = BeamIndex::build(&map);
+        })
+    }
+
+    /// Every beam's hit through the march equals the hit of a layer offered every point of the index: the
+    /// march's early exit and its cuts (empty blocks and cells, packs outside the height range of a flat beam
+    /// or of a steep one that clips a cell) never drop a hit that matters.
+    #[test]
+    fn the_march_finds_what_testing_every_point_finds() {
+        let index = room_index(7);
         // The random sampling leaves parts of the walls sparser than r_map: some disks are wider.
         assert!(index.cell_class.iter().any(|&c| c > 0));
         let mut rng = BeamRng::new(11, 0, 0);
@@ -1146,7 +1325,7 @@ mod tests {
             let u = [h * a.cos(), h * a.sin(), z];
             let window = (2.0, 0.1);
             for planes in [true, false] {
-                let marched = march(&index, (o, u), 100.0, planes, window);
+                let marched = march(&index, (o, u), (0.0, 100.0), planes, window);
                 let ray = RayCtx::new(&index, o, u, planes);
                 let mut every = Layer::new(window);
                 let mut listed = Vec::new();
@@ -1172,6 +1351,54 @@ mod tests {
         // both kinds of beam were tried.
         assert!(hits > 5500, "{hits}");
         assert!(flat > 2000 && flat < 5000, "{flat}");
+    }
+
+    /// A beam marched over the span the range bound gives finds what it finds marched from its origin: from
+    /// inside the room (every beam hits) and from above and beside it (many miss, and their spans are empty),
+    /// with beams leaving anywhere within the bound's spread, the near blocks projected cell by cell or every
+    /// block whole.
+    #[test]
+    fn a_march_over_the_bounded_span_finds_what_the_whole_march_finds() {
+        let index = room_index(3);
+        let mut rng = BeamRng::new(5, 0, 0);
+        let mut rnd = move || rng.uniform_open0() as f32;
+        let (mut cut, mut empty, mut hits) = (0, 0, 0);
+        let origins = [
+            [5.0, 4.0, 1.5],
+            [2.0, 6.5, 2.5],
+            [5.0, 4.0, 8.0],
+            [-6.0, 3.0, 1.0],
+        ];
+        for (k, centre) in origins.into_iter().enumerate() {
+            for (spread, cells_within) in [(0.0, 4.0), (0.3, 4.0), (0.1, 0.0)] {
+                let bound = RangeBound::build(&index, centre, spread, 0x3f, 64, cells_within);
+                for i in 0..400 {
+                    // A beam origin within the spread, a direction anywhere.
+                    let e = [rnd() - 0.5, rnd() - 0.5, rnd() - 0.5];
+                    let l = dot(e, e).sqrt().max(1e-6);
+                    let o = [0, 1, 2].map(|a| centre[a] + e[a] / l * spread * rnd());
+                    let z = rnd() * 2.0 - 1.0;
+                    let az = rnd() * std::f32::consts::TAU;
+                    let h = (1.0 - z * z).sqrt();
+                    let u = [h * az.cos(), h * az.sin(), z];
+                    let whole = march(&index, (o, u), (0.0, 100.0), true, (2.0, 0.1));
+                    let (near, far) = bound.at(u);
+                    let bounded = march(&index, (o, u), (near, far.min(100.0)), true, (2.0, 0.1));
+                    assert_eq!(
+                        whole, bounded,
+                        "origin {k}, beam {i} from {o:?} along {u:?}"
+                    );
+                    cut += usize::from(near > 0.5);
+                    empty += usize::from(!(near <= far));
+                    hits += usize::from(whole.is_some());
+                }
+            }
+        }
+        // The bound cut most beams short and left some empty, and beams both hit and missed.
+        assert!(
+            cut > 2400 && empty > 500 && hits > 2000 && hits < 4500,
+            "{cut} {empty} {hits}"
+        );
     }
 
     #[test]

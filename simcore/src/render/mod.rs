@@ -34,6 +34,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 mod beam;
+mod bound;
 mod disks;
 mod frame;
 
@@ -1138,6 +1139,27 @@ impl<'a> Ctx<'a> {
             depth_axis: false,
             reach: physics.max_range_m.max(0.0),
         })
+    }
+
+    /// The sensor's origin at the frame start (map-relative) and how far from it any beam of the frame leaves,
+    /// metres: the sensor's travel over the frame plus the largest beam-origin offset.
+    pub fn origin_spread(&self) -> ([f32; 3], f32) {
+        let o = self.start.origin;
+        let travel = if self.moving {
+            self.poses
+                .origins
+                .iter()
+                .map(|k| (k - o).norm())
+                .fold(0.0, f64::max)
+        } else {
+            0.0
+        };
+        let offset = self
+            .origins
+            .iter()
+            .map(|v| dot(*v, *v).sqrt())
+            .fold(0.0f32, f32::max);
+        (self.start.origin32(), travel as f32 + offset)
     }
 
     /// Depth behind the nearest hit within which hits count as the same surface layer, metres.
