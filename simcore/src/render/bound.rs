@@ -13,9 +13,10 @@
 //! Why: beams that miss (to the sky, between trees) walk empty blocks to the map's edge, and every beam walks
 //! the empty space before its hit; in the tiled lone_star map an OS1-128 frame's march is ~25% shorter with the
 //! span, an Avia's ~10% (docs/benchmarks.md, 2026-11-29). Most of a beam's cost stays: marched from 0.3 m
-//! before its hit (an oracle no bound can match), a frame still costs half, spent in the cells it grazes on
-//! the way to its surface. The projection costs a pass over the occupied blocks in the sensor's view (cells
-//! of the near ones), so it is built only for frames with enough beams ([`RangeBound::for_frame`]).
+//! before its hit (an oracle no bound can match), a frame still costs half, spent in the cells where a beam
+//! meets its surface (their packs and exact tests, which the surface model needs). The projection costs a
+//! pass over the occupied blocks within the beams' reach (cells of the near ones), so it is built only for
+//! frames with enough beams ([`RangeBound::for_frame`]).
 
 use rayon::prelude::*;
 
@@ -35,9 +36,9 @@ const PIXELS: usize = 128;
 /// Measured against 1, 2, 8 and every cell (docs/benchmarks.md, 2026-11-29).
 const CELLS_WITHIN_BLOCKS: f32 = 4.0;
 
-/// The bound is built for frames with at least this many beams per occupied block of the map: it costs about
-/// a pass over the blocks (0.5 ms for the 3,102 blocks of the tiled lone_star map, Avia) and saves about 10%
-/// of each beam's march.
+/// The bound is built for frames with at least this many beams per occupied block within the beams' reach:
+/// it costs about a pass over those blocks (0.5 ms for the 3,102 blocks of the tiled lone_star map, Avia) and
+/// saves 10-30% of each beam's march.
 const MIN_BEAMS_PER_BLOCK: usize = 4;
 
 /// Pixel-edge slack, in face coordinates (-1..1), that absorbs the rounding of the ratios.
@@ -61,31 +62,45 @@ impl RangeBound {
     /// The bound for this frame, or `None` when the frame has too few beams for it to pay.
     pub fn for_frame(ctx: &Ctx, index: &BeamIndex) -> Option<RangeBound> {
         let beams = ctx.beams.len();
-        if beams < MIN_BEAMS_PER_BLOCK * index.occupied_blocks().len() {
+        let (origin, spread) = ctx.origin_spread();
+        // Blocks beyond the beams' reach hold no hit they could return (`beam::cast` ends there too).
+        let blocks = NearBlocks::within(index, origin, spread, ctx.reach + index.disk_reach());
+        if beams < MIN_BEAMS_PER_BLOCK * blocks.0.len() {
             return None;
         }
         // The faces the beams look into, from every 8th beam: a face left out only goes unbounded.
         let faces = (0..beams)
             .step_by(8)
             .fold(0u8, |m, i| m | 1 << face_of(ctx.ray(i).1).0);
-        let (origin, spread) = ctx.origin_spread();
-        Some(RangeBound::build(
+        Some(RangeBound::project(
             index,
-            origin,
-            spread,
+            &blocks,
             faces,
             PIXELS,
             CELLS_WITHIN_BLOCKS,
         ))
     }
 
-    /// The bound for beams that leave within `spread` metres of `origin` (map-relative) and look into `faces`
-    /// (bit `2 * axis + negative`), with `n` pixels per face edge, projecting cell by cell the blocks nearer
-    /// than `cells_within` block edges.
+    /// The bound for beams that leave within `spread` metres of `origin` (map-relative), reach `reach` metres
+    /// and look into `faces` (bit `2 * axis + negative`), with `n` pixels per face edge, projecting cell by
+    /// cell the blocks nearer than `cells_within` block edges.
+    #[cfg(test)]
     pub fn build(
         index: &BeamIndex,
-        origin: [f32; 3],
-        spread: f32,
+        (origin, spread, reach): ([f32; 3], f32, f32),
+        faces: u8,
+        n: usize,
+        cells_within: f32,
+    ) -> RangeBound {
+        let blocks = NearBlocks::within(index, origin, spread, reach);
+        RangeBound::project(index, &blocks, faces, n, cells_within)
+    }
+
+    /// Projects `blocks` onto the faces `faces`, `n` pixels per face edge, cell by cell those nearer than
+    /// `cells_within` block edges.
+    fn project(
+        index: &BeamIndex,
+        blocks: &NearBlocks,
         faces: u8,
         n: usize,
         cells_within: f32,
@@ -105,45 +120,33 @@ impl RangeBound {
             slot,
             span: vec![[f32::INFINITY, f32::NEG_INFINITY]; usize::from(stored) * n * n],
         };
-        // The beams' spread, and the rounding of the cell boxes (quantised to 1/255 of a cell).
-        let grow = spread.max(0.0) + 0.01 * index.cell_size() + 1e-4;
-        let local = |lo: [f32; 3], hi: [f32; 3]| {
-            (
-                [0, 1, 2].map(|k| lo[k] - origin[k] - grow),
-                [0, 1, 2].map(|k| hi[k] - origin[k] + grow),
-            )
-        };
-        let lod2 = (cells_within * index.block_size()).powi(2);
-        let blocks = index.occupied_blocks();
-        let chunk = blocks
+        let lod = cells_within * index.block_size();
+        let NearBlocks(list, local) = blocks;
+        let chunk = list
             .len()
             .div_ceil(rayon::current_num_threads().max(1))
             .max(1);
-        let parts: Vec<Vec<[f32; 2]>> = blocks
+        let parts: Vec<Vec<[f32; 2]>> = list
             .par_chunks(chunk)
-            .map(|blocks| {
+            .map(|list| {
                 let mut span = bound.span.clone();
-                for &(block, slot) in blocks {
+                for b in list {
                     // The faces the block's occupied box reaches: its cells need try no other. A far block is
                     // projected whole.
-                    let Some((lo, hi)) = index.block_box(block) else {
-                        continue;
-                    };
-                    let (lo, hi) = local(lo, hi);
                     let faces = (0..6)
-                        .filter(|&f| bound.slot[f] != NONE && bound.on_face(lo, hi, f).is_some())
+                        .filter(|&f| {
+                            bound.slot[f] != NONE && bound.on_face(b.lo, b.hi, f).is_some()
+                        })
                         .fold(0u8, |m, f| m | 1 << f);
                     if faces == 0 {
                         continue;
                     }
-                    let gap = [0, 1, 2].map(|k| lo[k].max(-hi[k]).max(0.0));
-                    let near2 = gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2];
-                    if near2 > lod2 {
-                        bound.splat(&mut span, lo, hi, faces);
+                    if b.near > lod {
+                        bound.splat(&mut span, b.lo, b.hi, faces);
                         continue;
                     }
-                    index.for_each_cell_box(block, slot, |lo, hi| {
-                        let (lo, hi) = local(lo, hi);
+                    index.for_each_cell_box(b.block, b.slot, |lo, hi| {
+                        let (lo, hi) = local.grown(lo, hi);
                         bound.splat(&mut span, lo, hi, faces);
                     });
                 }
@@ -204,9 +207,8 @@ impl RangeBound {
     /// Widens the span of every pixel of `faces` that the box `[lo, hi]` (relative to the origin) covers by
     /// the box's nearest and farthest distances.
     fn splat(&self, span: &mut [[f32; 2]], lo: [f32; 3], hi: [f32; 3], faces: u8) {
-        let gap = [0, 1, 2].map(|k| lo[k].max(-hi[k]).max(0.0));
         let reach = [0, 1, 2].map(|k| lo[k].abs().max(hi[k].abs()));
-        let near = (gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2]).sqrt();
+        let near = nearest(lo, hi);
         let far = (reach[0] * reach[0] + reach[1] * reach[1] + reach[2] * reach[2]).sqrt();
         let mut left = faces;
         while left != 0 {
@@ -242,6 +244,68 @@ impl RangeBound {
             Some(&[near, far]) => (near, far),
             None => (0.0, f32::INFINITY),
         }
+    }
+}
+
+/// The distance from the origin to the box `[lo, hi]` (0 inside it).
+#[inline]
+fn nearest(lo: [f32; 3], hi: [f32; 3]) -> f32 {
+    let gap = [0, 1, 2].map(|k| lo[k].max(-hi[k]).max(0.0));
+    (gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2]).sqrt()
+}
+
+/// Map-relative boxes seen from the frame's origin, grown by the beams' spread and by the rounding of the
+/// cell boxes (quantised to 1/255 of a cell).
+#[derive(Clone, Copy)]
+struct Local {
+    origin: [f32; 3],
+    grow: f32,
+}
+
+impl Local {
+    fn grown(&self, lo: [f32; 3], hi: [f32; 3]) -> ([f32; 3], [f32; 3]) {
+        (
+            [0, 1, 2].map(|k| lo[k] - self.origin[k] - self.grow),
+            [0, 1, 2].map(|k| hi[k] - self.origin[k] + self.grow),
+        )
+    }
+}
+
+/// An occupied block within reach: its slot and the grown box of its occupied cells, relative to the origin.
+struct NearBlock {
+    block: usize,
+    slot: u32,
+    lo: [f32; 3],
+    hi: [f32; 3],
+    near: f32,
+}
+
+/// The occupied blocks within reach of a frame's beams, and how their boxes were placed.
+struct NearBlocks(Vec<NearBlock>, Local);
+
+impl NearBlocks {
+    /// The blocks of `index` nearer than `reach` to beams leaving within `spread` of `origin`.
+    fn within(index: &BeamIndex, origin: [f32; 3], spread: f32, reach: f32) -> NearBlocks {
+        let local = Local {
+            origin,
+            grow: spread.max(0.0) + 0.01 * index.cell_size() + 1e-4,
+        };
+        let list = index
+            .occupied_blocks()
+            .filter_map(|(block, slot)| {
+                let (lo, hi) = index.block_box(block)?;
+                let (lo, hi) = local.grown(lo, hi);
+                let near = nearest(lo, hi);
+                (near <= reach).then_some(NearBlock {
+                    block,
+                    slot,
+                    lo,
+                    hi,
+                    near,
+                })
+            })
+            .collect();
+        NearBlocks(list, local)
     }
 }
 
