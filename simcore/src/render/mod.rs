@@ -10,19 +10,18 @@
 //! - [`Method::Beam`]: each beam is marched front to back through a two-level grid over the map and intersected
 //!   with oriented disks (points with a normal and a small plane thickness) or disks facing the beam (other
 //!   points), stopping at the first cell that holds a hit. Cost grows with the beams and barely with the map;
-//!   best for sparse patterns. Needs a per-map index ([`BeamIndex`], 24 bytes per point and cell it reaches
-//!   in packs of four, ~85 bytes per point), built once by [`Renderer`] and reused (or shared:
-//!   [`Renderer::set_index`]).
+//!   best for sparse patterns. Needs a per-map index ([`BeamIndex`]: 22 bytes per point and cell it reaches,
+//!   in packs of four, and a few tables per cell; ~45 bytes per point of the tiled lone_star map), built once
+//!   by [`Renderer`] and reused (or shared: [`Renderer::set_index`]).
 //!
-//! Speed (`aerie bench scan`, synthetic maps at r_map 0.05, 2 cores shared with other jobs): the beam renderer
-//! takes about 1 us of CPU per beam (Avia 24k beams: ~25 ms CPU per frame on 1M points, ~32 ms on 5M), set by
-//! the arithmetic of the march and screening (~9 blocks, ~9 cells, ~70 screened and ~6 exactly tested points
-//! per beam), not by memory: a 100k-point map that fits in cache is only ~25% faster. The splat renderer
-//! costs about twice as much per frame for Livox patterns and grows with the map. On the real lone_star TLS
-//! scan (tiled 4x4, 5.8M points; docs/benchmarks.md) an Avia beam visits ~15 blocks (6 occupied) and ~12 cells
-//! (4 occupied), screens ~72 points and tests ~5 exactly: ~6,200 instructions per beam and frame (callgrind).
-//! On that map a beam also waits on cache misses: a Mid-360 beam, with half the work, cost as much; keeping what
-//! a beam reads together (docs/benchmarks.md, "Renderer speed") saved 0-20% of CPU per frame.
+//! Speed (docs/benchmarks.md, 2026-11-29, a 2-core Xeon): on the real lone_star TLS scan (tiled 4x4, 5.8M
+//! points at r_map 0.05) the beam renderer takes ~0.6 us of CPU per Avia beam (7.6 ms a frame on both cores)
+//! and ~0.5 us per OS1-128 beam (75 ms), set by the arithmetic of the march, not by memory (a map that fits in
+//! cache is only ~25% faster; about three instructions per cycle). Each beam is marched only over the span of
+//! range where a per-frame projection of the occupied cells says it can meet the map (`bound.rs`); a beam
+//! that returns then visits ~2 occupied blocks and ~6-8 cells (~4 occupied), screens ~80 points and tests ~6
+//! exactly, half of it within 0.3 m of its surface. The splat renderer costs about twice as much per frame for
+//! Livox patterns and grows with the map.
 //!
 //! Both take every beam from the pose at its own firing time and express the points where
 //! [`RenderParams::points_in`] says: compensated for the motion into the sensor frame at the frame start (the
