@@ -1471,6 +1471,74 @@ pub(crate) fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
 mod tests {
     use super::*;
 
+    /// The spread by which the range bound grows its boxes covers every beam's origin over a moving, turning
+    /// frame with beam-origin offsets (travel plus the largest offset), and is not much more.
+    #[test]
+    fn every_beam_leaves_within_the_frames_spread() {
+        struct Turning;
+        impl Trajectory for Turning {
+            fn world_from_sensor(&self, t: f64) -> Isometry3<f64> {
+                crate::trajectory::pose_from_xyz_rpy(
+                    10.0 + 5.0 * t,
+                    2.0 - 3.0 * t,
+                    1.5,
+                    0.1,
+                    0.0,
+                    4.0 * t,
+                )
+            }
+        }
+        let positions = [[0.0f32, 0.0, 0.0], [1.0, 1.0, 1.0]];
+        let map = MapView {
+            origin: [100.0, -50.0, 0.0],
+            resolution: 0.1,
+            bucket_size: 20.0,
+            buckets: &[],
+            positions: &positions,
+            normals: None,
+            gamma: None,
+            spacing: None,
+            reflectance: None,
+        };
+        let beams: Vec<Beam> = (0..1000)
+            .map(|i| Beam {
+                dir: [1.0, (i % 7) as f32 * 0.1, (i % 5) as f32 * -0.1],
+                time_s: i as f32 * 1e-4,
+                ring: (i % 16) as u16,
+            })
+            .collect();
+        let dirs: Vec<[f32; 3]> = beams.iter().map(|b| unit(b.dir)).collect();
+        let offsets: Vec<[f32; 3]> = (0..1000)
+            .map(|i| [0.015, 0.0, 0.03 * (i % 3) as f32])
+            .collect();
+        let physics = crate::sensor::SensorModel::preset("os0_64")
+            .expect("a shipped preset")
+            .physics;
+        let params = RenderParams::default();
+        let prepared = Prepared::empty();
+        let ctx = Ctx::new(
+            &map, &beams, &dirs, 0, &physics, &params, &prepared, &Turning, 3.0,
+        )
+        .expect("finite poses");
+        let ctx = Ctx {
+            origins: &offsets,
+            ..ctx
+        };
+        let (origin, spread) = ctx.origin_spread();
+        let mut farthest = 0.0f32;
+        for i in 0..beams.len() {
+            let (o, _) = ctx.ray(i);
+            let d = sub(o, origin);
+            farthest = farthest.max(dot(d, d).sqrt());
+        }
+        // 0.1 s at 5.83 m/s, and offsets up to 6.2 cm.
+        assert!(
+            farthest <= spread && spread < farthest + 0.1,
+            "{farthest} {spread}"
+        );
+        assert!(farthest > 0.5, "{farthest}");
+    }
+
     #[test]
     fn fov_of_partial_and_full_patterns() {
         // A 70 deg wide window centred at 0.
