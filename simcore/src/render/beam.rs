@@ -326,24 +326,13 @@ impl BeamIndex {
     /// The box of block `block`'s occupied cells, map-relative.
     pub(crate) fn block_box(&self, block: usize) -> Option<([f32; 3], [f32; 3])> {
         let b = self.top.get(block)?;
-        let at = self.block_at(block);
-        let corner =
-            |k: usize, c: u8| self.lo[k] + (at[k] * BLOCK + i32::from(c)) as f32 * self.cell;
+        let at = block_coords(self.top_dims, block);
+        let corner = |c: [u8; 3]| cell_corner(self.lo, self.cell, at, c.map(i32::from));
+        let hi = corner([b.bbox[3], b.bbox[4], b.bbox[5]]);
         Some((
-            [0, 1, 2].map(|k| corner(k, b.bbox[k])),
-            [0, 1, 2].map(|k| corner(k, b.bbox[k + 3]) + self.cell),
+            corner([b.bbox[0], b.bbox[1], b.bbox[2]]),
+            hi.map(|v| v + self.cell),
         ))
-    }
-
-    /// The block coordinates of block `block`.
-    fn block_at(&self, block: usize) -> [i32; 3] {
-        let td = self.top_dims;
-        let columns = (td[0] * td[1]).max(1) as usize;
-        [
-            (block % columns) as i32 % td[0],
-            (block % columns) as i32 / td[0],
-            (block / columns) as i32,
-        ]
     }
 
     /// Calls `f(lo, hi)` with the box that the disks reach in every occupied cell of block `block` (slot
@@ -354,7 +343,7 @@ impl BeamIndex {
         slot: u32,
         mut f: impl FnMut([f32; 3], [f32; 3]),
     ) {
-        let at = self.block_at(block);
+        let at = block_coords(self.top_dims, block);
         let (Some(occ), Some(boxes)) = (
             self.occupied.get(slot as usize),
             self.cell_box
@@ -368,8 +357,7 @@ impl BeamIndex {
             while bits != 0 {
                 let local = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let l = [local % 8, local / 8 % 8, local / 64].map(|v| v as i32);
-                let c = [0, 1, 2].map(|k| self.lo[k] + (at[k] * BLOCK + l[k]) as f32 * self.cell);
+                let c = cell_corner(self.lo, self.cell, at, local_coords(local));
                 if let Some(b) = boxes.get(local) {
                     f(
                         [0, 1, 2].map(|k| c[k] + f32::from(b[k]) * q),
@@ -418,20 +406,9 @@ struct Grid {
 impl Grid {
     /// The low corner of the fine cell of `key` (map-relative), for cells of edge `cell`.
     fn corner(&self, key: u64, cell: f32) -> [f32; 3] {
-        let td = self.top_dims;
-        let block = (key / BLOCK_CELLS as u64) as i32;
-        let local = (key % BLOCK_CELLS as u64) as i32;
-        let b = [
-            block % td[0],
-            block / td[0] % td[1],
-            block / (td[0] * td[1]),
-        ];
-        let l = [
-            local % BLOCK,
-            local / BLOCK % BLOCK,
-            local / (BLOCK * BLOCK),
-        ];
-        [0, 1, 2].map(|k| self.lo[k] + (b[k] * BLOCK + l[k]) as f32 * cell)
+        let block = block_coords(self.top_dims, (key / BLOCK_CELLS as u64) as usize);
+        let local = local_coords((key % BLOCK_CELLS as u64) as usize);
+        cell_corner(self.lo, cell, block, local)
     }
 
     /// Key of a fine cell: block (linear) * 512 + cell within the block; below 2^31 by `MAX_BLOCKS`.
@@ -443,6 +420,29 @@ impl Grid {
         let local = ((l[2] * BLOCK + l[1]) * BLOCK + l[0]) as u64;
         block * BLOCK_CELLS as u64 + local
     }
+}
+
+/// The coordinates of block `block` in a block table of `top_dims` blocks (x fastest, then y, then z).
+fn block_coords(top_dims: [i32; 3], block: usize) -> [i32; 3] {
+    let columns = (top_dims[0] * top_dims[1]).max(1) as usize;
+    let column = (block % columns) as i32;
+    [
+        column % top_dims[0].max(1),
+        column / top_dims[0].max(1),
+        (block / columns) as i32,
+    ]
+}
+
+/// The coordinates of cell `local` (0..512) within its block (x fastest, then y, then z).
+fn local_coords(local: usize) -> [i32; 3] {
+    let l = local as i32;
+    [l % BLOCK, l / BLOCK % BLOCK, l / (BLOCK * BLOCK)]
+}
+
+/// The low corner (map-relative) of the fine cell at `local` in block `block` of a grid from `lo` with cells
+/// of edge `cell`: one formula for the index build and the projection that reads it back, so the two agree.
+fn cell_corner(lo: [f32; 3], cell: f32, block: [i32; 3], local: [i32; 3]) -> [f32; 3] {
+    [0, 1, 2].map(|k| lo[k] + (block[k] * BLOCK + local[k]) as f32 * cell)
 }
 
 /// Whether bucket `b` holds points of `map` (a bucket out of the positions' range is skipped, here and
@@ -583,11 +583,7 @@ impl CellTables {
                 *m = (*m).max(class_at(k as u32 as usize));
             }
             let local = c % BLOCK_CELLS;
-            let l = [
-                (local % BLOCK as usize) as u8,
-                (local / BLOCK as usize % BLOCK as usize) as u8,
-                (local / (BLOCK * BLOCK) as usize) as u8,
-            ];
+            let l = local_coords(local).map(|v| v as u8);
             if let Some(b) = boxes.get_mut(c / BLOCK_CELLS) {
                 for a in 0..3 {
                     b[a] = b[a].min(l[a]);

@@ -131,23 +131,23 @@ impl RangeBound {
             .map(|list| {
                 let mut span = bound.span.clone();
                 for b in list {
-                    // The faces the block's occupied box reaches: its cells need try no other. A far block is
-                    // projected whole.
-                    let faces = (0..6)
-                        .filter(|&f| {
-                            bound.slot[f] != NONE && bound.on_face(b.lo, b.hi, f).is_some()
-                        })
-                        .fold(0u8, |m, f| m | 1 << f);
-                    if faces == 0 {
-                        continue;
-                    }
+                    // A far block is projected whole.
                     if b.near > lod {
                         bound.splat(&mut span, b.lo, b.hi, faces);
                         continue;
                     }
+                    // The faces a near block's occupied box reaches: its cells need try no other.
+                    let reached = (0..6)
+                        .filter(|&f| {
+                            faces & (1 << f) != 0 && bound.on_face(b.lo, b.hi, f).is_some()
+                        })
+                        .fold(0u8, |m, f| m | 1 << f);
+                    if reached == 0 {
+                        continue;
+                    }
                     index.for_each_cell_box(b.block, b.slot, |lo, hi| {
                         let (lo, hi) = local.grown(lo, hi);
-                        bound.splat(&mut span, lo, hi, faces);
+                        bound.splat(&mut span, lo, hi, reached);
                     });
                 }
                 span

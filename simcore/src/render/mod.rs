@@ -1140,25 +1140,18 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    /// The sensor's origin at the frame start (map-relative) and how far from it any beam of the frame leaves,
-    /// metres: the sensor's travel over the frame plus the largest beam-origin offset.
+    /// The sensor's origin at the frame's first firing (map-relative) and how far from it any beam of the
+    /// frame leaves, metres: the sensor's travel over the frame plus the largest beam-origin offset.
     pub fn origin_spread(&self) -> ([f32; 3], f32) {
-        let o = self.start.origin;
-        let travel = if self.moving {
-            self.poses
-                .origins
-                .iter()
-                .map(|k| (k - o).norm())
-                .fold(0.0, f64::max)
-        } else {
-            0.0
-        };
+        let o = self.poses.origins.first().unwrap_or(&self.start.origin);
+        // Beam origins are interpolated linearly between the knots: none lies farther than the farthest knot.
+        let (travel, _) = self.poses.motion();
         let offset = self
             .origins
             .iter()
             .map(|v| dot(*v, *v).sqrt())
             .fold(0.0f32, f32::max);
-        (self.start.origin32(), travel as f32 + offset)
+        ([o.x as f32, o.y as f32, o.z as f32], travel as f32 + offset)
     }
 
     /// Depth behind the nearest hit within which hits count as the same surface layer, metres.
