@@ -862,6 +862,48 @@ fn auto_picks_a_renderer_and_keeps_it() {
     );
 }
 
+#[test]
+fn a_renderer_kept_between_frames_renders_what_a_fresh_one_does() {
+    // The renderer keeps each frame's beam directions for the next when they carry no jitter; with jitter, or
+    // once the pattern changes (Livox), it must draw them again.
+    let scene = Scene::room();
+    let map = TestMap::build(&scene, 0.1, ORIGIN);
+    // As many beams in both patterns: only the change of pattern can tell the kept directions stale.
+    let (a, b) = (spinning(16, 256), random_dirs(16 * 256, 9));
+    let traj = moving_trajectory();
+    let p = RenderParams {
+        seed: 7,
+        ..params(Method::Beam, true)
+    };
+    for ph in [physics(), noisy_physics()] {
+        let mut r = Renderer::new(&a, &ph, &p);
+        let mut kept = |k: u64, beams: Option<&[Beam]>| {
+            if let Some(beams) = beams {
+                r.set_beams(beams);
+            }
+            r.render(&map.view(), &traj, 10.05, k).unwrap()
+        };
+        let fresh = |beams: &[Beam], k: u64| {
+            render::render_frame(&map.view(), beams, &ph, &traj, 10.05, k, &p).unwrap()
+        };
+        for (k, beams, change) in [
+            (3, &a, false),
+            (4, &a, false),
+            (5, &b, true),
+            (5, &b, false),
+        ] {
+            let frame = kept(k, change.then_some(beams.as_slice()));
+            assert!(frame.points.len() > beams.len() / 3);
+            assert_eq!(
+                frame,
+                fresh(beams, k),
+                "frame {k}, jitter {}",
+                ph.angular_sigma_rad
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Speed (one-off: cargo test --release -p aerie-simcore --test render speed -- --ignored --nocapture; the
 // per-sensor table with presets is `aerie bench scan`)

@@ -797,6 +797,19 @@ fn slab(o: [f32; 3], inv: [f32; 3], lo: [f32; 3], hi: [f32; 3]) -> Option<(f32, 
     (t0 <= t1).then_some((t0, t1))
 }
 
+/// The smaller of two ray parameters or coordinates that are never NaN (the march's are finite or infinite):
+/// one instruction, where `f32::min`'s care for NaN costs five, in the steps every cell takes.
+#[inline(always)]
+fn min_of(a: f32, b: f32) -> f32 {
+    if a < b { a } else { b }
+}
+
+/// The larger of two values that are never NaN (see [`min_of`]).
+#[inline(always)]
+fn max_of(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}
+
 /// 3D digital differential analyser state over a grid.
 struct Dda {
     cell: [i32; 3],
@@ -843,7 +856,7 @@ impl Dda {
 
     #[inline]
     fn exit(&self) -> f32 {
-        self.t_next[0].min(self.t_next[1]).min(self.t_next[2])
+        min_of(min_of(self.t_next[0], self.t_next[1]), self.t_next[2])
     }
 
     /// Steps to the next cell; false when it leaves the grid.
@@ -922,6 +935,10 @@ fn cast(
 ) -> Option<Hit> {
     let t_max = ctx.reach + index.disk_reach();
     let (near, far) = bound.map_or((0.0, f32::INFINITY), |b| b.at(ray.1));
+    // Most of a frame's misses end here, before the march's setup.
+    if !(near <= far.min(t_max)) {
+        return None;
+    }
     march(
         index,
         ray,
@@ -1016,11 +1033,11 @@ fn trace_block(
     let Some((ta, tb)) = slab(ray.o, inv, box_lo, box_hi) else {
         return;
     };
-    let ta = ta.max(t_enter);
-    let tb = tb.min(t_end);
+    let ta = max_of(ta, t_enter);
+    let tb = min_of(tb, t_end);
     // A hit that matters lies at or before the layer's limit, and one before `ta` would have been met in an
     // earlier block; the limit can only move once a nearer hit is found, so the march itself re-reads it.
-    if !(ta <= tb.min(best.limit())) {
+    if !(ta <= min_of(tb, best.limit())) {
         return;
     }
     let mut dda = Dda::new(
@@ -1058,8 +1075,8 @@ fn trace_block(
             let r = SCREEN_SLACK * index.rho * disks::scale_of(class.into());
             let margin = r + 1e-3 * c;
             let z0 = ray.o[2] + t_in * ray.u[2];
-            let z1 = ray.o[2] + dda.exit().min(t_end) * ray.u[2];
-            let (zlo, zhi) = (z0.min(z1) - margin, z0.max(z1) + margin);
+            let z1 = ray.o[2] + min_of(dda.exit(), t_end) * ray.u[2];
+            let (zlo, zhi) = (min_of(z0, z1) - margin, max_of(z0, z1) + margin);
             let (zlo, zhi) = if ray.flat || zhi - zlo < CUT_SPAN * c {
                 (zlo, zhi)
             } else {

@@ -47,6 +47,7 @@ use nalgebra::{Isometry3, Matrix3, Point3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::rng::FrameStreams;
 use crate::sensor::{Beam, Physics};
 use crate::trajectory::Trajectory;
 
@@ -346,6 +347,9 @@ pub struct Renderer {
     index: Option<(MapKey, Arc<BeamIndex>)>,
     /// Per-frame buffer of jittered beam directions, reused between frames.
     dirs: Vec<[f32; 3]>,
+    /// The frame `dirs` hold the directions of (`None` after new beams). Without direction jitter they are the
+    /// same for every frame and are kept (an OS1-128's 262,144 directions cost 1.5 ms a frame).
+    dirs_frame: Option<u64>,
     /// Where each beam leaves the sensor, in the sensor frame (Ouster beam-origin offsets, the lidar origin's
     /// height above the sensor frame); empty when every beam leaves from the sensor origin.
     origins: Vec<[f32; 3]>,
@@ -383,6 +387,7 @@ impl Renderer {
             },
             index: None,
             dirs: Vec::new(),
+            dirs_frame: None,
             origins: Vec::new(),
             depth_axis: false,
         }
@@ -414,6 +419,7 @@ impl Renderer {
         self.beams.clear();
         self.beams.extend_from_slice(beams);
         self.prepared = None;
+        self.dirs_frame = None;
     }
 
     /// Use `index` as the beam renderer's index of `map` (built by [`BeamIndex::build`] on that same map), so
@@ -473,13 +479,20 @@ impl Renderer {
             self.prepared
                 .get_or_insert_with(|| Prepared::new(&self.beams, &self.params))
         };
-        jittered_dirs(
-            &self.beams,
-            self.params.seed,
-            frame_index,
-            self.physics.angular_sigma_rad,
-            &mut self.dirs,
-        );
+        let sigma = self.physics.angular_sigma_rad;
+        let current = self
+            .dirs_frame
+            .is_some_and(|f| f == frame_index || !(sigma > 0.0));
+        if !current || self.dirs.len() != self.beams.len() {
+            jittered_dirs(
+                &self.beams,
+                self.params.seed,
+                frame_index,
+                sigma,
+                &mut self.dirs,
+            );
+            self.dirs_frame = Some(frame_index);
+        }
         let ctx = Ctx::new(
             map,
             &self.beams,
@@ -1196,7 +1209,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Ray of beam `i` in map-relative coordinates: origin, unit direction, and the pose it was cast from.
-    #[inline]
+    #[inline(always)]
     pub fn ray(&self, i: usize) -> ([f32; 3], [f32; 3]) {
         let b = self.beam_dir(i);
         let t = self.beams.get(i).map_or(0.0, |b| b.time_s as f64);
@@ -1323,6 +1336,7 @@ impl<'a> Ctx<'a> {
     fn finish(&self, hits: &[Option<Hit>]) -> Frame {
         let ph = self.physics;
         let output_rot_t = self.output.rot64.transpose();
+        let streams = FrameStreams::new(self.params.seed, self.frame_index);
         let points: Vec<ScanPoint> = hits
             .par_iter()
             .enumerate()
@@ -1347,9 +1361,7 @@ impl<'a> Ctx<'a> {
                 // drawn here so that beams that hit nothing pay nothing for it.
                 let d = d_true
                     + if sigma > 0.0 {
-                        let mut rng =
-                            crate::rng::BeamRng::new(self.params.seed, self.frame_index, i as u64);
-                        sigma * rng.normal()
+                        sigma * streams.beam(i as u64).normal()
                     } else {
                         0.0
                     };
@@ -1363,10 +1375,7 @@ impl<'a> Ctx<'a> {
                     .copied()
                     .unwrap_or(ph.default_reflectance);
                 let reflectivity = r0 * hit.cos_incidence;
-                if ph
-                    .detection_range_m(reflectivity)
-                    .is_some_and(|limit| !(d <= limit as f64))
-                {
+                if !ph.detects(reflectivity, d) {
                     return None;
                 }
                 let pose = self.pose_at(beam.time_s as f64);
@@ -1417,23 +1426,24 @@ impl<'a> Ctx<'a> {
 /// The jittered unit direction of each beam in the sensor frame, into `out`: a pure function of (seed, frame,
 /// beam index), computed once per frame for the renderer and the finishing pass.
 fn jittered_dirs(beams: &[Beam], seed: u64, frame_index: u64, sigma: f32, out: &mut Vec<[f32; 3]>) {
+    let streams = FrameStreams::new(seed, frame_index);
     beams
         .par_iter()
         .enumerate()
         .with_min_len(1024)
-        .map(|(i, beam)| jittered_dir(beam, seed, frame_index, sigma, i))
+        .map(|(i, beam)| jittered_dir(beam, streams, sigma, i))
         .collect_into_vec(out);
 }
 
 #[inline]
-fn jittered_dir(beam: &Beam, seed: u64, frame_index: u64, sigma: f32, i: usize) -> [f32; 3] {
+fn jittered_dir(beam: &Beam, streams: FrameStreams, sigma: f32, i: usize) -> [f32; 3] {
     let b = unit(beam.dir);
     if !(sigma > 0.0) {
         return b;
     }
-    let mut rng = crate::rng::BeamRng::new(seed, frame_index, i as u64);
+    let mut rng = streams.beam(i as u64);
     // The first draw is the range sample (taken in the finishing pass): skip its word.
-    rng.next_u64();
+    rng.skip();
     let (g1, g2) = (rng.normal(), rng.normal());
     // An orthonormal pair perpendicular to b.
     let helper = if b[0].abs() < 0.9 {

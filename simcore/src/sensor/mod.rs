@@ -85,6 +85,24 @@ impl Physics {
     }
 }
 
+impl Physics {
+    /// Whether a surface of effective reflectivity `r` at range `d` metres is detected: within
+    /// [`Physics::detection_range_m`] (always, when the model has none). The same answer as comparing with
+    /// that range, without its power function for a surface of 10% or more within the range at 10%, where the
+    /// range cannot be shorter (it grows with `r`): most returns of a frame.
+    #[inline]
+    pub fn detects(&self, r: f32, d: f64) -> bool {
+        let (d10, d80) = (self.range_10pct_m, self.range_80pct_m);
+        // With one published range the exponent is 1/2; with both, it is not negative when d80 >= d10.
+        let grows = d10 > 0.0 && (d80 >= d10 || d80 <= 0.0 || d80.is_nan());
+        if grows && r >= 0.1 && d <= f64::from(d10) {
+            return true;
+        }
+        self.detection_range_m(r)
+            .is_none_or(|limit| d <= f64::from(limit))
+    }
+}
+
 fn default_reflectance() -> f32 {
     0.5
 }
@@ -379,6 +397,44 @@ pub(crate) fn check_finite(field: &str, value: f32) -> Result<(), SensorError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn detects_agrees_with_the_detection_range() {
+        let base = SensorModel::preset("avia").unwrap().physics;
+        // Both ranges, one of them, none, and a datasheet whose 80% range is the shorter.
+        for (d10, d80) in [
+            (190.0, 450.0),
+            (40.0, 120.0),
+            (60.0, 0.0),
+            (0.0, 90.0),
+            (0.0, 0.0),
+            (80.0, 50.0),
+        ] {
+            let ph = Physics {
+                range_10pct_m: d10,
+                range_80pct_m: d80,
+                ..base.clone()
+            };
+            for i in 0..=120 {
+                let r = i as f32 / 100.0;
+                for j in 0..=500 {
+                    let d = j as f64;
+                    let expected = ph
+                        .detection_range_m(r)
+                        .is_none_or(|limit| d <= f64::from(limit));
+                    assert_eq!(
+                        ph.detects(r, d),
+                        expected,
+                        "d10 {d10} d80 {d80} r {r} d {d}"
+                    );
+                }
+            }
+            assert_eq!(
+                ph.detects(f32::NAN, 1.0),
+                ph.detection_range_m(f32::NAN).is_none_or(|l| 1.0 <= l)
+            );
+        }
+    }
 
     #[test]
     fn fov_contains_checks_both_axes() {
