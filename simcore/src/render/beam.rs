@@ -31,7 +31,7 @@ use aerie_pipeline::lanes::{COMPACT, LANES};
 use aerie_pipeline::map::{Bucket, MapView};
 
 use super::bound::RangeBound;
-use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, disks, dot, gamma_mm};
+use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, disks, dot, gamma_mm, max_of, min_of};
 
 /// Fine cell edge in units of r_map: ~64 points of a surface per cell, each listed in ~1.5 cells. Measured
 /// against 3, 4, 5, 6, 10 and 12 (docs/benchmarks.md, 2026-11-24): 8 is the fastest on the tiled map and level
@@ -795,19 +795,6 @@ fn slab(o: [f32; 3], inv: [f32; 3], lo: [f32; 3], hi: [f32; 3]) -> Option<(f32, 
         }
     }
     (t0 <= t1).then_some((t0, t1))
-}
-
-/// The smaller of two ray parameters or coordinates that are never NaN (the march's are finite or infinite):
-/// one instruction, where `f32::min`'s care for NaN costs five, in the steps every cell takes.
-#[inline(always)]
-fn min_of(a: f32, b: f32) -> f32 {
-    if a < b { a } else { b }
-}
-
-/// The larger of two values that are never NaN (see [`min_of`]).
-#[inline(always)]
-fn max_of(a: f32, b: f32) -> f32 {
-    if a > b { a } else { b }
 }
 
 /// 3D digital differential analyser state over a grid.

@@ -20,8 +20,8 @@
 
 use rayon::prelude::*;
 
-use super::Ctx;
 use super::beam::BeamIndex;
+use super::{Ctx, max_of, min_of};
 
 /// Per face's major axis, its other two axes in the order of the face's (u, v) coordinates.
 const OTHER: [(usize, usize); 3] = [(1, 2), (2, 0), (0, 1)];
@@ -221,7 +221,7 @@ impl RangeBound {
             for j in j0..=j1 {
                 let row = (base + j) * self.n;
                 for s in span.get_mut(row + i0..=row + i1).unwrap_or(&mut []) {
-                    *s = [s[0].min(near), s[1].max(far)];
+                    *s = [min_of(s[0], near), max_of(s[1], far)];
                 }
             }
         }

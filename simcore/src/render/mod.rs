@@ -878,6 +878,20 @@ pub(crate) fn unit(v: [f32; 3]) -> [f32; 3] {
     }
 }
 
+/// The smaller of two values that are never NaN (ray parameters, coordinates, distances): one instruction,
+/// where `f32::min`'s care for NaN costs five, in the steps every cell of a march and every pixel of the range
+/// bound take.
+#[inline(always)]
+pub(crate) fn min_of(a: f32, b: f32) -> f32 {
+    if a < b { a } else { b }
+}
+
+/// The larger of two values that are never NaN (see [`min_of`]).
+#[inline(always)]
+pub(crate) fn max_of(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}
+
 #[inline]
 pub(crate) fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
