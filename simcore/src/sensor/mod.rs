@@ -83,9 +83,7 @@ impl Physics {
             (false, false) => None,
         }
     }
-}
 
-impl Physics {
     /// Whether a surface of effective reflectivity `r` at range `d` metres is detected: within
     /// [`Physics::detection_range_m`] (always, when the model has none). The same answer as comparing with
     /// that range, without its power function for a surface of 10% or more within the range at 10%, where the
