@@ -15,8 +15,9 @@
 //!   by [`Renderer`] and reused (or shared: [`Renderer::set_index`]).
 //!
 //! Speed (docs/benchmarks.md, 2026-11-29, a 2-core Xeon): on the real lone_star TLS scan (tiled 4x4, 5.8M
-//! points at r_map 0.05) the beam renderer takes ~0.6 us of CPU per Avia beam (7.6 ms a frame on both cores)
-//! and ~0.5 us per OS1-128 beam (75 ms), set by the arithmetic of the march, not by memory (a map that fits in
+//! points at r_map 0.05) the beam renderer takes ~0.6 us of CPU per Avia beam (7.3-7.8 ms a frame on both
+//! cores, of which ~1.5 ms is the frame's own: pattern, jitter, bound, finishing) and ~0.5 us per OS1-128 beam
+//! (74-75 ms), set by the arithmetic of the march, not by memory (a map that fits in
 //! cache is only ~25% faster; about three instructions per cycle). Each beam is marched only over the span of
 //! range where a per-frame projection of the occupied cells says it can meet the map (`bound.rs`); a beam
 //! that returns then visits ~2 occupied blocks and ~6-8 cells (~4 occupied), screens ~80 points and tests ~6
