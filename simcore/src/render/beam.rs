@@ -922,17 +922,12 @@ fn cast(
 ) -> Option<Hit> {
     let t_max = ctx.reach + index.disk_reach();
     let (near, far) = bound.map_or((0.0, f32::INFINITY), |b| b.at(ray.1));
+    let end = far.min(t_max);
     // Most of a frame's misses end here, before the march's setup.
-    if !(near <= far.min(t_max)) {
+    if !(near <= end) {
         return None;
     }
-    march(
-        index,
-        ray,
-        (near, far.min(t_max)),
-        ctx.planes,
-        ctx.layer_window(),
-    )
+    march(index, ray, (near, end), ctx.planes, ctx.layer_window())
 }
 
 /// The hit of the ray `(o, u)` (unit `u`) within the ray parameters `span` (the march starts and ends there;

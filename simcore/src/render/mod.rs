@@ -354,6 +354,8 @@ pub struct Renderer {
     /// Where each beam leaves the sensor, in the sensor frame (Ouster beam-origin offsets, the lidar origin's
     /// height above the sensor frame); empty when every beam leaves from the sensor origin.
     origins: Vec<[f32; 3]>,
+    /// The largest of `origins`' offsets, metres (kept with them: the range bound reads it every frame).
+    origins_reach: f32,
     /// The sensor measures depth along its +x axis (a depth camera), not range along the beam.
     depth_axis: bool,
 }
@@ -390,6 +392,7 @@ impl Renderer {
             dirs: Vec::new(),
             dirs_frame: None,
             origins: Vec::new(),
+            origins_reach: 0.0,
             depth_axis: false,
         }
     }
@@ -412,6 +415,7 @@ impl Renderer {
         if origins.iter().any(|o| *o != [0.0; 3]) {
             self.origins.extend_from_slice(origins);
         }
+        self.origins_reach = farthest_offset(&self.origins);
     }
 
     /// Replace the scan pattern (Livox patterns differ from frame to frame), keeping the `Auto` choice and
@@ -505,12 +509,10 @@ impl Renderer {
             trajectory,
             frame_start_s,
         )?;
+        let offsets = self.origins.len() == self.beams.len();
         let ctx = Ctx {
-            origins: if self.origins.len() == self.beams.len() {
-                &self.origins
-            } else {
-                &[]
-            },
+            origins: if offsets { &self.origins } else { &[] },
+            origins_reach: if offsets { self.origins_reach } else { 0.0 },
             depth_axis: self.depth_axis,
             reach: if self.depth_axis {
                 // The farthest a return can lie along a beam: the depth limit over the widest beam's cosine.
@@ -1088,6 +1090,8 @@ pub(crate) struct Ctx<'a> {
     output: LocalPose,
     /// Per-beam origins in the sensor frame, or empty (all at the sensor origin).
     origins: &'a [[f32; 3]],
+    /// The largest offset in `origins`, metres ([`farthest_offset`]).
+    origins_reach: f32,
     /// Noise and range limits apply to the depth along the sensor's +x ([`Renderer::set_depth_axis`]).
     depth_axis: bool,
     /// The farthest a return can lie along any beam, metres: `max_range_m`, or for a depth camera that depth
@@ -1163,6 +1167,7 @@ impl<'a> Ctx<'a> {
             output_t,
             output,
             origins: &[],
+            origins_reach: 0.0,
             depth_axis: false,
             reach: physics.max_range_m.max(0.0),
         })
@@ -1174,12 +1179,10 @@ impl<'a> Ctx<'a> {
         let o = self.poses.origins.first().unwrap_or(&self.start.origin);
         // Beam origins are interpolated linearly between the knots: none lies farther than the farthest knot.
         let (travel, _) = self.poses.motion();
-        let offset = self
-            .origins
-            .iter()
-            .map(|v| dot(*v, *v).sqrt())
-            .fold(0.0f32, f32::max);
-        ([o.x as f32, o.y as f32, o.z as f32], travel as f32 + offset)
+        (
+            [o.x as f32, o.y as f32, o.z as f32],
+            travel as f32 + self.origins_reach,
+        )
     }
 
     /// Depth behind the nearest hit within which hits count as the same surface layer, metres.
@@ -1438,6 +1441,14 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The largest length among beam-origin offsets, metres (0 for none).
+fn farthest_offset(origins: &[[f32; 3]]) -> f32 {
+    origins
+        .iter()
+        .map(|v| dot(*v, *v).sqrt())
+        .fold(0.0f32, f32::max)
+}
+
 /// The jittered unit direction of each beam in the sensor frame, into `out`: a pure function of (seed, frame,
 /// beam index), computed once per frame for the renderer and the finishing pass.
 fn jittered_dirs(beams: &[Beam], seed: u64, frame_index: u64, sigma: f32, out: &mut Vec<[f32; 3]>) {
@@ -1540,6 +1551,7 @@ mod tests {
         .expect("finite poses");
         let ctx = Ctx {
             origins: &offsets,
+            origins_reach: farthest_offset(&offsets),
             ..ctx
         };
         let (origin, spread) = ctx.origin_spread();
