@@ -203,11 +203,11 @@ impl std::fmt::Display for CloudSummary {
         if !self.scans.is_empty() {
             writeln!(f, "  scans       {}", self.scans.len())?;
             for s in &self.scans {
-                write!(
-                    f,
-                    "    {:<24} points {}..{}",
-                    s.name, s.points.start, s.points.end
-                )?;
+                write!(f, "    {:<24}", s.name)?;
+                // A map's points were reordered by preparation: which came from which scan is not kept.
+                if !s.points.is_empty() {
+                    write!(f, " points {}..{}", s.points.start, s.points.end)?;
+                }
                 if let Some(world_from_scan) = &s.world_from_scan {
                     let t = world_from_scan.translation.vector;
                     let q = crate::pose::rotation_wxyz(world_from_scan);
@@ -221,5 +221,35 @@ impl std::fmt::Display for CloudSummary {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scan's range of points is shown while the cloud keeps it, and left out once preparation reordered
+    /// the points (a map), where "points 0..0" would read as an empty scan.
+    #[test]
+    fn a_scan_shows_its_points_only_while_it_has_them() {
+        let mut cloud = Cloud::from_positions([0.0; 3], vec![[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]);
+        let scan = |name: &str, points| ScanInfo {
+            name: name.into(),
+            points,
+            world_from_scan: None,
+        };
+        cloud.meta.scans = vec![scan("read", 0..2), scan("prepared", 0..0)];
+        let text = CloudSummary::of(&cloud).to_string();
+        let line = |name: &str| {
+            text.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_default()
+                .trim_end()
+        };
+        assert_eq!(
+            line("read").split_whitespace().collect::<Vec<_>>(),
+            ["read", "points", "0..2"]
+        );
+        assert_eq!(line("prepared").trim(), "prepared");
     }
 }

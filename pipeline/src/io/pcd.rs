@@ -11,6 +11,9 @@
 //!   grid is not kept). In an unorganised cloud a NaN coordinate is an error.
 //! - A non-identity `VIEWPOINT` is kept as the pose of one [`ScanInfo`] covering all points and is not
 //!   applied: PCL's convention is that points are already expressed in the cloud's frame.
+//! - Bytes after the declared data are read past with a warning (is the header's count short?), except the
+//!   zeros PCL's binary writers leave: they size the file as one memory page plus the data, so a file PCL
+//!   wrote ends in page size minus header length zero bytes ([`pcl_page_padding`]).
 //!
 //! Writing: `x y z` as float (`F 4`), or as double (`F 8`) when a world coordinate reaches 1e4 m, where
 //! float spacing would lose millimetres (PCD users expect world coordinates, so no offset is used). Then
@@ -440,11 +443,28 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
         });
     }
     cloud.meta.format = Some(format!("PCD {} {}", h.version, h.data.name()));
-    cloud
-        .meta
-        .read_warnings
-        .extend(data_after_points(path, n, h.record, extra));
+    let tail = body
+        .get(body.len().saturating_sub(extra)..)
+        .unwrap_or_default();
+    if !pcl_page_padding(h.data_start, tail) {
+        cloud
+            .meta
+            .read_warnings
+            .extend(data_after_points(path, n, h.record, extra));
+    }
     Ok(cloud)
+}
+
+/// True when `tail`, the bytes after the data of a file whose header is `header_len` bytes long, is the
+/// padding of PCL's `binary` and `binary_compressed` writers: they stretch the file to `getpagesize()` plus
+/// the data's size before mapping it (pcl/io/src/pcd_io.cpp), so the file ends in zeros that fill the header's
+/// page (4 KiB on x86, up to 64 KiB on some ARM kernels). Warning about them would flag every PCD PCL writes.
+fn pcl_page_padding(header_len: usize, tail: &[u8]) -> bool {
+    let page = header_len + tail.len();
+    !tail.is_empty()
+        && page.is_power_of_two()
+        && (4096..=65536).contains(&page)
+        && tail.iter().all(|&b| b == 0)
 }
 
 /// Decode row-major (`binary`) or column-major (`binary_compressed`, after decompression) records.
