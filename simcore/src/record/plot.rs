@@ -125,20 +125,46 @@ impl Canvas {
     }
 }
 
-/// The map from above in a `w` x `h` box at (`x0`, `y0`), scaled to `lo..hi` (map frame, x right, y up).
-fn top_view(c: &mut Canvas, map: &MapView, lo: Vector3<f64>, hi: Vector3<f64>, area: [f64; 4]) {
+/// Map-frame x and y onto a pixel box: one scale for both axes, the largest at which `lo..hi` fits, and the
+/// extent centred in the box (a tall map in a wide box stands in its middle, not against its left edge).
+struct Fit {
+    lo: Vector3<f64>,
+    /// Pixels per metre.
+    s: f64,
+    /// The pixel of `lo.x` and of `lo.y` (y grows down the image).
+    left: f64,
+    bottom: f64,
+}
+
+impl Fit {
+    fn new(lo: Vector3<f64>, hi: Vector3<f64>, [x0, y0, w, h]: [f64; 4]) -> Fit {
+        let (dx, dy) = (hi.x - lo.x, hi.y - lo.y);
+        let s = (w / dx).min(h / dy);
+        Fit {
+            lo,
+            s,
+            left: x0 + 0.5 * (w - dx * s),
+            bottom: y0 + h - 0.5 * (h - dy * s),
+        }
+    }
+
+    fn px(&self, v: &Vector3<f64>) -> (f64, f64) {
+        (
+            self.left + (v.x - self.lo.x) * self.s,
+            self.bottom - (v.y - self.lo.y) * self.s,
+        )
+    }
+}
+
+/// The map from above, placed by `fit`, grey by height from `z.0` (dark) to `z.1` (light).
+fn top_view(c: &mut Canvas, map: &MapView, fit: &Fit, z: (f64, f64)) {
     let o = Vector3::from(map.origin);
-    let [x0, y0, w, h] = area;
-    let s = (w / (hi.x - lo.x)).min(h / (hi.y - lo.y));
     let step = (map.positions.len() / 400_000).max(1);
     for p in map.positions.iter().step_by(step) {
         let v = o + Vector3::new(p[0] as f64, p[1] as f64, p[2] as f64);
-        let g = (60.0 + 170.0 * ((v.z - lo.z) / (hi.z - lo.z).max(1e-6)).clamp(0.0, 1.0)) as u8;
-        c.set(
-            (x0 + (v.x - lo.x) * s) as i64,
-            (y0 + h - (v.y - lo.y) * s) as i64,
-            [g, g, g],
-        );
+        let g = (60.0 + 170.0 * ((v.z - z.0) / (z.1 - z.0).max(1e-6)).clamp(0.0, 1.0)) as u8;
+        let (x, y) = fit.px(&v);
+        c.set(x as i64, y as i64, [g, g, g]);
     }
 }
 
@@ -179,14 +205,9 @@ pub fn flight_canvas(map: &MapView, tracks: &[Track], collisions: &[[f64; 3]]) -
         hi = lo + Vector3::repeat(1.0);
     }
     let area = [10.0, 10.0, 1180.0, 640.0];
-    top_view(&mut c, map, lo, hi, area);
-    let s = (area[2] / (hi.x - lo.x)).min(area[3] / (hi.y - lo.y));
-    let px = |v: &Vector3<f64>| {
-        (
-            area[0] + (v.x - lo.x) * s,
-            area[1] + area[3] - (v.y - lo.y) * s,
-        )
-    };
+    let fit = Fit::new(lo, hi, area);
+    top_view(&mut c, map, &fit, (lo.z, hi.z));
+    let px = |v: &Vector3<f64>| fit.px(v);
     for (i, (_, t)) in tracks.iter().enumerate() {
         let col = COLOURS[i % COLOURS.len()];
         for w in t.windows(2) {
@@ -201,7 +222,7 @@ pub fn flight_canvas(map: &MapView, tracks: &[Track], collisions: &[[f64; 3]]) -
         let (x, y) = px(&Vector3::from(*p));
         c.cross(x, y, 6.0, [230, 40, 40]);
     }
-    scale_bar(&mut c, s, area);
+    scale_bar(&mut c, fit.s, area);
     legend(&mut c, tracks, !collisions.is_empty());
     let t_end = tracks
         .iter()
@@ -376,6 +397,31 @@ mod tests {
         assert_eq!(label(1.5, 0.5), "1.5");
         assert_eq!(label(0.25, 0.05), "0.25");
         assert_eq!(label(-1e-17, 0.2), "0.0");
+    }
+
+    /// A map far taller than wide stands in the middle of the top view's box, where the flight picture of the
+    /// hall (47 x 66 m in a 1180 x 640 box) used to hug the left edge with two thirds of the box empty.
+    #[test]
+    fn a_tall_map_is_drawn_in_the_middle_of_the_top_view() {
+        let positions: Vec<[f32; 3]> = (0..2000)
+            .map(|i| [(i % 10) as f32 * 0.5, (i / 10) as f32 * 0.5, 0.0])
+            .collect();
+        let cloud = aerie_pipeline::Cloud::from_positions([0.0; 3], positions);
+        let map = aerie_pipeline::map::PackedMap::from_cloud(&cloud, 0.5, None).unwrap();
+        let c = flight_canvas(&map.view(), &[], &[]);
+        // Above the scale bar (bottom left) and left of the legend (top right).
+        let columns: Vec<usize> = (0..590)
+            .flat_map(|y| (0..c.width).map(move |x| (x, y)))
+            .filter(|&(x, y)| c.rgb[3 * (y * c.width + x)] > 40)
+            .map(|(x, _)| x)
+            .filter(|&x| x < 800)
+            .collect();
+        let (lo, hi) = (columns.iter().min().unwrap(), columns.iter().max().unwrap());
+        let middle = 0.5 * (lo + hi) as f64;
+        assert!(
+            (middle - 600.0).abs() < 20.0,
+            "map drawn over columns {lo}..{hi}"
+        );
     }
 
     #[test]
