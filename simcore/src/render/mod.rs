@@ -37,14 +37,16 @@ mod beam;
 mod bound;
 mod disks;
 mod frame;
-
+mod layer;
+mod motion;
 mod splat;
+mod vec3;
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use aerie_pipeline::map::MapView;
-use nalgebra::{Isometry3, Matrix3, Point3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Point3, Vector3};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +56,9 @@ use crate::trajectory::Trajectory;
 
 pub use beam::BeamIndex;
 pub use frame::Image;
+pub(crate) use layer::{Hit, Layer, gamma_mm};
+pub(crate) use motion::{LocalPose, PoseTable};
+pub(crate) use vec3::{add, cross, dot, mat_vec, max_of, min_of, sub, unit};
 
 /// Something the map does not hold that beams can hit: a dynamic obstacle, another vehicle. Coordinates are
 /// in the map (world) frame.
@@ -570,140 +575,6 @@ impl Renderer {
     }
 }
 
-/// Where a beam hit: range along the (jittered) ray, the map point, and cos(incidence).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Hit {
-    pub t: f32,
-    pub point: u32,
-    pub cos_incidence: f32,
-}
-
-/// A plane thickness in millimetres, saturating; `u16::MAX` for none (infinite or NaN).
-#[inline]
-pub(crate) fn gamma_mm(gamma: f32) -> u16 {
-    if gamma.is_finite() {
-        (gamma * 1000.0).round().clamp(0.0, 65534.0) as u16
-    } else {
-        u16::MAX
-    }
-}
-
-/// Most candidate hits a beam keeps for its surface estimate.
-const LAYER_CAP: usize = 16;
-
-/// The candidate hits of one beam within the surface layer: every disk hit from the nearest to `window`
-/// behind it. A map fused from many scans holds a surface as a layer a few centimetres thick; the real sensor
-/// sees it near the middle of that layer, so the beam's range is the footprint-weighted mean of the hits in
-/// the layer rather than the nearest one (which reads short).
-///
-/// The result depends only on the set of hits offered, not on their order (so not on how a renderer walks
-/// its cells): hits are kept up to `cap` (the largest window) behind the nearest so far, and the nearest
-/// hit's window is applied when the layer is resolved.
-pub(crate) struct Layer {
-    /// Depth of the layer behind the nearest hit: `k * gamma / cos(incidence)` of the nearest hit's point,
-    /// at most `cap`.
-    window: f32,
-    k: f32,
-    cap: f32,
-    n: usize,
-    /// The nearest hit so far, by (range, point).
-    t_min: f32,
-    p_min: u32,
-    /// (t, point, cos(incidence), weight).
-    hits: [(f32, u32, f32, f32); LAYER_CAP],
-}
-
-impl Layer {
-    pub fn new((k, cap): (f32, f32)) -> Layer {
-        Layer {
-            window: 0.0,
-            k,
-            cap,
-            n: 0,
-            t_min: f32::INFINITY,
-            p_min: u32::MAX,
-            hits: [(0.0, 0, 0.0, 0.0); LAYER_CAP],
-        }
-    }
-
-    /// Ray parameter beyond which no hit can change the result.
-    #[inline]
-    pub fn limit(&self) -> f32 {
-        self.t_min + self.window
-    }
-
-    /// Offers a hit with its footprint weight (1 at the disk's centre, 0 at its rim).
-    #[inline]
-    pub fn offer(&mut self, t: f32, point: u32, cos: f32, weight: f32, gamma_mm: u16) {
-        if !(t <= self.t_min + self.cap) {
-            return;
-        }
-        // A point is listed in every cell its disk reaches, so a beam crossing several of them meets it again.
-        if self.hits[..self.n].iter().any(|h| h.1 == point) {
-            return;
-        }
-        if (t, point) < (self.t_min, self.p_min) {
-            self.t_min = t;
-            self.p_min = point;
-            let gamma = if gamma_mm == u16::MAX {
-                self.cap
-            } else {
-                gamma_mm as f32 * 1e-3
-            };
-            self.window = (self.k * gamma / cos.max(0.2)).min(self.cap);
-            let keep = self.t_min + self.cap;
-            let mut k = 0;
-            for i in 0..self.n {
-                if self.hits[i].0 <= keep {
-                    self.hits[k] = self.hits[i];
-                    k += 1;
-                }
-            }
-            self.n = k;
-        }
-        let entry = (t, point, cos, weight.max(1e-3));
-        if self.n < LAYER_CAP {
-            self.hits[self.n] = entry;
-            self.n += 1;
-        } else if let Some(far) = (0..LAYER_CAP).max_by(|&a, &b| {
-            (self.hits[a].0, self.hits[a].1)
-                .partial_cmp(&(self.hits[b].0, self.hits[b].1))
-                .unwrap_or(std::cmp::Ordering::Equal)
-        }) && (t, point) < (self.hits[far].0, self.hits[far].1)
-        {
-            self.hits[far] = entry;
-        }
-    }
-
-    /// The beam's hit: the weighted mean range of the hits within the nearest hit's window, with the nearest
-    /// hit's point and incidence. Sums run in a fixed order (sorted by range, then point), so the result does
-    /// not depend on the order in which the march met the points. Consumes the layer, whose hits it sorts in
-    /// place (a copy of them was a 256-byte memcpy per beam).
-    pub fn resolve(mut self) -> Option<Hit> {
-        if self.n == 0 {
-            return None;
-        }
-        let limit = self.limit();
-        let hits = &mut self.hits[..self.n];
-        hits.sort_unstable_by(|a, b| {
-            (a.0, a.1)
-                .partial_cmp(&(b.0, b.1))
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        let (first, _) = hits.split_first()?;
-        let (mut sw, mut swt) = (0.0f32, 0.0f32);
-        for h in hits.iter().take_while(|h| h.0 <= limit) {
-            sw += h.3;
-            swt += h.3 * (h.0 - first.0);
-        }
-        Some(Hit {
-            t: first.0 + swt / sw,
-            point: first.1,
-            cos_incidence: first.2,
-        })
-    }
-}
-
 /// A ray-plane intersection (see `Ctx::plane_hit`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PlaneHit {
@@ -870,200 +741,6 @@ impl Prepared {
     }
 }
 
-/// `v` normalised (unit x when degenerate).
-#[inline]
-pub(crate) fn unit(v: [f32; 3]) -> [f32; 3] {
-    let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-    if n > 0.0 && n.is_finite() {
-        [v[0] / n, v[1] / n, v[2] / n]
-    } else {
-        [1.0, 0.0, 0.0]
-    }
-}
-
-/// The smaller of two values that are never NaN (ray parameters, coordinates, distances): one instruction,
-/// where `f32::min`'s care for NaN costs five, in the steps every cell of a march and every pixel of the range
-/// bound take.
-#[inline(always)]
-pub(crate) fn min_of(a: f32, b: f32) -> f32 {
-    if a < b { a } else { b }
-}
-
-/// The larger of two values that are never NaN (see [`min_of`]).
-#[inline(always)]
-pub(crate) fn max_of(a: f32, b: f32) -> f32 {
-    if a > b { a } else { b }
-}
-
-#[inline]
-pub(crate) fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
-#[inline]
-pub(crate) fn add(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-
-#[inline]
-pub(crate) fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-/// Row-major 3x3 matrix times vector.
-#[inline]
-pub(crate) fn mat_vec(m: &[[f32; 3]; 3], v: [f32; 3]) -> [f32; 3] {
-    [dot(m[0], v), dot(m[1], v), dot(m[2], v)]
-}
-
-/// Sensor poses over a frame: the trajectory sampled at knots (relative to the map origin), interpolated per
-/// beam. The rotation is interpolated entrywise between the knots' matrices: a vector it turns is the linear
-/// blend of the two knots' images, which only the length tells from the slerped one (short by about
-/// theta^2 / 8 for theta between knots: 3e-7 at 1 rad/s, the 64 knots of a 10 Hz frame), and beam directions are
-/// normalised where they are used. It costs a tenth of building a matrix from a blended quaternion per beam,
-/// which was ~10% of a flight's rendering.
-pub(crate) struct PoseTable {
-    /// Beam time of the first knot and knot spacing, seconds (relative to the frame start).
-    t0: f64,
-    dt: f64,
-    rotations: Vec<UnitQuaternion<f64>>,
-    /// The knots' rotations as matrices.
-    matrices: Vec<Matrix3<f64>>,
-    /// Sensor origins relative to the map origin.
-    origins: Vec<Vector3<f64>>,
-}
-
-/// The pose of the sensor at one instant, relative to the map origin.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LocalPose {
-    /// Row-major map_from_sensor rotation.
-    pub rot: [[f32; 3]; 3],
-    pub rot64: Matrix3<f64>,
-    pub origin: Vector3<f64>,
-}
-
-impl LocalPose {
-    fn from(q: &UnitQuaternion<f64>, origin: Vector3<f64>) -> LocalPose {
-        LocalPose::from_matrix(q.to_rotation_matrix().into_inner(), origin)
-    }
-
-    fn from_matrix(m: Matrix3<f64>, origin: Vector3<f64>) -> LocalPose {
-        let mut rot = [[0.0f32; 3]; 3];
-        for (r, row) in rot.iter_mut().enumerate() {
-            for (c, v) in row.iter_mut().enumerate() {
-                *v = m[(r, c)] as f32;
-            }
-        }
-        LocalPose {
-            rot,
-            rot64: m,
-            origin,
-        }
-    }
-
-    /// Origin as f32 (map-relative coordinates, where map points live).
-    pub fn origin32(&self) -> [f32; 3] {
-        [
-            self.origin.x as f32,
-            self.origin.y as f32,
-            self.origin.z as f32,
-        ]
-    }
-
-    /// Transposed rotation (sensor_from_map), row-major.
-    pub fn rot_t(&self) -> [[f32; 3]; 3] {
-        let r = &self.rot;
-        [
-            [r[0][0], r[1][0], r[2][0]],
-            [r[0][1], r[1][1], r[2][1]],
-            [r[0][2], r[1][2], r[2][2]],
-        ]
-    }
-}
-
-const KNOTS: usize = 64;
-
-impl PoseTable {
-    fn new(
-        trajectory: &dyn Trajectory,
-        map_origin: Vector3<f64>,
-        frame_start_s: f64,
-        t_lo: f64,
-        t_hi: f64,
-    ) -> Result<PoseTable, BadPose> {
-        let span = (t_hi - t_lo).max(0.0);
-        let n = if span > 0.0 { KNOTS } else { 0 };
-        let dt = if n > 0 { span / n as f64 } else { 0.0 };
-        let mut rotations = Vec::with_capacity(n + 1);
-        let mut origins = Vec::with_capacity(n + 1);
-        for k in 0..=n {
-            let pose = finite_pose(trajectory, frame_start_s + t_lo + k as f64 * dt)?;
-            rotations.push(pose.rotation);
-            origins.push(pose.translation.vector - map_origin);
-        }
-        let matrices = rotations
-            .iter()
-            .map(|q| q.to_rotation_matrix().into_inner())
-            .collect();
-        Ok(PoseTable {
-            t0: t_lo,
-            dt,
-            rotations,
-            matrices,
-            origins,
-        })
-    }
-
-    /// True when the pose is the same at every knot (no motion over the frame).
-    fn is_static(&self) -> bool {
-        let (Some(q0), Some(o0)) = (self.rotations.first(), self.origins.first()) else {
-            return true;
-        };
-        self.rotations.iter().all(|q| q.angle_to(q0) < 1e-9)
-            && self.origins.iter().all(|o| (o - o0).norm() < 1e-9)
-    }
-
-    /// Largest translation (metres) and rotation (radians) from the first knot.
-    fn motion(&self) -> (f64, f64) {
-        let (Some(q0), Some(o0)) = (self.rotations.first(), self.origins.first()) else {
-            return (0.0, 0.0);
-        };
-        let trans = self
-            .origins
-            .iter()
-            .map(|o| (o - o0).norm())
-            .fold(0.0, f64::max);
-        let rot = self
-            .rotations
-            .iter()
-            .map(|q| q.angle_to(q0))
-            .fold(0.0, f64::max);
-        (trans, rot)
-    }
-
-    /// Pose at beam time `t` (seconds since the frame start).
-    pub fn at(&self, t: f64) -> LocalPose {
-        let last = self.matrices.len().saturating_sub(1);
-        let (i, f) = if self.dt > 0.0 {
-            let x = ((t - self.t0) / self.dt).clamp(0.0, last as f64);
-            // x >= 0 after the clamp, so truncation is the floor (f64::floor is a libm call on x86-64).
-            let i = (x as usize).min(last.saturating_sub(1));
-            (i, x - i as f64)
-        } else {
-            (0, 0.0)
-        };
-        let (Some(m0), Some(o0)) = (self.matrices.get(i), self.origins.get(i)) else {
-            return LocalPose::from_matrix(Matrix3::identity(), Vector3::zeros());
-        };
-        match (self.matrices.get(i + 1), self.origins.get(i + 1)) {
-            (Some(m1), Some(o1)) if f > 0.0 => {
-                LocalPose::from_matrix(m0 + (m1 - m0) * f, o0.lerp(o1, f))
-            }
-            _ => LocalPose::from_matrix(*m0, *o0),
-        }
-    }
-}
-
 /// Everything a renderer needs for one frame.
 pub(crate) struct Ctx<'a> {
     pub map: &'a MapView<'a>,
@@ -1130,7 +807,7 @@ impl<'a> Ctx<'a> {
         let moving = !poses.is_static();
         let local = |t: f64| {
             let iso = finite_pose(trajectory, frame_start_s + t)?;
-            Ok(LocalPose::from(
+            Ok(LocalPose::from_rotation(
                 &iso.rotation,
                 iso.translation.vector - map_origin,
             ))
@@ -1487,15 +1164,6 @@ fn jittered_dir(beam: &Beam, streams: FrameStreams, sigma: f32, i: usize) -> [f3
     ])
 }
 
-#[inline]
-pub(crate) fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1594,52 +1262,6 @@ mod tests {
             .map(|i| (wrap_pi(i as f32 * std::f32::consts::TAU / 1024.0), 0.0))
             .collect();
         assert!(Fov::of(dirs.iter().copied(), 0.0).full_circle);
-    }
-
-    #[test]
-    fn layer_depends_on_the_set_of_hits_not_their_order() {
-        // (t, point, cos, weight, gamma mm): a thick layer whose nearest hit (point 7) arrives late, a hit
-        // beyond the first hit's window but inside the nearest's, a point offered twice (two cells), and
-        // hits beyond every window.
-        let hits = [
-            (5.00f32, 3u32, 0.9f32, 0.5f32, 20u16),
-            (5.03, 4, 0.8, 0.9, 20),
-            (5.09, 5, 0.7, 0.2, 60),
-            (4.98, 7, 0.9, 0.7, 60),
-            (5.03, 4, 0.8, 0.9, 20),
-            (5.40, 9, 1.0, 1.0, 20),
-            (5.11, 11, 0.6, 0.4, 60),
-        ];
-        let resolve = |order: &[usize]| {
-            let mut layer = Layer::new((2.0, 0.2));
-            for &i in order {
-                let (t, p, c, w, g) = hits[i];
-                layer.offer(t, p, c, w, g);
-            }
-            layer.resolve().unwrap()
-        };
-        let forward = resolve(&[0, 1, 2, 3, 4, 5, 6]);
-        for order in [
-            [6, 5, 4, 3, 2, 1, 0],
-            [3, 0, 1, 2, 4, 5, 6],
-            [0, 5, 1, 6, 4, 2, 3],
-        ] {
-            assert_eq!(resolve(&order), forward, "{order:?}");
-        }
-        assert_eq!(forward.point, 7);
-        // The window of the nearest (2 * 0.06 / 0.9 = 0.133) holds points 7, 3, 4, 5 and 11, point 4 once.
-        let (sw, swt) = [
-            (4.98, 0.7),
-            (5.00, 0.5),
-            (5.03, 0.9),
-            (5.09, 0.2),
-            (5.11, 0.4),
-        ]
-        .iter()
-        .fold((0.0f32, 0.0f32), |(a, b), &(t, w)| {
-            (a + w, b + w * (t - 4.98))
-        });
-        assert!((forward.t - (4.98 + swt / sw)).abs() < 1e-6, "{forward:?}");
     }
 
     #[test]
