@@ -177,9 +177,37 @@ fn prepare_info_export_scan() {
         ]),
         "series",
     );
+    let points = |p: &Path| {
+        let v: serde_json::Value =
+            serde_json::from_slice(&aerie(&["info", "--json", s(p)]).stdout).unwrap();
+        v[0]["points"].as_u64().unwrap()
+    };
+    let mut in_series = 0;
     for k in 0..3 {
-        assert!(dir.path().join(format!("avia_{k:06}.pcd")).is_file());
+        let frame = dir.path().join(format!("avia_{k:06}.pcd"));
+        assert!(frame.is_file());
+        in_series += points(&frame);
     }
+    // The same three frames merged into one file: every point of the series, once.
+    let merged = dir.path().join("merged.pcd");
+    ok(
+        &aerie(&[
+            "scan",
+            s(&map),
+            "--sensor",
+            "avia",
+            "--pose",
+            &pose,
+            "--frames",
+            "3",
+            "--merge",
+            "-o",
+            s(&merged),
+            "-q",
+        ]),
+        "merged",
+    );
+    assert_eq!(points(&merged), in_series);
     let again = dir.path().join("again.pcd");
     ok(
         &aerie(&[

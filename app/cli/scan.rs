@@ -7,7 +7,7 @@ use aerie_pipeline::io::{self, Format, WriteOptions};
 use aerie_pipeline::map::MapView;
 use aerie_pipeline::{Cloud, Error};
 use aerie_simcore::Simulator;
-use aerie_simcore::render::{Image, Method, RenderParams};
+use aerie_simcore::render::{Frame, Image, Method, RenderParams};
 use aerie_simcore::sensor::{Pattern, SensorModel};
 use aerie_simcore::trajectory::{Isometry3, Static, Trajectory, Tum, pose_from_xyz_rpy};
 use anyhow::Context;
@@ -135,9 +135,9 @@ fn check_start(t0: f64, span: Option<(f64, f64)>, args: &Args) -> anyhow::Result
     Ok(())
 }
 
-pub fn run(args: &Args) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let sensor = load_sensor(&args.sensor)?;
+/// The arguments' own consistency, checked before the map is opened: a frame count, output names whose format
+/// is known and that do not overwrite an input, and a point frame that a merged file can use.
+fn check_args(args: &Args) -> anyhow::Result<()> {
     if args.frames == 0 {
         return Err(BadInput("--frames must be at least 1".into()).into());
     }
@@ -169,6 +169,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         ))
         .into());
     }
+    if args.merge && args.points_in == PointsInArg::Firing {
+        return Err(BadInput(
+            "--merge places points in the map frame, which needs them compensated for the motion: use \
+             --points-in start or end with it"
+                .into(),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The sensor's trajectory (a fixed pose or a TUM file), the first frame's start time and, for a file, the
+/// span of time it covers.
+fn trajectory_of(args: &Args) -> anyhow::Result<(Box<dyn Trajectory>, f64, Option<(f64, f64)>)> {
     let (trajectory, t0, span): (Box<dyn Trajectory>, f64, Option<(f64, f64)>) =
         match (&args.pose, &args.trajectory) {
             (Some(p), None) => {
@@ -189,27 +203,31 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             }
         };
     check_start(t0, span, args)?;
-    if args.merge && args.points_in == PointsInArg::Firing {
-        return Err(BadInput(
-            "--merge places points in the map frame, which needs them compensated for the motion: use \
-             --points-in start or end with it"
-                .into(),
-        )
-        .into());
-    }
-    let mut params = RenderParams {
+    Ok((trajectory, t0, span))
+}
+
+fn render_params(args: &Args) -> RenderParams {
+    let params = RenderParams {
         seed: args.seed,
         plane_correction: !args.no_plane_correction,
         points_in: args.points_in.into(),
         ..RenderParams::default()
     };
-    if let Some(m) = args.method {
-        params = m.params(&params);
+    match args.method {
+        Some(m) => m.params(&params),
+        None => params,
     }
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let sensor = load_sensor(&args.sensor)?;
+    check_args(args)?;
+    let (trajectory, t0, span) = trajectory_of(args)?;
     super::check_resolution(&args.map, args.resolution)?;
     let mut sim = Simulator::open(&args.map, args.resolution)
         .with_context(|| format!("cannot open map {}", args.map.display()))?
-        .with_params(params);
+        .with_params(render_params(args));
     // The trajectory is the sensor's own: it is mounted at the body origin.
     let lidar = sim
         .add_sensor(&sensor.name, sensor.clone(), Isometry3::identity())
@@ -237,33 +255,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         if k == 0 && frame.points.is_empty() {
             warn_if_outside(&sim.map(), &trajectory.world_from_sensor(frame_start));
         }
-        if k == 0
-            && let Some(png_path) = &args.depth_png
-        {
-            let image = if matches!(sensor.pattern, Pattern::Pinhole(_)) {
-                frame.depth_image(&sensor)
-            } else {
-                frame.range_image(&sensor)
-            };
-            write_range_png(png_path, &image)?;
-        }
-        if let Some(out) = &args.output {
-            if args.merge && args.frames > 1 {
-                merged.append(&frame.to_cloud(frame_start - t0, true));
-            } else {
-                let path = if args.frames > 1 {
-                    super::numbered(out, k)
-                } else {
-                    out.clone()
-                };
-                let cloud = frame.to_cloud(0.0, false);
-                if k == 0 {
-                    super::warn_losses(&cloud, &path, None);
-                }
-                io::write(&cloud, &path, None, &WriteOptions::default())
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-        }
+        keep_frame(args, &sensor, &frame, k, frame_start - t0, &mut merged)?;
         if !args.quiet {
             eprintln!(
                 "frame {k}: {} of {} beams returned ({} renderer, {:.1} ms)",
@@ -300,6 +292,47 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What the arguments ask to keep of frame `k` (`since_first` seconds after the first frame's start): the
+/// first frame's range or depth image, the frame as its own file (numbered when there are several), or its
+/// points added to the merged cloud.
+fn keep_frame(
+    args: &Args,
+    sensor: &SensorModel,
+    frame: &Frame,
+    k: u64,
+    since_first: f64,
+    merged: &mut Cloud,
+) -> anyhow::Result<()> {
+    if k == 0
+        && let Some(png_path) = &args.depth_png
+    {
+        let image = if matches!(sensor.pattern, Pattern::Pinhole(_)) {
+            frame.depth_image(sensor)
+        } else {
+            frame.range_image(sensor)
+        };
+        write_range_png(png_path, &image)?;
+    }
+    let Some(out) = &args.output else {
+        return Ok(());
+    };
+    if args.merge && args.frames > 1 {
+        merged.append(&frame.to_cloud(since_first, true));
+        return Ok(());
+    }
+    let path = if args.frames > 1 {
+        super::numbered(out, k)
+    } else {
+        out.clone()
+    };
+    let cloud = frame.to_cloud(0.0, false);
+    if k == 0 {
+        super::warn_losses(&cloud, &path, None);
+    }
+    io::write(&cloud, &path, None, &WriteOptions::default())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Warns when a frame came back empty because the sensor stands outside the map: the usual cause is a pose in
