@@ -180,9 +180,17 @@ fn check_args(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The sensor's trajectory (a fixed pose or a TUM file), the first frame's start time and, for a file, the
-/// span of time it covers.
-fn trajectory_of(args: &Args) -> anyhow::Result<(Box<dyn Trajectory>, f64, Option<(f64, f64)>)> {
+/// Where the sensor goes and when the frames start.
+struct Timeline {
+    /// A fixed pose or a TUM file.
+    trajectory: Box<dyn Trajectory>,
+    /// The first frame's start, seconds.
+    t0: f64,
+    /// The time a trajectory file covers, seconds.
+    span: Option<(f64, f64)>,
+}
+
+fn timeline(args: &Args) -> anyhow::Result<Timeline> {
     let (trajectory, t0, span): (Box<dyn Trajectory>, f64, Option<(f64, f64)>) =
         match (&args.pose, &args.trajectory) {
             (Some(p), None) => {
@@ -203,7 +211,11 @@ fn trajectory_of(args: &Args) -> anyhow::Result<(Box<dyn Trajectory>, f64, Optio
             }
         };
     check_start(t0, span, args)?;
-    Ok((trajectory, t0, span))
+    Ok(Timeline {
+        trajectory,
+        t0,
+        span,
+    })
 }
 
 fn render_params(args: &Args) -> RenderParams {
@@ -223,7 +235,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let sensor = load_sensor(&args.sensor)?;
     check_args(args)?;
-    let (trajectory, t0, span) = trajectory_of(args)?;
+    let Timeline {
+        trajectory,
+        t0,
+        span,
+    } = timeline(args)?;
     super::check_resolution(&args.map, args.resolution)?;
     let mut sim = Simulator::open(&args.map, args.resolution)
         .with_context(|| format!("cannot open map {}", args.map.display()))?
