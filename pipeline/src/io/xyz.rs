@@ -84,14 +84,21 @@ fn strip_comment(line: &[u8]) -> &[u8] {
         .unwrap_or(t)
 }
 
-/// Parse a delimited text buffer (see the module documentation for the detection rules).
-pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud> {
-    let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
-    // Find the header (if any) and the first data line.
+/// What comes before the data: the header line's names (if any), and the first data line with its byte offset
+/// and the number of lines before it.
+struct Preamble<'a> {
+    header: Option<Vec<String>>,
+    first: Option<&'a [u8]>,
+    pos: usize,
+    line_no: usize,
+}
+
+/// Finds the header (a line that is not all numbers, or a comment of three or more names) and the first data
+/// line, skipping blank lines, ordinary comments and a PTS point count.
+fn preamble(data: &[u8]) -> Preamble<'_> {
     let mut header: Option<Vec<String>> = None;
     let mut pos = 0usize;
     let mut line_no = 0usize;
-    let mut first_data: Option<&[u8]> = None;
     let mut pts_count_skipped = false;
     for line in lines(data) {
         let start = pos;
@@ -105,8 +112,7 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
         }
         let comment = is_comment(line);
         let body = strip_comment(line);
-        let delim = Delim::detect(body);
-        let toks = delim.split(body);
+        let toks = Delim::detect(body).split(body);
         let numeric = toks.iter().all(|t| parse_num(t).is_some());
         if !numeric {
             if comment && toks.len() < 3 {
@@ -126,30 +132,32 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
             pts_count_skipped = true; // a PTS point count
             continue;
         }
-        first_data = Some(line);
-        pos = start;
-        line_no -= 1;
-        break;
+        return Preamble {
+            header,
+            first: Some(line),
+            pos: start,
+            line_no: line_no - 1,
+        };
     }
-    // A header naming x, y and z is the file's own column list, not a title line.
-    let names_xyz = header.as_ref().is_some_and(|h| {
-        ["x", "y", "z"]
-            .iter()
-            .all(|c| h.iter().any(|n| n.eq_ignore_ascii_case(c)))
-    });
-    let Some(first) = first_data else {
-        // A header naming x, y and z with no rows under it is a file of no points (what an empty scan writes).
-        if names_xyz {
-            return Ok(Cloud::default());
-        }
-        return Err(Error::format(
-            path,
-            "data",
-            "no data lines: expected lines of at least three numbers (x y z), after an optional header line",
-        ));
-    };
-    let delim = Delim::detect(first);
-    let ncols = delim.split(first).len();
+    Preamble {
+        header,
+        first: None,
+        pos,
+        line_no,
+    }
+}
+
+/// The names of the `ncols` columns: those given (`--columns`), the header's, or by count (3: x y z, 4 adds
+/// intensity, 6: x y z r g b, 7: x y z intensity r g b, more: `col_N`). `line` names the first data line in
+/// errors.
+fn column_names(
+    path: &Path,
+    opts: &ReadOptions,
+    header: Option<Vec<String>>,
+    names_xyz: bool,
+    ncols: usize,
+    line: &str,
+) -> Result<Vec<String>> {
     let names: Vec<String> = if let Some(c) = &opts.columns {
         let named: Vec<&String> = c.iter().filter(|n| n.as_str() != "_").collect();
         if let Some(n) = named
@@ -167,7 +175,7 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
         if h.len() != ncols {
             return Err(Error::format(
                 path,
-                format!("line {}", line_no + 1),
+                line,
                 format!(
                     "the header names {} columns ({}), this line has {ncols}: fix the header, or name the \
                      columns with --columns",
@@ -194,7 +202,7 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
     if names.len() != ncols {
         return Err(Error::format(
             path,
-            format!("line {}", line_no + 1),
+            line,
             if opts.columns.is_some() {
                 format!(
                     "{} column names given but the line has {ncols} columns",
@@ -205,6 +213,39 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
             },
         ));
     }
+    Ok(names)
+}
+
+/// Parse a delimited text buffer (see the module documentation for the detection rules).
+pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud> {
+    let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
+    let Preamble {
+        header,
+        first,
+        pos,
+        line_no,
+    } = preamble(data);
+    // A header naming x, y and z is the file's own column list, not a title line.
+    let names_xyz = header.as_ref().is_some_and(|h| {
+        ["x", "y", "z"]
+            .iter()
+            .all(|c| h.iter().any(|n| n.eq_ignore_ascii_case(c)))
+    });
+    let Some(first) = first else {
+        // A header naming x, y and z with no rows under it is a file of no points (what an empty scan writes).
+        if names_xyz {
+            return Ok(Cloud::default());
+        }
+        return Err(Error::format(
+            path,
+            "data",
+            "no data lines: expected lines of at least three numbers (x y z), after an optional header line",
+        ));
+    };
+    let delim = Delim::detect(first);
+    let ncols = delim.split(first).len();
+    let first_line = format!("line {}", line_no + 1);
+    let names = column_names(path, opts, header, names_xyz, ncols, &first_line)?;
     let targets: Vec<Target> = names.iter().map(|n| target_for(n)).collect();
     let used = targets.iter().filter(|t| **t != Target::Skip).count();
     let body = data.get(pos..).unwrap_or_default();
@@ -212,37 +253,7 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
         if line.trim_ascii().is_empty() || is_comment(line) {
             return Ok(());
         }
-        let toks = delim.split(line);
-        if toks.len() != ncols {
-            return Err(format!("expected {ncols} columns, found {}", toks.len()));
-        }
-        let mut c = 0usize;
-        for (k, (tok, t)) in toks.iter().zip(&targets).enumerate() {
-            if *t == Target::Skip {
-                continue;
-            }
-            let Some(v) = parse_num(tok) else {
-                return Err(format!(
-                    "column {} ({}): expected a number, found {}",
-                    k + 1,
-                    names.get(k).map_or("", String::as_str),
-                    quote(tok)
-                ));
-            };
-            if matches!(t, Target::X | Target::Y | Target::Z) && !v.is_finite() {
-                return Err(format!(
-                    "column {} ({}): expected a finite coordinate, found {}",
-                    k + 1,
-                    names.get(k).map_or("", String::as_str),
-                    quote(tok)
-                ));
-            }
-            if let Some(col) = cols.get_mut(c) {
-                col.push(v);
-            }
-            c += 1;
-        }
-        Ok(())
+        parse_line(delim.split(line), &names, &targets, cols)
     })
     .map_err(|(line, m)| Error::format(path, format!("line {}", line_no + line + 1), m))?;
     let n = rows.first().map_or(0, Vec::len);
@@ -261,6 +272,48 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
     let mut cloud = assemble(path, None, cols, n)?;
     cloud.meta.format = Some(format!("XYZ text ({})", delim.name()));
     Ok(cloud)
+}
+
+/// One data line's values, pushed onto `cols` (one per column not skipped); an error names the column.
+fn parse_line(
+    toks: Vec<&[u8]>,
+    names: &[String],
+    targets: &[Target],
+    cols: &mut [Vec<f64>],
+) -> std::result::Result<(), String> {
+    if toks.len() != names.len() {
+        return Err(format!(
+            "expected {} columns, found {}",
+            names.len(),
+            toks.len()
+        ));
+    }
+    let mut c = 0usize;
+    for (k, (tok, t)) in toks.iter().zip(targets).enumerate() {
+        if *t == Target::Skip {
+            continue;
+        }
+        let name = names.get(k).map_or("", String::as_str);
+        let Some(v) = parse_num(tok) else {
+            return Err(format!(
+                "column {} ({name}): expected a number, found {}",
+                k + 1,
+                quote(tok)
+            ));
+        };
+        if matches!(t, Target::X | Target::Y | Target::Z) && !v.is_finite() {
+            return Err(format!(
+                "column {} ({name}): expected a finite coordinate, found {}",
+                k + 1,
+                quote(tok)
+            ));
+        }
+        if let Some(col) = cols.get_mut(c) {
+            col.push(v);
+        }
+        c += 1;
+    }
+    Ok(())
 }
 
 /// Write `cloud` as space-separated text with a `//` header line (see the module documentation).
