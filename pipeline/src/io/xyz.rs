@@ -253,7 +253,7 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
         if line.trim_ascii().is_empty() || is_comment(line) {
             return Ok(());
         }
-        parse_line(delim.split(line), &names, &targets, cols)
+        parse_line(&delim.split(line), &names, &targets, cols)
     })
     .map_err(|(line, m)| Error::format(path, format!("line {}", line_no + line + 1), m))?;
     let n = rows.first().map_or(0, Vec::len);
@@ -276,7 +276,7 @@ pub fn read_bytes(data: &[u8], path: &Path, opts: &ReadOptions) -> Result<Cloud>
 
 /// One data line's values, pushed onto `cols` (one per column not skipped); an error names the column.
 fn parse_line(
-    toks: Vec<&[u8]>,
+    toks: &[&[u8]],
     names: &[String],
     targets: &[Target],
     cols: &mut [Vec<f64>],
