@@ -502,7 +502,6 @@ impl PackedMap {
         let b = bucketize(&cloud, resolution, bucket_size)?;
         // The workers' per-bucket scratch is freed: its pages go back before the map's arrays are made.
         crate::memory::release_free_memory();
-        let n = cloud.len();
         fn reorder<T: Copy + Send + Sync>(v: &[T], ord: &[u32]) -> Vec<T> {
             ord.par_iter().map(|&i| v[i as usize]).collect()
         }
@@ -531,87 +530,13 @@ impl PackedMap {
         {
             c.retain_extras(|d| d.name != spacing::EXTRA_NAME);
         }
-        let mut dropped = Vec::new();
-        for (present, name) in [
-            (cloud.time().is_some(), "time"),
-            (cloud.return_number().is_some(), "return_number"),
-            (cloud.number_of_returns().is_some(), "number_of_returns"),
-            (cloud.ring().is_some(), "ring"),
-        ] {
-            if present {
-                dropped.push(name.to_string());
-            }
-        }
-        dropped.extend(
-            cloud
-                .extras()
-                .iter()
-                .filter(|d| spacing.is_none() || d.name != spacing::EXTRA_NAME)
-                .map(|d| d.name.clone()),
+        let mut meta = map_metadata(
+            &cloud,
+            &b,
+            bucket_size.is_some(),
+            spacing.is_some(),
+            started,
         );
-        let max_count = b
-            .buckets
-            .iter()
-            .map(|b| u64::from(b.count))
-            .max()
-            .unwrap_or(0);
-        let mut meta = MapMetadata {
-            aerie_version: env!("CARGO_PKG_VERSION").to_string(),
-            crs_wkt: cloud.meta.crs_wkt.clone(),
-            crs_geotiff: cloud
-                .meta
-                .las_geotiff
-                .iter()
-                .map(|(record_id, data)| GeoTiffRecord {
-                    record_id: *record_id,
-                    data: data.clone(),
-                })
-                .collect(),
-            sources: cloud
-                .meta
-                .source
-                .iter()
-                .map(|p| MapSource {
-                    path: p.display().to_string(),
-                    format: cloud.meta.format.clone(),
-                })
-                .collect(),
-            scans: cloud
-                .meta
-                .scans
-                .iter()
-                .filter_map(|s| {
-                    s.world_from_scan.map(|world_from_scan| ScanPose {
-                        name: s.name.clone(),
-                        world_from_scan,
-                    })
-                })
-                .collect(),
-            bucketing: BucketingInfo {
-                rule: if bucket_size.is_some() {
-                    "fixed"
-                } else {
-                    "auto"
-                }
-                .to_string(),
-                mean_points_per_bucket: n as f64 / b.buckets.len().max(1) as f64,
-                max_points_per_bucket: max_count,
-            },
-            // Set below, once the largest columns are in map order (the peak holds one of them twice).
-            reflectance: None,
-            normal_orientation: None,
-            dropped_attributes: dropped,
-            recipe: None,
-            report: {
-                let mut r = crate::StageReport::new("map.buckets", n);
-                r.figure("bucket_size_m", f64::from(b.bucket_size));
-                r.figure("buckets", b.buckets.len() as f64);
-                r.finish(n, started);
-                // Time varies from run to run; the map bytes must not.
-                r.seconds = 0.0;
-                vec![r]
-            },
-        };
         let normals = pick!(normals, take_normals);
         let gamma = pick!(gamma, take_gamma);
         let color = pick!(color, take_color);
@@ -642,6 +567,94 @@ impl PackedMap {
         };
         map.set_metadata(&meta)?;
         Ok(map)
+    }
+}
+
+/// The map's metadata from what the cloud knew (CRS, sources, scan poses) and how it was bucketed; the
+/// attributes a map does not keep are listed as dropped (all extras but the stored spacing when `has_spacing`).
+/// Reflectance, normal orientation and the recipe are filled in later.
+fn map_metadata(
+    cloud: &Cloud,
+    b: &Bucketing,
+    fixed_size: bool,
+    has_spacing: bool,
+    started: Instant,
+) -> MapMetadata {
+    let n = cloud.len();
+    let mut dropped: Vec<String> = [
+        (cloud.time().is_some(), "time"),
+        (cloud.return_number().is_some(), "return_number"),
+        (cloud.number_of_returns().is_some(), "number_of_returns"),
+        (cloud.ring().is_some(), "ring"),
+    ]
+    .into_iter()
+    .filter(|(present, _)| *present)
+    .map(|(_, name)| name.to_string())
+    .collect();
+    dropped.extend(
+        cloud
+            .extras()
+            .iter()
+            .filter(|d| !has_spacing || d.name != spacing::EXTRA_NAME)
+            .map(|d| d.name.clone()),
+    );
+    let max_count = b
+        .buckets
+        .iter()
+        .map(|b| u64::from(b.count))
+        .max()
+        .unwrap_or(0);
+    MapMetadata {
+        aerie_version: env!("CARGO_PKG_VERSION").to_string(),
+        crs_wkt: cloud.meta.crs_wkt.clone(),
+        crs_geotiff: cloud
+            .meta
+            .las_geotiff
+            .iter()
+            .map(|(record_id, data)| GeoTiffRecord {
+                record_id: *record_id,
+                data: data.clone(),
+            })
+            .collect(),
+        sources: cloud
+            .meta
+            .source
+            .iter()
+            .map(|p| MapSource {
+                path: p.display().to_string(),
+                format: cloud.meta.format.clone(),
+            })
+            .collect(),
+        scans: cloud
+            .meta
+            .scans
+            .iter()
+            .filter_map(|s| {
+                s.world_from_scan.map(|world_from_scan| ScanPose {
+                    name: s.name.clone(),
+                    world_from_scan,
+                })
+            })
+            .collect(),
+        bucketing: BucketingInfo {
+            rule: if fixed_size { "fixed" } else { "auto" }.to_string(),
+            mean_points_per_bucket: n as f64 / b.buckets.len().max(1) as f64,
+            max_points_per_bucket: max_count,
+        },
+        // Set by the caller once the largest columns are in map order (the peak holds one of them twice).
+        reflectance: None,
+        normal_orientation: None,
+        dropped_attributes: dropped,
+        recipe: None,
+        report: {
+            let mut r = crate::StageReport::new("map.buckets", n);
+            r.figure("bucket_size_m", f64::from(b.bucket_size));
+            r.figure("buckets", b.buckets.len() as f64);
+            r.finish(n, started);
+            // Time varies from run to run; the map bytes must not.
+            r.seconds = 0.0;
+            vec![r]
+        },
     }
 }
 
