@@ -210,6 +210,55 @@ fn mount_of(m: &[f64; 6]) -> Isometry3<f64> {
     pose_from_xyz_rpy(m[0], m[1], m[2], m[3], m[4], m[5])
 }
 
+/// Adds vehicle `vi`'s sensors of `mission` to `sim` (preset names or files relative to `base`), each with its
+/// own seed, and the topic and frame its messages are recorded under.
+fn mount_sensors(
+    sim: &mut Simulator,
+    mission: &Mission,
+    vi: usize,
+    base: &Path,
+) -> Result<Vec<Sensor>, FlightError> {
+    let Some(v) = mission.vehicles.get(vi) else {
+        return Ok(Vec::new());
+    };
+    let mut sensors = Vec::new();
+    for (si, s) in v.sensors.iter().enumerate() {
+        let serr = |message: String| FlightError::Sensor {
+            vehicle: v.name.clone(),
+            sensor: s.name.clone(),
+            message,
+        };
+        let model = resolve(
+            &s.preset,
+            base,
+            |n| SensorModel::preset(n).map_err(|e| e.to_string()),
+            |t| SensorModel::from_toml(t).map_err(|e| e.to_string()),
+        )
+        .map_err(serr)?;
+        let period = model.frame_period_s();
+        let point_fields = model.point_fields;
+        sim.set_params(RenderParams {
+            seed: mission.seed
+                ^ ((vi as u64) << 32 | si as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            points_in: s.points_in,
+            ..RenderParams::default()
+        });
+        let id = sim
+            .add_sensor(format!("{}/{}", v.name, s.name), model, mount_of(&s.mount))
+            .map_err(|e| serr(e.to_string()))?;
+        sensors.push(Sensor {
+            id,
+            topic: format!("/{}/{}/points", v.name, s.name),
+            frame_id: format!("{}/{}", v.name, s.name),
+            point_fields,
+            period,
+            next_start: 0.0,
+            frame_index: 0,
+        });
+    }
+    Ok(sensors)
+}
+
 impl Flight {
     /// Sets up `mission` in `map`; sensor and vehicle files are looked up relative to `base` (the mission's
     /// folder). Plans every goal now, so a goal without a path fails here, naming it.
@@ -264,44 +313,7 @@ impl Flight {
             }
             let controller = Box::new(Cascaded::new(&params, CascadedParams::default()));
             let imu = Imu::new(params.imu.clone(), mission.seed, vi as u64);
-            let mut sensors = Vec::new();
-            for (si, s) in v.sensors.iter().enumerate() {
-                let model = resolve(
-                    &s.preset,
-                    base,
-                    |n| SensorModel::preset(n).map_err(|e| e.to_string()),
-                    |t| SensorModel::from_toml(t).map_err(|e| e.to_string()),
-                )
-                .map_err(|message| FlightError::Sensor {
-                    vehicle: v.name.clone(),
-                    sensor: s.name.clone(),
-                    message,
-                })?;
-                let period = model.frame_period_s();
-                let point_fields = model.point_fields;
-                sim.set_params(RenderParams {
-                    seed: mission.seed
-                        ^ ((vi as u64) << 32 | si as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    points_in: s.points_in,
-                    ..RenderParams::default()
-                });
-                let id = sim
-                    .add_sensor(format!("{}/{}", v.name, s.name), model, mount_of(&s.mount))
-                    .map_err(|e| FlightError::Sensor {
-                        vehicle: v.name.clone(),
-                        sensor: s.name.clone(),
-                        message: e.to_string(),
-                    })?;
-                sensors.push(Sensor {
-                    id,
-                    topic: format!("/{}/{}/points", v.name, s.name),
-                    frame_id: format!("{}/{}", v.name, s.name),
-                    point_fields,
-                    period,
-                    next_start: 0.0,
-                    frame_index: 0,
-                });
-            }
+            let sensors = mount_sensors(&mut sim, mission, vi, base)?;
             let next_imu = imu.period_s();
             crafts.push(Craft {
                 name: v.name.clone(),
