@@ -138,9 +138,46 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             eprintln!("{s}");
         }
     };
-    let mut steps = Vec::new();
-
     say("1/5 scanning the demo scene from 5 stations (a simulated terrestrial scanner)...");
+    let (scanned, raw, mission) = scan_step(out)?;
+    say("2/5 preparing the map (outlier removal, 0.1 m downsampling, normals)...");
+    let (prepared, amap_path, map_cloud) = prepare_step(out, raw, args.quiet)?;
+    say("3/5 exporting for MARSIM (binary PCD) and GIS (LAZ)...");
+    let exported = export_step(out, &map_cloud)?;
+    say("4/5 flying an Avia quad through the forest and the corridor...");
+    let t = Instant::now();
+    let flight_dir = out.join("flight");
+    let (summary, frame) = fly(&amap_path, &mission, &flight_dir, args.quiet)?;
+    if let Some(frame) = &frame {
+        scan_png(frame, &out.join("scan.png"))?;
+    }
+    let flown = Step {
+        name: "fly (MCAP)",
+        seconds: t.elapsed().as_secs_f64(),
+        figures: summary,
+    };
+    say("5/5 writing the report...");
+    let report = out.join("report.html");
+    let steps = [scanned, prepared, exported, flown];
+    let html = report_html(&steps, started.elapsed().as_secs_f64());
+    aerie_pipeline::io::atomic::write_atomic(&report, |f| {
+        f.write_all(html.as_bytes())
+            .map_err(|e| Error::io(&report, e))
+    })?;
+    if !args.quiet {
+        eprintln!(
+            "done in {:.1} s. Open {} (raw scan, map, exports, flight.mcap for ROS 2 / Foxglove in {}).",
+            started.elapsed().as_secs_f64(),
+            report.display(),
+            flight_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Scans the demo site into `out/raw/demo_scan.laz` and `out/raw.png`: the step's line, the raw cloud and the
+/// mission made for the site.
+fn scan_step(out: &Path) -> anyhow::Result<(Step, Cloud, Mission)> {
     let t = Instant::now();
     let scan = raw_scan(&DemoConfig::default())?;
     let raw_path = out.join("raw/demo_scan.laz");
@@ -148,7 +185,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", raw_path.display()))?;
     top_view(&scan.cloud, &out.join("raw.png"))?;
     let by = |l: Label| scan.report.points_by_label.get(&l).copied().unwrap_or(0);
-    steps.push(Step {
+    let step = Step {
         name: "scan (raw LAZ)",
         seconds: t.elapsed().as_secs_f64(),
         figures: format!(
@@ -160,17 +197,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             by(Label::Mixed),
             by(Label::Person)
         ),
-    });
+    };
     let mission = demo_mission(&scan.site);
-    let raw = scan.cloud;
+    Ok((step, scan.cloud, mission))
+}
 
-    say("2/5 preparing the map (outlier removal, 0.1 m downsampling, normals)...");
+/// Prepares the raw cloud at 0.1 m into `out/demo.amap` (and `out/map.png`): the step's line, the map's path
+/// and the map as a cloud.
+fn prepare_step(out: &Path, raw: Cloud, quiet: bool) -> anyhow::Result<(Step, PathBuf, Cloud)> {
     let t = Instant::now();
     let recipe = Recipe {
         resolution_m: 0.1,
         ..Recipe::default()
     };
-    let progress = TerminalProgress::new(args.quiet);
+    let progress = TerminalProgress::new(quiet);
     let points_in = raw.len();
     let prepared = prepare(vec![(raw, None)], &recipe, &progress)?;
     progress.finish();
@@ -193,19 +233,22 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             r.stage, r.points_in, r.points_out
         );
     }
-    steps.push(Step {
+    let step = Step {
         name: "prepare (.amap)",
         seconds: t.elapsed().as_secs_f64(),
         figures,
-    });
+    };
+    Ok((step, amap_path, map_cloud))
+}
 
-    say("3/5 exporting for MARSIM (binary PCD) and GIS (LAZ)...");
+/// Exports the map for MARSIM (binary x y z PCD) and GIS (LAZ) into `out/export/`.
+fn export_step(out: &Path, map_cloud: &Cloud) -> anyhow::Result<Step> {
     let t = Instant::now();
     let marsim = out.join("export/demo_marsim.pcd");
-    super::export::write(&map_cloud, &marsim, None, None, None, Target::Marsim)?;
+    super::export::write(map_cloud, &marsim, None, None, None, Target::Marsim)?;
     let laz = out.join("export/demo_map.laz");
-    super::export::write(&map_cloud, &laz, None, None, None, Target::Generic)?;
-    steps.push(Step {
+    super::export::write(map_cloud, &laz, None, None, None, Target::Generic)?;
+    Ok(Step {
         name: "export",
         seconds: t.elapsed().as_secs_f64(),
         figures: format!(
@@ -214,37 +257,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             rel(out, &marsim),
             rel(out, &laz)
         ),
-    });
-
-    say("4/5 flying an Avia quad through the forest and the corridor...");
-    let t = Instant::now();
-    let flight_dir = out.join("flight");
-    let (summary, frame) = fly(&amap_path, &mission, &flight_dir, args.quiet)?;
-    if let Some(frame) = &frame {
-        scan_png(frame, &out.join("scan.png"))?;
-    }
-    steps.push(Step {
-        name: "fly (MCAP)",
-        seconds: t.elapsed().as_secs_f64(),
-        figures: summary,
-    });
-
-    say("5/5 writing the report...");
-    let report = out.join("report.html");
-    let html = report_html(&steps, started.elapsed().as_secs_f64());
-    aerie_pipeline::io::atomic::write_atomic(&report, |f| {
-        f.write_all(html.as_bytes())
-            .map_err(|e| Error::io(&report, e))
-    })?;
-    if !args.quiet {
-        eprintln!(
-            "done in {:.1} s. Open {} (raw scan, map, exports, flight.mcap for ROS 2 / Foxglove in {}).",
-            started.elapsed().as_secs_f64(),
-            report.display(),
-            flight_dir.display()
-        );
-    }
-    Ok(())
+    })
 }
 
 fn rel(base: &Path, p: &Path) -> String {
