@@ -556,63 +556,26 @@ pub(crate) fn assemble(
     let nx = take(&mut cols, Target::Nx);
     let ny = take(&mut cols, Target::Ny);
     let nz = take(&mut cols, Target::Nz);
-    if nx.is_some() || ny.is_some() || nz.is_some() {
-        let get = |c: &Option<Column>, i: usize| {
-            c.as_ref()
-                .and_then(|c| c.values.get(i))
-                .copied()
-                .unwrap_or(0.0) as f32
-        };
-        columns.normals = Some(
-            (0..n)
-                .into_par_iter()
-                .map(|i| [get(&nx, i), get(&ny, i), get(&nz, i)])
-                .collect(),
-        );
-    }
+    columns.normals = normals_of(&[nx, ny, nz], n);
     let packed = take(&mut cols, Target::RgbPacked);
-    let r = take(&mut cols, Target::Red);
-    let g = take(&mut cols, Target::Green);
-    let b = take(&mut cols, Target::Blue);
-    if let Some(p) = packed {
-        columns.color = Some(
-            p.values
-                .iter()
-                .map(|&v| {
-                    let bits = v as u32;
-                    [
-                        ((bits >> 16) & 0xff) as u16 * 257,
-                        ((bits >> 8) & 0xff) as u16 * 257,
-                        (bits & 0xff) as u16 * 257,
-                    ]
-                })
-                .collect(),
-        );
-        // Separate channels, if the file also has them, are kept as extras rather than lost.
-        for c in [r, g, b].into_iter().flatten() {
-            cols.push(Column {
-                target: Target::Extra,
-                ..c
-            });
+    let rgb = [
+        take(&mut cols, Target::Red),
+        take(&mut cols, Target::Green),
+        take(&mut cols, Target::Blue),
+    ];
+    columns.color = match packed {
+        Some(p) => {
+            // Separate channels, if the file also has them, are kept as extras rather than lost.
+            for c in rgb.into_iter().flatten() {
+                cols.push(Column {
+                    target: Target::Extra,
+                    ..c
+                });
+            }
+            Some(unpacked_colours(&p))
         }
-    } else if r.is_some() || g.is_some() || b.is_some() {
-        let s = colour_scales([&r, &g, &b]);
-        let get = |c: &Option<Column>, i: usize, s: f64| {
-            (c.as_ref()
-                .and_then(|c| c.values.get(i))
-                .copied()
-                .unwrap_or(0.0)
-                * s)
-                .round()
-                .clamp(0.0, 65535.0) as u16
-        };
-        columns.color = Some(
-            (0..n)
-                .into_par_iter()
-                .map(|i| [get(&r, i, s[0]), get(&g, i, s[1]), get(&b, i, s[2])])
-                .collect(),
-        );
-    }
+        None => colours_of(&rgb, n),
+    };
     columns.extra = cols
         .into_iter()
         .map(|c| {
@@ -626,6 +589,67 @@ pub(crate) fn assemble(
         })
         .collect();
     Cloud::from_columns(origin, columns).map_err(|e| Error::format(path, "fields", e.to_string()))
+}
+
+/// Normals from their three columns (a missing one reads 0), or `None` when the file has none of them.
+fn normals_of(xyz: &[Option<Column>; 3], n: usize) -> Option<Vec<[f32; 3]>> {
+    if xyz.iter().all(Option::is_none) {
+        return None;
+    }
+    let get = |c: &Option<Column>, i: usize| {
+        c.as_ref()
+            .and_then(|c| c.values.get(i))
+            .copied()
+            .unwrap_or(0.0) as f32
+    };
+    let [x, y, z] = xyz;
+    Some(
+        (0..n)
+            .into_par_iter()
+            .map(|i| [get(x, i), get(y, i), get(z, i)])
+            .collect(),
+    )
+}
+
+/// Colours from a packed `rgb` column (0x00RRGGBB, PCL's convention), 8 bits a channel widened to 16.
+fn unpacked_colours(packed: &Column) -> Vec<[u16; 3]> {
+    packed
+        .values
+        .iter()
+        .map(|&v| {
+            let bits = v as u32;
+            [
+                ((bits >> 16) & 0xff) as u16 * 257,
+                ((bits >> 8) & 0xff) as u16 * 257,
+                (bits & 0xff) as u16 * 257,
+            ]
+        })
+        .collect()
+}
+
+/// Colours from separate red, green and blue columns at their detected scale ([`colour_scales`]; a missing
+/// channel reads 0), or `None` when the file has none of them.
+fn colours_of(rgb: &[Option<Column>; 3], n: usize) -> Option<Vec<[u16; 3]>> {
+    if rgb.iter().all(Option::is_none) {
+        return None;
+    }
+    let [r, g, b] = rgb;
+    let s = colour_scales([r, g, b]);
+    let get = |c: &Option<Column>, i: usize, s: f64| {
+        (c.as_ref()
+            .and_then(|c| c.values.get(i))
+            .copied()
+            .unwrap_or(0.0)
+            * s)
+            .round()
+            .clamp(0.0, 65535.0) as u16
+    };
+    Some(
+        (0..n)
+            .into_par_iter()
+            .map(|i| [get(r, i, s[0]), get(g, i, s[1]), get(b, i, s[2])])
+            .collect(),
+    )
 }
 
 /// Positions from the x, y and z columns (removed from `cols`) and the origin they are relative to.
