@@ -159,70 +159,31 @@ fn prepare_info_export_scan() {
     }
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
 
-    // Three Livox frames as a numbered series, and the same seed gives the same bytes.
-    let series = dir.path().join("avia.pcd");
-    ok(
-        &aerie(&[
-            "scan",
-            s(&map),
-            "--sensor",
-            "avia",
-            "--pose",
-            &pose,
-            "--frames",
-            "3",
-            "-o",
-            s(&series),
-            "-q",
-        ]),
-        "series",
-    );
+    // Three Livox frames as a numbered series, the same three merged into one file, and one frame again: the
+    // merged file holds every point of the series once, and the same seed gives the same bytes.
+    let avia = |out: &Path, extra: &[&str]| {
+        let mut args = vec!["scan", s(&map), "--sensor", "avia", "--pose", &pose];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", s(out), "-q"]);
+        ok(&aerie(&args), &format!("avia scan {extra:?}"));
+    };
     let points = |p: &Path| {
         let v: serde_json::Value =
             serde_json::from_slice(&aerie(&["info", "--json", s(p)]).stdout).unwrap();
         v[0]["points"].as_u64().unwrap()
     };
+    avia(&dir.path().join("avia.pcd"), &["--frames", "3"]);
     let mut in_series = 0;
     for k in 0..3 {
         let frame = dir.path().join(format!("avia_{k:06}.pcd"));
         assert!(frame.is_file());
         in_series += points(&frame);
     }
-    // The same three frames merged into one file: every point of the series, once.
     let merged = dir.path().join("merged.pcd");
-    ok(
-        &aerie(&[
-            "scan",
-            s(&map),
-            "--sensor",
-            "avia",
-            "--pose",
-            &pose,
-            "--frames",
-            "3",
-            "--merge",
-            "-o",
-            s(&merged),
-            "-q",
-        ]),
-        "merged",
-    );
+    avia(&merged, &["--frames", "3", "--merge"]);
     assert_eq!(points(&merged), in_series);
     let again = dir.path().join("again.pcd");
-    ok(
-        &aerie(&[
-            "scan",
-            s(&map),
-            "--sensor",
-            "avia",
-            "--pose",
-            &pose,
-            "-o",
-            s(&again),
-            "-q",
-        ]),
-        "again",
-    );
+    avia(&again, &[]);
     assert_eq!(
         std::fs::read(&again).unwrap(),
         std::fs::read(dir.path().join("avia_000000.pcd")).unwrap()

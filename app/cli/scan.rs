@@ -218,6 +218,7 @@ fn timeline(args: &Args) -> anyhow::Result<Timeline> {
     })
 }
 
+/// The renderer's settings the arguments ask for: seed, plane correction, point frame, method.
 fn render_params(args: &Args) -> RenderParams {
     let params = RenderParams {
         seed: args.seed,

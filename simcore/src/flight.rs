@@ -210,17 +210,14 @@ fn mount_of(m: &[f64; 6]) -> Isometry3<f64> {
     pose_from_xyz_rpy(m[0], m[1], m[2], m[3], m[4], m[5])
 }
 
-/// Adds vehicle `vi`'s sensors of `mission` to `sim` (preset names or files relative to `base`), each with its
-/// own seed, and the topic and frame its messages are recorded under.
+/// Adds the sensors of vehicle `v` (the `vi`th of the mission, whose seed is `seed`) to `sim` (preset names or
+/// files relative to `base`), each with its own seed, and the topic and frame its messages are recorded under.
 fn mount_sensors(
     sim: &mut Simulator,
-    mission: &Mission,
-    vi: usize,
+    (vi, v): (usize, &VehicleSpec),
+    seed: u64,
     base: &Path,
 ) -> Result<Vec<Sensor>, FlightError> {
-    let Some(v) = mission.vehicles.get(vi) else {
-        return Ok(Vec::new());
-    };
     let mut sensors = Vec::new();
     for (si, s) in v.sensors.iter().enumerate() {
         let serr = |message: String| FlightError::Sensor {
@@ -238,8 +235,7 @@ fn mount_sensors(
         let period = model.frame_period_s();
         let point_fields = model.point_fields;
         sim.set_params(RenderParams {
-            seed: mission.seed
-                ^ ((vi as u64) << 32 | si as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            seed: seed ^ ((vi as u64) << 32 | si as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             points_in: s.points_in,
             ..RenderParams::default()
         });
@@ -313,7 +309,7 @@ impl Flight {
             }
             let controller = Box::new(Cascaded::new(&params, CascadedParams::default()));
             let imu = Imu::new(params.imu.clone(), mission.seed, vi as u64);
-            let sensors = mount_sensors(&mut sim, mission, vi, base)?;
+            let sensors = mount_sensors(&mut sim, (vi, v), mission.seed, base)?;
             let next_imu = imu.period_s();
             crafts.push(Craft {
                 name: v.name.clone(),
