@@ -98,144 +98,78 @@ fn type_name(kind: ScalarKind) -> &'static str {
     }
 }
 
-fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
-    let mut pos = 0usize;
-    let mut line_no = 0usize;
-    let mut enc: Option<Enc> = None;
-    let mut elements: Vec<Element> = Vec::new();
-    loop {
-        let rest = data.get(pos..).unwrap_or_default();
+/// One line of a PLY header: its bytes (quoted in messages), its text and its place (`header line N`).
+struct HeaderLine<'a> {
+    raw: &'a [u8],
+    text: &'a str,
+    place: String,
+}
+
+/// The header's lines in turn; `pos` is just past the last one read, where the data starts after `end_header`.
+struct HeaderLines<'a> {
+    data: &'a [u8],
+    pos: usize,
+    line_no: usize,
+}
+
+impl<'a> HeaderLines<'a> {
+    fn next(&mut self, path: &Path) -> Result<HeaderLine<'a>> {
+        let rest = self.data.get(self.pos..).unwrap_or_default();
         if rest.is_empty() {
             return Err(Error::format(
                 path,
-                format!("byte {pos}"),
+                format!("byte {}", self.pos),
                 "header ended without end_header",
             ));
         }
         let len = rest.iter().position(|&b| b == b'\n');
         let raw = &rest[..len.unwrap_or(rest.len())];
-        pos += len.map_or(rest.len(), |l| l + 1);
-        line_no += 1;
-        let place = format!("header line {line_no}");
-        let line = std::str::from_utf8(raw)
+        self.pos += len.map_or(rest.len(), |l| l + 1);
+        self.line_no += 1;
+        let place = format!("header line {}", self.line_no);
+        let text = std::str::from_utf8(raw)
             .map_err(|_| Error::format(path, &place, "expected a text header line"))?
             .trim_end_matches('\r');
-        if line_no == 1 {
-            if line != "ply" {
-                return Err(Error::format(
-                    path,
-                    "byte 0",
-                    format!("expected the magic line \"ply\", found {}", quote(raw)),
-                ));
-            }
-            continue;
-        }
-        let toks: Vec<&str> = line.split_ascii_whitespace().collect();
+        Ok(HeaderLine { raw, text, place })
+    }
+}
+
+fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
+    let mut lines = HeaderLines {
+        data,
+        pos: 0,
+        line_no: 0,
+    };
+    let magic = lines.next(path)?;
+    if magic.text != "ply" {
+        return Err(Error::format(
+            path,
+            "byte 0",
+            format!(
+                "expected the magic line \"ply\", found {}",
+                quote(magic.raw)
+            ),
+        ));
+    }
+    let mut enc: Option<Enc> = None;
+    let mut elements: Vec<Element> = Vec::new();
+    loop {
+        let line = lines.next(path)?;
+        let toks: Vec<&str> = line.text.split_ascii_whitespace().collect();
         match toks.as_slice() {
-            [] => {}
-            ["comment", ..] | ["obj_info", ..] => {}
-            ["format", e, v] => {
-                enc = Some(match *e {
-                    "ascii" => Enc::Ascii,
-                    "binary_little_endian" => Enc::Little,
-                    "binary_big_endian" => Enc::Big,
-                    other => {
-                        return Err(Error::unsupported(
-                            path,
-                            format!(
-                                "ply format {other:?}; expected ascii, binary_little_endian or binary_big_endian"
-                            ),
-                        ));
-                    }
-                });
-                if !matches!(*v, "1.0" | "1") {
-                    return Err(Error::unsupported(
-                        path,
-                        format!("ply version {v:?}; expected 1.0"),
-                    ));
-                }
-            }
-            ["element", name, count] => {
-                let count = count.parse::<usize>().map_err(|_| {
-                    Error::format(
-                        path,
-                        &place,
-                        format!("element {name}: expected a count, found {count:?}"),
-                    )
-                })?;
-                elements.push(Element {
-                    name: name.to_string(),
-                    count,
-                    props: Vec::new(),
-                });
-            }
+            [] | ["comment", ..] | ["obj_info", ..] => {}
+            ["format", e, v] => enc = Some(encoding_of(e, v, path)?),
+            ["element", name, count] => elements.push(element_of(name, count, &line.place, path)?),
             ["property", "list", ct, it, name] => {
-                let (Some(ck), Some(ik)) = (kind_of(ct), kind_of(it)) else {
-                    return Err(Error::format(
-                        path,
-                        &place,
-                        format!("property list {ct} {it}: expected known scalar types"),
-                    ));
-                };
-                if ck.is_float() {
-                    return Err(Error::format(
-                        path,
-                        &place,
-                        "list length type must be an integer",
-                    ));
-                }
-                let Some(e) = elements.last_mut() else {
-                    return Err(Error::format(path, &place, "property before any element"));
-                };
-                e.props.push(Prop {
-                    name: name.to_string(),
-                    kind: ik,
-                    list: Some(ck),
-                });
+                let prop = list_property(ct, it, name, &line.place, path)?;
+                add_property(&mut elements, prop, &line.place, path)?;
             }
             ["property", t, name] => {
-                let Some(k) = kind_of(t) else {
-                    return Err(Error::format(
-                        path,
-                        &place,
-                        format!(
-                            "property type {t:?}; expected char, uchar, short, ushort, int, uint, float or double"
-                        ),
-                    ));
-                };
-                let Some(e) = elements.last_mut() else {
-                    return Err(Error::format(path, &place, "property before any element"));
-                };
-                e.props.push(Prop {
-                    name: name.to_string(),
-                    kind: k,
-                    list: None,
-                });
+                let prop = scalar_property(t, name, &line.place, path)?;
+                add_property(&mut elements, prop, &line.place, path)?;
             }
             ["end_header"] => break,
-            // A known keyword with the wrong number of words (a line cut short).
-            [key @ ("format" | "element" | "property"), ..] => {
-                let form = match *key {
-                    "format" => "format ascii|binary_little_endian|binary_big_endian 1.0",
-                    "element" => "element NAME COUNT",
-                    _ => "property TYPE NAME or property list COUNT_TYPE ITEM_TYPE NAME",
-                };
-                return Err(Error::format(
-                    path,
-                    &place,
-                    format!("expected `{form}`, found {}", quote(raw)),
-                ));
-            }
-            _ => {
-                return Err(Error::format(
-                    path,
-                    &place,
-                    format!(
-                        "expected format, comment, element, property or end_header, found {}",
-                        quote(raw)
-                    ),
-                ));
-            }
+            [key, ..] => return Err(unexpected_line(key, &line, path)),
         }
     }
     let Some(enc) = enc else {
@@ -244,8 +178,123 @@ fn parse_header(data: &[u8], path: &Path) -> Result<Header> {
     Ok(Header {
         enc,
         elements,
-        data_start: pos,
+        data_start: lines.pos,
     })
+}
+
+/// The encoding of a `format ENCODING VERSION` line.
+fn encoding_of(enc: &str, version: &str, path: &Path) -> Result<Enc> {
+    let enc = match enc {
+        "ascii" => Enc::Ascii,
+        "binary_little_endian" => Enc::Little,
+        "binary_big_endian" => Enc::Big,
+        other => {
+            return Err(Error::unsupported(
+                path,
+                format!(
+                    "ply format {other:?}; expected ascii, binary_little_endian or binary_big_endian"
+                ),
+            ));
+        }
+    };
+    if !matches!(version, "1.0" | "1") {
+        return Err(Error::unsupported(
+            path,
+            format!("ply version {version:?}; expected 1.0"),
+        ));
+    }
+    Ok(enc)
+}
+
+/// An `element NAME COUNT` line, with no properties yet.
+fn element_of(name: &str, count: &str, place: &str, path: &Path) -> Result<Element> {
+    let count = count.parse::<usize>().map_err(|_| {
+        Error::format(
+            path,
+            place,
+            format!("element {name}: expected a count, found {count:?}"),
+        )
+    })?;
+    Ok(Element {
+        name: name.to_string(),
+        count,
+        props: Vec::new(),
+    })
+}
+
+/// A `property list COUNT_TYPE ITEM_TYPE NAME` line.
+fn list_property(ct: &str, it: &str, name: &str, place: &str, path: &Path) -> Result<Prop> {
+    let (Some(ck), Some(ik)) = (kind_of(ct), kind_of(it)) else {
+        return Err(Error::format(
+            path,
+            place,
+            format!("property list {ct} {it}: expected known scalar types"),
+        ));
+    };
+    if ck.is_float() {
+        return Err(Error::format(
+            path,
+            place,
+            "list length type must be an integer",
+        ));
+    }
+    Ok(Prop {
+        name: name.to_string(),
+        kind: ik,
+        list: Some(ck),
+    })
+}
+
+/// A `property TYPE NAME` line.
+fn scalar_property(t: &str, name: &str, place: &str, path: &Path) -> Result<Prop> {
+    let Some(kind) = kind_of(t) else {
+        return Err(Error::format(
+            path,
+            place,
+            format!(
+                "property type {t:?}; expected char, uchar, short, ushort, int, uint, float or double"
+            ),
+        ));
+    };
+    Ok(Prop {
+        name: name.to_string(),
+        kind,
+        list: None,
+    })
+}
+
+/// Adds a property to the element declared last.
+fn add_property(elements: &mut [Element], prop: Prop, place: &str, path: &Path) -> Result<()> {
+    let Some(e) = elements.last_mut() else {
+        return Err(Error::format(path, place, "property before any element"));
+    };
+    e.props.push(prop);
+    Ok(())
+}
+
+/// The error for a header line that is none of the known forms: a known keyword with the wrong number of
+/// words (a line cut short) names the form it needs.
+fn unexpected_line(key: &str, line: &HeaderLine, path: &Path) -> Error {
+    let form = match key {
+        "format" => "format ascii|binary_little_endian|binary_big_endian 1.0",
+        "element" => "element NAME COUNT",
+        "property" => "property TYPE NAME or property list COUNT_TYPE ITEM_TYPE NAME",
+        _ => {
+            return Error::format(
+                path,
+                &line.place,
+                format!(
+                    "expected format, comment, element, property or end_header, found {}",
+                    quote(line.raw)
+                ),
+            );
+        }
+    };
+    Error::format(
+        path,
+        &line.place,
+        format!("expected `{form}`, found {}", quote(line.raw)),
+    )
 }
 
 /// Parse a PLY buffer (see the module documentation for the property mapping).
@@ -672,6 +721,75 @@ mod tests {
                 .to_string();
             assert!(e.contains(want), "{e}");
         }
+    }
+
+    /// Every way a header can be wrong is told with its place and what was expected.
+    #[test]
+    fn each_header_error_names_its_place_and_what_was_expected() {
+        let v = "ply\nformat ascii 1.0\nelement vertex 1\n";
+        for (text, want) in [
+            ("", "byte 0: header ended without end_header".to_string()),
+            (
+                "plx\nformat ascii 1.0\n",
+                "byte 0: expected the magic line \"ply\", found \"plx\"".into(),
+            ),
+            (v, "byte 38: header ended without end_header".into()),
+            (
+                "ply\nformat binary_middle_endian 1.0\nend_header\n",
+                "ply format \"binary_middle_endian\"; expected ascii, binary_little_endian".into(),
+            ),
+            (
+                "ply\nformat ascii 2.0\nend_header\n",
+                "ply version \"2.0\"; expected 1.0".into(),
+            ),
+            (
+                "ply\nformat ascii 1.0\nelement vertex many\nend_header\n",
+                "header line 3: element vertex: expected a count, found \"many\"".into(),
+            ),
+            (
+                &format!("{v}property list uchar quad idx\nend_header\n"),
+                "header line 4: property list uchar quad: expected known scalar types".into(),
+            ),
+            (
+                &format!("{v}property list float int idx\nend_header\n"),
+                "header line 4: list length type must be an integer".into(),
+            ),
+            (
+                &format!("{v}property real x\nend_header\n"),
+                "header line 4: property type \"real\"; expected char, uchar".into(),
+            ),
+            (
+                &format!("{v}property list x\nend_header\n"),
+                "header line 4: property type \"list\"".into(),
+            ),
+            (
+                "ply\nformat ascii 1.0\nproperty float x\nend_header\n",
+                "header line 3: property before any element".into(),
+            ),
+            (
+                "ply\nformat ascii 1.0\nvertices 3\nend_header\n",
+                "header line 3: expected format, comment, element, property or end_header, found \"vertices 3\""
+                    .into(),
+            ),
+            (
+                &format!("{v}property float x y z\nend_header\n"),
+                "header line 4: expected `property TYPE NAME or property list COUNT_TYPE ITEM_TYPE NAME`".into(),
+            ),
+            (
+                "ply\nelement vertex 1\nproperty float x\nend_header\n",
+                "header: missing format line".into(),
+            ),
+        ] {
+            let e = read(text.as_bytes()).unwrap_err().to_string();
+            assert!(e.contains(&want), "{text:?}: {e}");
+        }
+        let e = read(b"ply\nformat ascii 1.0\ncomment \xff\nend_header\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("header line 3: expected a text header line"),
+            "{e}"
+        );
     }
 
     #[test]
