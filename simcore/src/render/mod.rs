@@ -489,20 +489,13 @@ impl Renderer {
             self.prepared
                 .get_or_insert_with(|| Prepared::new(&self.beams, &self.params))
         };
-        let sigma = self.physics.angular_sigma_rad;
-        let current = self
-            .dirs_frame
-            .is_some_and(|f| f == frame_index || !(sigma > 0.0));
-        if !current || self.dirs.len() != self.beams.len() {
-            jittered_dirs(
-                &self.beams,
-                self.params.seed,
-                frame_index,
-                sigma,
-                &mut self.dirs,
-            );
-            self.dirs_frame = Some(frame_index);
-        }
+        refresh_dirs(
+            &self.beams,
+            &self.physics,
+            self.params.seed,
+            frame_index,
+            (&mut self.dirs, &mut self.dirs_frame),
+        );
         let ctx = Ctx::new(
             map,
             &self.beams,
@@ -519,13 +512,7 @@ impl Renderer {
             origins: if offsets { &self.origins } else { &[] },
             origins_reach: if offsets { self.origins_reach } else { 0.0 },
             depth_axis: self.depth_axis,
-            reach: if self.depth_axis {
-                // The farthest a return can lie along a beam: the depth limit over the widest beam's cosine.
-                let min_cos = self.beams.iter().fold(1.0f32, |m, b| m.min(b.dir[0]));
-                self.physics.max_range_m.max(0.0) / min_cos.max(1e-3)
-            } else {
-                self.physics.max_range_m.max(0.0)
-            },
+            reach: reach(&self.beams, &self.physics, self.depth_axis),
             ..ctx
         };
         // Occluders with nothing to hit are skipped; the beam renderer tests the others on each beam's ray as it
@@ -537,19 +524,7 @@ impl Renderer {
             .collect();
         let (hits, slices, rasterised) = match method {
             Method::Beam => {
-                let key = MapKey::of(map);
-                let index = match &self.index {
-                    Some((k, index))
-                        if *k == key && index.gamma_max().to_bits() == ctx.gamma_max.to_bits() =>
-                    {
-                        index.clone()
-                    }
-                    _ => {
-                        let index = Arc::new(BeamIndex::build_with_gamma_max(map, ctx.gamma_max));
-                        self.index = Some((key, index.clone()));
-                        index
-                    }
-                };
+                let index = index_for(&mut self.index, map, ctx.gamma_max);
                 (beam::render(&ctx, &index, &occluders), 1, 0)
             }
             _ => {
@@ -572,6 +547,54 @@ impl Renderer {
             debug.points_rasterised = rasterised;
         }
         Ok(frame)
+    }
+}
+
+/// Brings the beams' jittered directions (`dirs`, made for frame `made_for`) up to `frame_index`. Without
+/// angular noise they are the same every frame, and are kept.
+fn refresh_dirs(
+    beams: &[Beam],
+    physics: &Physics,
+    seed: u64,
+    frame_index: u64,
+    (dirs, made_for): (&mut Vec<[f32; 3]>, &mut Option<u64>),
+) {
+    let sigma = physics.angular_sigma_rad;
+    let current = made_for.is_some_and(|f| f == frame_index || !(sigma > 0.0));
+    if !current || dirs.len() != beams.len() {
+        jittered_dirs(beams, seed, frame_index, sigma, dirs);
+        *made_for = Some(frame_index);
+    }
+}
+
+/// The farthest a return can lie along a beam: the range limit, or with the depth along the sensor's axis
+/// (a depth camera) the depth limit over the widest beam's cosine.
+fn reach(beams: &[Beam], physics: &Physics, depth_axis: bool) -> f32 {
+    if depth_axis {
+        let min_cos = beams.iter().fold(1.0f32, |m, b| m.min(b.dir[0]));
+        physics.max_range_m.max(0.0) / min_cos.max(1e-3)
+    } else {
+        physics.max_range_m.max(0.0)
+    }
+}
+
+/// The beam index of `map` for a layer cap of `gamma_max`: the one `kept` from an earlier frame when both are
+/// the same, otherwise one built now and kept.
+fn index_for(
+    kept: &mut Option<(MapKey, Arc<BeamIndex>)>,
+    map: &MapView,
+    gamma_max: f32,
+) -> Arc<BeamIndex> {
+    let key = MapKey::of(map);
+    match kept {
+        Some((k, index)) if *k == key && index.gamma_max().to_bits() == gamma_max.to_bits() => {
+            index.clone()
+        }
+        _ => {
+            let index = Arc::new(BeamIndex::build_with_gamma_max(map, gamma_max));
+            *kept = Some((key, index.clone()));
+            index
+        }
     }
 }
 
