@@ -1738,48 +1738,15 @@ fn read_chunk_table(
     vlr: &laz::LazVlr,
 ) -> Result<Option<(Vec<laz::laszip::ChunkTableEntry>, Vec<usize>)>> {
     let start = header.offset_to_points;
-    let place = format!("byte {start} (chunk table offset)");
-    let Some(first) = data.get(start..start + 8) else {
-        return Err(Error::format(
-            path,
-            place,
-            "file ends before the compressed point data",
-        ));
+    let Some((table_at, n_chunks)) = chunk_table_place(data, path, start)? else {
+        return Ok(None);
     };
-    let mut table_at = i64::from_le_bytes(first.try_into().unwrap_or([0; 8]));
-    if table_at <= start as i64 {
-        // A writer that could not seek back leaves the offset at the end of the file instead.
-        table_at = data
-            .len()
-            .checked_sub(8)
-            .and_then(|e| data.get(e..))
-            .and_then(|b| b.try_into().ok())
-            .map_or(-1, i64::from_le_bytes);
-        if table_at <= start as i64 {
-            return Ok(None);
-        }
-    }
-    let table_at = table_at as u64;
-    let n_chunks = usize::try_from(table_at)
-        .ok()
-        .and_then(|t| le_u32(data, t.checked_add(4)?))
-        .ok_or_else(|| {
-            Error::format(
-                path,
-                place.clone(),
-                format!(
-                    "chunk table offset {table_at} lies beyond the end of the file ({} bytes)",
-                    data.len()
-                ),
-            )
-        })? as usize;
-    let table_at = table_at as usize;
     // The table follows the 8-byte offset itself; an offset inside those bytes would make the length wrap
     // around and lift the bound below.
     let compressed_len = table_at.checked_sub(start + 8).ok_or_else(|| {
         Error::format(
             path,
-            place.clone(),
+            format!("byte {start} (chunk table offset)"),
             format!(
                 "chunk table offset {table_at} points inside the offset itself (bytes {start}..{})",
                 start + 8
@@ -1803,35 +1770,94 @@ fn read_chunk_table(
             .map_err(|e| Error::format(path, table_place.clone(), format!("{e}")))
     })?;
     let mut entries: Vec<laz::laszip::ChunkTableEntry> = table.as_ref().to_vec();
-    let count = header.count;
     let bad = |m: String| Error::format(path, table_place.clone(), m);
-    if variable {
+    let chunk_size = (!variable).then(|| u64::from(vlr.chunk_size()));
+    fill_point_counts(&mut entries, chunk_size, header.count).map_err(bad)?;
+    let starts = chunk_starts(&entries, start + 8, table_at).map_err(bad)?;
+    Ok(Some((entries, starts)))
+}
+
+/// Where the chunk table lies and how many chunks it lists, from the offset before the compressed points (or,
+/// from a writer that could not seek back, at the end of the file); `None` when neither points past `start`.
+fn chunk_table_place(data: &[u8], path: &Path, start: usize) -> Result<Option<(usize, usize)>> {
+    let place = format!("byte {start} (chunk table offset)");
+    let Some(first) = data.get(start..start + 8) else {
+        return Err(Error::format(
+            path,
+            place,
+            "file ends before the compressed point data",
+        ));
+    };
+    let mut table_at = i64::from_le_bytes(first.try_into().unwrap_or([0; 8]));
+    if table_at <= start as i64 {
+        table_at = data
+            .len()
+            .checked_sub(8)
+            .and_then(|e| data.get(e..))
+            .and_then(|b| b.try_into().ok())
+            .map_or(-1, i64::from_le_bytes);
+        if table_at <= start as i64 {
+            return Ok(None);
+        }
+    }
+    let table_at = table_at as u64;
+    let n_chunks = usize::try_from(table_at)
+        .ok()
+        .and_then(|t| le_u32(data, t.checked_add(4)?))
+        .ok_or_else(|| {
+            Error::format(
+                path,
+                place,
+                format!(
+                    "chunk table offset {table_at} lies beyond the end of the file ({} bytes)",
+                    data.len()
+                ),
+            )
+        })? as usize;
+    Ok(Some((table_at as usize, n_chunks)))
+}
+
+/// Each chunk's point count: a table of variable-size chunks lists them, and they must add up to the header's
+/// `count`; with fixed-size chunks (`chunk_size`) every chunk but the last holds that many.
+fn fill_point_counts(
+    entries: &mut [laz::laszip::ChunkTableEntry],
+    chunk_size: Option<u64>,
+    count: u64,
+) -> std::result::Result<(), String> {
+    let Some(cs) = chunk_size else {
         let total = entries
             .iter()
             .try_fold(0u64, |a, e| a.checked_add(e.point_count));
         if total != Some(count) {
-            return Err(bad(format!(
+            return Err(format!(
                 "chunks hold {total:?} points but the header says {count}"
-            )));
+            ));
         }
-    } else {
-        let cs = u64::from(vlr.chunk_size());
-        let n = entries.len() as u64;
-        if n == 0 || cs == 0 || (n - 1).saturating_mul(cs) >= count || n.saturating_mul(cs) < count
-        {
-            return Err(bad(format!(
-                "{n} chunks of {cs} points do not match the header's {count} points"
-            )));
-        }
-        for e in entries.iter_mut() {
-            e.point_count = cs;
-        }
-        if let Some(last) = entries.last_mut() {
-            last.point_count = count - (n - 1) * cs;
-        }
+        return Ok(());
+    };
+    let n = entries.len() as u64;
+    if n == 0 || cs == 0 || (n - 1).saturating_mul(cs) >= count || n.saturating_mul(cs) < count {
+        return Err(format!(
+            "{n} chunks of {cs} points do not match the header's {count} points"
+        ));
     }
+    for e in entries.iter_mut() {
+        e.point_count = cs;
+    }
+    if let Some(last) = entries.last_mut() {
+        last.point_count = count - (n - 1) * cs;
+    }
+    Ok(())
+}
+
+/// Each chunk's first byte, the chunks laid end to end from `first` and all before the table at `table_at`.
+fn chunk_starts(
+    entries: &[laz::laszip::ChunkTableEntry],
+    first: usize,
+    table_at: usize,
+) -> std::result::Result<Vec<usize>, String> {
     let mut starts = Vec::with_capacity(entries.len());
-    let mut at = start + 8;
+    let mut at = first;
     for (i, e) in entries.iter().enumerate() {
         starts.push(at);
         let next = usize::try_from(e.byte_count)
@@ -1841,14 +1867,14 @@ fn read_chunk_table(
         match next {
             Some(x) if e.byte_count > 0 || e.point_count == 0 => at = x,
             _ => {
-                return Err(bad(format!(
+                return Err(format!(
                     "chunk {i} ({} bytes at byte {at}) does not fit before the chunk table",
                     e.byte_count
-                )));
+                ));
             }
         }
     }
-    Ok(Some((entries, starts)))
+    Ok(starts)
 }
 
 /// Check a layered (LAZ 1.4) chunk's layer sizes against its byte count: `laz` allocates each layer's size
