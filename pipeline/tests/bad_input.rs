@@ -171,6 +171,48 @@ fn laz_chunk_table_checks_say_what_does_not_fit() {
     }
 }
 
+/// The laszip VLR is checked against the point format before `laz` reads it (autzen_trim.laz: the VLR's data at
+/// byte 2092, compressor 2, items (6, 20, 2), (7, 8, 2), (8, 6, 2); the wording from the build before the checks
+/// moved into `laszip_vlr`).
+#[test]
+fn laszip_vlr_checks_say_what_does_not_match() {
+    let rel = "las/autzen_trim.laz";
+    let Some(path) = shared_file(rel) else { return };
+    let data = std::fs::read(&path).unwrap();
+    let vlr = 2092;
+    assert_eq!(
+        &data[vlr - 52..vlr - 38],
+        b"laszip encoded",
+        "the shared file changed"
+    );
+    let with = |at: usize, bytes: &[u8]| {
+        let mut d = data.clone();
+        d[at..at + bytes.len()].copy_from_slice(bytes);
+        d
+    };
+    for (bad, want) in [
+        (
+            with(vlr - 52, b"laszip encodeX"),
+            "vlrs: the point format is marked compressed but there is no laszip vlr",
+        ),
+        (
+            with(vlr + 32, &43u16.to_le_bytes()),
+            "laszip vlr (byte 2092): the item list is longer than the vlr",
+        ),
+        (
+            with(vlr + 36, &21u16.to_le_bytes()),
+            "laszip vlr (byte 2092): compressed items [(6, 21), (7, 8), (8, 6)] (type, size) do not match point format 3 with 34-byte records (expected [(6, 20), (7, 8), (8, 6)])",
+        ),
+        (
+            with(vlr, &3u16.to_le_bytes()),
+            "unsupported: laz compressor 3 with item versions [2, 2, 2]",
+        ),
+    ] {
+        let err = read(&bad, rel, Format::Las).expect_err(want);
+        assert!(err.contains(want), "{err}\nwanted: {want}");
+    }
+}
+
 /// A LAZ whose header declares more points than its chunks hold: the decoder runs out of bytes, and the error
 /// says what most likely happened rather than only "failed to fill whole buffer".
 #[test]

@@ -1488,7 +1488,19 @@ fn layer_count(code: u16, size: usize) -> usize {
     }
 }
 
-fn read_laz_points(data: &[u8], path: &Path, header: &Header, layout: &Layout) -> Result<Columns> {
+/// What the laszip VLR says of a compressed file's points, checked before `laz` reads it.
+struct Laszip {
+    compressor: u16,
+    /// (type, size, version) of each compressed item.
+    items: Vec<(u16, usize, u16)>,
+    /// LAZ 1.4's layered items (versions 3 and 4), which need a chunk table.
+    layered: bool,
+    vlr: laz::LazVlr,
+}
+
+/// The laszip VLR of a compressed file: its item list must match the point format and its compressor the
+/// items' versions (`laz` panics on an empty list and sums sizes in u16).
+fn laszip_vlr(path: &Path, header: &Header) -> Result<Laszip> {
     let rl = header.record_len;
     let vlr = header
         .vlrs
@@ -1503,26 +1515,7 @@ fn read_laz_points(data: &[u8], path: &Path, header: &Header, layout: &Layout) -
         })?;
     let vlr_place = format!("laszip vlr (byte {})", vlr.at);
     let compressor = le_u16(vlr.data, 0).unwrap_or(u16::MAX);
-    // Check the item list before `laz` sees it: it panics on an empty list and sums sizes in u16.
-    let n_items = usize::from(le_u16(vlr.data, 32).unwrap_or(0));
-    let mut items = Vec::new();
-    for i in 0..n_items {
-        let o = 34 + 6 * i;
-        match (
-            le_u16(vlr.data, o),
-            le_u16(vlr.data, o + 2),
-            le_u16(vlr.data, o + 4),
-        ) {
-            (Some(t), Some(s), Some(v)) => items.push((t, usize::from(s), v)),
-            _ => {
-                return Err(Error::format(
-                    path,
-                    vlr_place,
-                    "the item list is longer than the vlr",
-                ));
-            }
-        }
-    }
+    let items = laszip_items(vlr.data, path, &vlr_place)?;
     let (std_len, ..) = format_layout(header.format).unwrap_or((rl, None, None, None));
     let expected = expected_items(header.format, rl - std_len);
     let got: Vec<(u16, usize)> = items.iter().map(|&(t, s, _)| (t, s)).collect();
@@ -1556,7 +1549,40 @@ fn read_laz_points(data: &[u8], path: &Path, header: &Header, layout: &Layout) -
     let laz_vlr = guarded(path, &vlr_place, || {
         laz::LazVlr::from_buffer(vlr.data).map_err(laz_err(path, vlr_place.clone()))
     })?;
+    Ok(Laszip {
+        compressor,
+        items,
+        layered,
+        vlr: laz_vlr,
+    })
+}
 
+/// The laszip VLR's item list: (type, size, version) of each item.
+fn laszip_items(vlr: &[u8], path: &Path, place: &str) -> Result<Vec<(u16, usize, u16)>> {
+    let n_items = usize::from(le_u16(vlr, 32).unwrap_or(0));
+    (0..n_items)
+        .map(|i| {
+            let o = 34 + 6 * i;
+            match (le_u16(vlr, o), le_u16(vlr, o + 2), le_u16(vlr, o + 4)) {
+                (Some(t), Some(s), Some(v)) => Ok((t, usize::from(s), v)),
+                _ => Err(Error::format(
+                    path,
+                    place,
+                    "the item list is longer than the vlr",
+                )),
+            }
+        })
+        .collect()
+}
+
+fn read_laz_points(data: &[u8], path: &Path, header: &Header, layout: &Layout) -> Result<Columns> {
+    let rl = header.record_len;
+    let Laszip {
+        compressor,
+        items,
+        layered,
+        vlr: laz_vlr,
+    } = laszip_vlr(path, header)?;
     let start = header.offset_to_points;
     let count = header.count;
     // Points the compressed bytes could plausibly hold: arrays are sized from the header's count only up to
