@@ -317,56 +317,12 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
     check_parameters(cloud, resolution)?;
     let l32 = match bucket_size {
         None => auto_bucket_size(cloud, resolution)?,
-        Some(l) => {
-            if !(l.is_finite() && l >= resolution) {
-                return Err(Error::parameter(
-                    "bucket_size",
-                    format!(
-                        "{l} m: expected a finite length of at least the resolution ({resolution} m)"
-                    ),
-                ));
-            }
-            l
-        }
+        Some(l) => checked_bucket_size(l, resolution)?,
     };
     let l = f64::from(l32);
     let origin = cloud.origin;
-    // Bucket coordinates are computed twice (bounds, then keys) rather than held: 24 bytes per point less.
-    let (lo, hi) = cloud
-        .positions()
-        .par_iter()
-        .fold(
-            || ([i64::MAX; 3], [i64::MIN; 3]),
-            |(mut lo, mut hi), p| {
-                let g = world_cell(origin, *p, l);
-                for a in 0..3 {
-                    lo[a] = lo[a].min(g[a]);
-                    hi[a] = hi[a].max(g[a]);
-                }
-                (lo, hi)
-            },
-        )
-        .reduce(
-            || ([i64::MAX; 3], [i64::MIN; 3]),
-            |a, b| {
-                (
-                    [0, 1, 2].map(|k| a.0[k].min(b.0[k])),
-                    [0, 1, 2].map(|k| a.1[k].max(b.1[k])),
-                )
-            },
-        );
-    for a in 0..3 {
-        let span = i128::from(hi[a]) - i128::from(lo[a]) + 1;
-        if span > i128::from(MORTON_SPAN) {
-            return Err(Error::parameter(
-                "bucket_size",
-                format!(
-                    "{l32} m makes the map {span} buckets long along {}; a key addresses at most {MORTON_SPAN}: use larger buckets",
-                    ["x", "y", "z"][a]
-                ),
-            ));
-        }
-    }
+    let (lo, hi) = bucket_bounds(cloud, l);
+    check_span(lo, hi, l32)?;
     // Every coordinate minus lo lies in 0..2^21 (checked above), so the casts are exact.
     let axis_bits = (0..3)
         .map(|a| u64::BITS - ((hi[a] - lo[a]) as u64).leading_zeros())
@@ -393,42 +349,110 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
     let buckets: Vec<Bucket> = runs
         .into_par_iter()
         .map(|(key, first, ids)| {
-            let c = bucket_coords(key, lo);
-            let corner = [c[0] as f64 * l, c[1] as f64 * l, c[2] as f64 * l];
-            let mut bmin = [f32::INFINITY; 3];
-            let mut bmax = [f32::NEG_INFINITY; 3];
-            let local: Vec<[f64; 3]> = ids
-                .iter()
-                .map(|&i| {
-                    let p = positions[i as usize];
-                    let mut q = [0.0; 3];
-                    for a in 0..3 {
-                        bmin[a] = bmin[a].min(p[a]);
-                        bmax[a] = bmax[a].max(p[a]);
-                        q[a] = ((origin[a] + f64::from(p[a]) - corner[a]) / l).clamp(0.0, 1.0);
-                    }
-                    q
-                })
-                .collect();
-            let fine_order = coarse_to_fine(&local, levels);
-            let in_run: Vec<u32> = fine_order.iter().map(|&j| ids[j as usize]).collect();
-            ids.copy_from_slice(&in_run);
+            let corner = bucket_coords(key, lo).map(|c| c as f64 * l);
+            let (min, max) = order_bucket(cloud, (corner, l), levels, ids);
             Bucket {
                 key,
                 first,
                 count: ids.len() as u32,
-                min: bmin,
-                max: bmax,
+                min,
+                max,
             }
         })
         .collect();
-    let order = sorted;
     Ok(Bucketing {
         bucket_size: l32,
         morton_offset: lo,
         buckets,
-        order,
+        order: sorted,
     })
+}
+
+/// A bucket size the user gave: finite and at least the resolution.
+fn checked_bucket_size(l: f32, resolution: f32) -> Result<f32> {
+    if !(l.is_finite() && l >= resolution) {
+        return Err(Error::parameter(
+            "bucket_size",
+            format!("{l} m: expected a finite length of at least the resolution ({resolution} m)"),
+        ));
+    }
+    Ok(l)
+}
+
+/// The lowest and highest bucket coordinates of the cloud's points, buckets `l` wide. Computed here and again
+/// for the keys rather than held: 24 bytes per point less.
+fn bucket_bounds(cloud: &Cloud, l: f64) -> ([i64; 3], [i64; 3]) {
+    let origin = cloud.origin;
+    cloud
+        .positions()
+        .par_iter()
+        .fold(
+            || ([i64::MAX; 3], [i64::MIN; 3]),
+            |(mut lo, mut hi), p| {
+                let g = world_cell(origin, *p, l);
+                for a in 0..3 {
+                    lo[a] = lo[a].min(g[a]);
+                    hi[a] = hi[a].max(g[a]);
+                }
+                (lo, hi)
+            },
+        )
+        .reduce(
+            || ([i64::MAX; 3], [i64::MIN; 3]),
+            |a, b| {
+                (
+                    [0, 1, 2].map(|k| a.0[k].min(b.0[k])),
+                    [0, 1, 2].map(|k| a.1[k].max(b.1[k])),
+                )
+            },
+        )
+}
+
+/// The map may span at most `MORTON_SPAN` buckets along each axis, what a key addresses.
+fn check_span(lo: [i64; 3], hi: [i64; 3], l32: f32) -> Result<()> {
+    for a in 0..3 {
+        let span = i128::from(hi[a]) - i128::from(lo[a]) + 1;
+        if span > i128::from(MORTON_SPAN) {
+            return Err(Error::parameter(
+                "bucket_size",
+                format!(
+                    "{l32} m makes the map {span} buckets long along {}; a key addresses at most {MORTON_SPAN}: use larger buckets",
+                    ["x", "y", "z"][a]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Puts one bucket's points (`ids`, in place) into coarse-to-fine order, the bucket's `corner` and size `l`
+/// given, and returns their bounds.
+fn order_bucket(
+    cloud: &Cloud,
+    (corner, l): ([f64; 3], f64),
+    levels: u32,
+    ids: &mut [u32],
+) -> ([f32; 3], [f32; 3]) {
+    let (origin, positions) = (cloud.origin, cloud.positions());
+    let mut bmin = [f32::INFINITY; 3];
+    let mut bmax = [f32::NEG_INFINITY; 3];
+    let local: Vec<[f64; 3]> = ids
+        .iter()
+        .map(|&i| {
+            let p = positions[i as usize];
+            let mut q = [0.0; 3];
+            for a in 0..3 {
+                bmin[a] = bmin[a].min(p[a]);
+                bmax[a] = bmax[a].max(p[a]);
+                q[a] = ((origin[a] + f64::from(p[a]) - corner[a]) / l).clamp(0.0, 1.0);
+            }
+            q
+        })
+        .collect();
+    let fine_order = coarse_to_fine(&local, levels);
+    let in_run: Vec<u32> = fine_order.iter().map(|&j| ids[j as usize]).collect();
+    ids.copy_from_slice(&in_run);
+    (bmin, bmax)
 }
 
 /// Reflectance for the simulator from raw intensity: `clamp(i / p99, 0, 1)` where p99 is the 99th percentile
