@@ -12,7 +12,7 @@ use aerie_simcore::render::RenderParams;
 use aerie_simcore::sensor::SensorModel;
 use aerie_simcore::synthetic::synthetic_map;
 use aerie_simcore::trajectory::{Isometry3, Static, pose_from_xyz_rpy};
-use aerie_simcore::{Map, Simulator};
+use aerie_simcore::{Map, SensorId, Simulator};
 use anyhow::Context;
 use clap::ValueEnum;
 
@@ -135,70 +135,19 @@ fn bench_map(
     build_s: f64,
     world_from_sensor: Isometry3<f64>,
 ) -> anyhow::Result<()> {
-    let trajectory = Static(world_from_sensor);
     let t = Instant::now();
     let index = sim.beam_index();
     let index_s = t.elapsed().as_secs_f64();
-    let (n_points, n_buckets, bucket_size) = {
-        let view = sim.map();
-        (view.positions.len(), view.buckets.len(), view.bucket_size)
-    };
-    let map_line = serde_json::json!({
-        "map_points": n_points,
-        "buckets": n_buckets,
-        "bucket_size_m": bucket_size,
-        "map_build_s": build_s,
-        "beam_index_build_s": index_s,
-        "beam_index_mb": index.memory_bytes() as f64 / (1u64 << 20) as f64,
-        "beam_index_bytes_per_point": index.memory_bytes() as f64 / n_points.max(1) as f64,
-    });
-    if args.json {
-        println!("{map_line}");
-    } else {
-        println!(
-            "# map {} points, {} buckets of {:.2} m: built in {:.2} s (not counted); beam index {:.3} s, {:.0} MB ({:.0} bytes per point)",
-            n_points,
-            n_buckets,
-            bucket_size,
-            build_s,
-            index_s,
-            index.memory_bytes() as f64 / (1u64 << 20) as f64,
-            index.memory_bytes() as f64 / n_points.max(1) as f64
-        );
-    }
+    let n_points = sim.map().positions.len();
+    print_map_line(args, &sim, build_s, index_s, index.memory_bytes());
     for sensor in sensors {
         for (name, params) in methods {
             sim.set_params(params.clone());
             let id = sim.add_sensor(&sensor.name, sensor.clone(), Isometry3::identity())?;
-            let mut times = Vec::new();
-            let mut returns = 0usize;
-            let mut cpu0 = None;
-            for k in 0..=args.frames {
-                if k == 1 {
-                    cpu0 = process_cpu_s();
-                }
-                let start = sim.frame_start(id, 0.0, k);
-                let t = Instant::now();
-                let frame = sim.render(id, &trajectory, start, k)?;
-                let dt = t.elapsed().as_secs_f64();
-                if k == 1
-                    && let Some(dir) = &args.rays_out
-                {
-                    write_rays(dir, &sensor.name, sim.beams(id), &world_from_sensor)?;
-                }
-                if k > 0 {
-                    times.push(dt * 1e3);
-                    returns = frame.points.len();
-                }
-            }
-            // Mean CPU time per timed frame (beam generation for Livox included: it is small).
-            let cpu_ms = match (cpu0, process_cpu_s()) {
-                (Some(a), Some(b)) if args.frames > 0 => (b - a) * 1e3 / args.frames as f64,
-                _ => f64::NAN,
-            };
-            let min = times.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = times.iter().copied().fold(0.0, f64::max);
-            let med = median(times);
+            let timed = time_frames(args, &mut sim, id, &world_from_sensor)?;
+            let min = timed.ms.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = timed.ms.iter().copied().fold(0.0, f64::max);
+            let med = median(timed.ms);
             // Beams fired per second of wall time (median frame).
             let mrays = sensor.beams_per_frame() as f64 / (med * 1e3);
             if args.json {
@@ -213,8 +162,8 @@ fn bench_map(
                         "median_ms": med,
                         "min_ms": min,
                         "max_ms": max,
-                        "cpu_ms": cpu_ms,
-                        "returns": returns,
+                        "cpu_ms": timed.cpu_ms,
+                        "returns": timed.returns,
                         "mrays_per_s": mrays,
                     })
                 );
@@ -228,14 +177,91 @@ fn bench_map(
                     med,
                     min,
                     max,
-                    cpu_ms,
-                    returns,
+                    timed.cpu_ms,
+                    timed.returns,
                     mrays
                 );
             }
         }
     }
     Ok(())
+}
+
+/// The map's line: its size, and the beam index's build time and memory.
+fn print_map_line(args: &Args, sim: &Simulator, build_s: f64, index_s: f64, index_bytes: usize) {
+    let view = sim.map();
+    let (n_points, n_buckets, bucket_size) =
+        (view.positions.len(), view.buckets.len(), view.bucket_size);
+    let index_mb = index_bytes as f64 / (1u64 << 20) as f64;
+    let per_point = index_bytes as f64 / n_points.max(1) as f64;
+    if args.json {
+        let line = serde_json::json!({
+            "map_points": n_points,
+            "buckets": n_buckets,
+            "bucket_size_m": bucket_size,
+            "map_build_s": build_s,
+            "beam_index_build_s": index_s,
+            "beam_index_mb": index_mb,
+            "beam_index_bytes_per_point": per_point,
+        });
+        println!("{line}");
+    } else {
+        println!(
+            "# map {n_points} points, {n_buckets} buckets of {bucket_size:.2} m: built in {build_s:.2} s (not counted); beam index {index_s:.3} s, {index_mb:.0} MB ({per_point:.0} bytes per point)",
+        );
+    }
+}
+
+/// What the timed frames of one sensor took.
+struct Timed {
+    /// Wall time of each frame after the first, milliseconds.
+    ms: Vec<f64>,
+    /// Mean CPU time per timed frame (beam generation for Livox included: it is small).
+    cpu_ms: f64,
+    /// Returns of the last frame.
+    returns: usize,
+}
+
+/// Renders `args.frames` frames after an untimed first one, writing the rays of the first timed frame when
+/// `--rays-out` asks.
+fn time_frames(
+    args: &Args,
+    sim: &mut Simulator,
+    id: SensorId,
+    world_from_sensor: &Isometry3<f64>,
+) -> anyhow::Result<Timed> {
+    let trajectory = Static(*world_from_sensor);
+    let mut ms = Vec::new();
+    let mut returns = 0usize;
+    let mut cpu0 = None;
+    for k in 0..=args.frames {
+        if k == 1 {
+            cpu0 = process_cpu_s();
+        }
+        let start = sim.frame_start(id, 0.0, k);
+        let t = Instant::now();
+        let frame = sim.render(id, &trajectory, start, k)?;
+        let dt = t.elapsed().as_secs_f64();
+        if k == 1
+            && let Some(dir) = &args.rays_out
+        {
+            let name = &sim.sensor(id).name;
+            write_rays(dir, name, sim.beams(id), world_from_sensor)?;
+        }
+        if k > 0 {
+            ms.push(dt * 1e3);
+            returns = frame.points.len();
+        }
+    }
+    let cpu_ms = match (cpu0, process_cpu_s()) {
+        (Some(a), Some(b)) if args.frames > 0 => (b - a) * 1e3 / args.frames as f64,
+        _ => f64::NAN,
+    };
+    Ok(Timed {
+        ms,
+        cpu_ms,
+        returns,
+    })
 }
 
 /// Writes the rays of `beams` cast from `world_from_sensor` (see `Args::rays_out`).
