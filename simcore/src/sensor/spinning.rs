@@ -154,6 +154,23 @@ impl Spinning {
     }
 
     pub(crate) fn validate(&self, rate_hz: f64) -> Result<(), SensorError> {
+        let lasers = self.validate_lasers()?;
+        self.validate_columns(lasers)?;
+        self.validate_origins()?;
+        if let FiringTiming::Sequential {
+            cycle_us,
+            step_us,
+            group_size,
+            slots,
+        } = &self.firing
+        {
+            self.validate_firing((*cycle_us, *step_us, *group_size), slots, lasers, rate_hz)?;
+        }
+        Ok(())
+    }
+
+    /// The lasers' elevations and azimuth offsets; returns their number.
+    fn validate_lasers(&self) -> Result<usize, SensorError> {
         let lasers = self.elevations_deg.len();
         if lasers == 0 || lasers > usize::from(u16::MAX) + 1 {
             return Err(SensorError::invalid(
@@ -181,6 +198,11 @@ impl Spinning {
                 180.0,
             )?;
         }
+        Ok(lasers)
+    }
+
+    /// At least one column, and not more beams per frame than a frame may hold.
+    fn validate_columns(&self, lasers: usize) -> Result<(), SensorError> {
         if self.columns == 0 {
             return Err(SensorError::invalid(
                 "pattern.columns",
@@ -198,6 +220,11 @@ impl Spinning {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The start azimuth and where the beams start from the sensor's origin.
+    fn validate_origins(&self) -> Result<(), SensorError> {
         check_finite("pattern.start_azimuth_deg", self.start_azimuth_deg)?;
         check_range(
             "pattern.beam_origin_offset_mm",
@@ -211,63 +238,67 @@ impl Spinning {
             -1000.0,
             1000.0,
         )?;
-        if let FiringTiming::Sequential {
-            cycle_us,
-            step_us,
-            group_size,
-            slots,
-        } = &self.firing
-        {
-            if !(cycle_us.is_finite() && *cycle_us > 0.0) {
-                return Err(SensorError::invalid(
-                    "pattern.firing.cycle_us",
-                    format!("must be a positive number of microseconds, got {cycle_us}"),
-                ));
-            }
-            if !(step_us.is_finite() && *step_us >= 0.0) {
-                return Err(SensorError::invalid(
-                    "pattern.firing.step_us",
-                    format!("must be zero or positive, got {step_us}"),
-                ));
-            }
-            if *group_size == 0 {
-                return Err(SensorError::invalid(
-                    "pattern.firing.group_size",
-                    "must be at least 1, got 0",
-                ));
-            }
-            if !slots.is_empty() && slots.len() != lasers {
-                return Err(SensorError::invalid(
-                    "pattern.firing.slots",
-                    format!(
-                        "needs one slot per laser ({lasers}) or none, got {}",
-                        slots.len()
-                    ),
-                ));
-            }
-            let last_slot = (0..lasers).map(|id| self.slot(id)).max().unwrap_or(0);
-            if f64::from(last_slot) * f64::from(*step_us) >= f64::from(*cycle_us) {
-                return Err(SensorError::invalid(
-                    "pattern.firing.step_us",
-                    format!(
-                        "the last firing slot ({last_slot}) x step_us ({step_us}) must fall within cycle_us ({cycle_us})"
-                    ),
-                ));
-            }
-            // Every firing of the frame must happen before the next frame starts.
-            let needed_s = f64::from(self.columns) * f64::from(*cycle_us) * 1e-6;
-            let period_s = 1.0 / rate_hz;
-            if needed_s > period_s * (1.0 + 1e-9) {
-                let most = (period_s / (f64::from(*cycle_us) * 1e-6)).floor();
-                return Err(SensorError::invalid(
-                    "pattern.columns",
-                    format!(
-                        "{} columns of {cycle_us} us take {:.6} s, longer than the frame period {:.6} s at \
-                         rate_hz {rate_hz}; use at most {most} columns",
-                        self.columns, needed_s, period_s
-                    ),
-                ));
-            }
+        Ok(())
+    }
+
+    /// A sequential firing order: its cycle, step and groups, one slot per laser, and every firing of a frame
+    /// before the next frame starts.
+    fn validate_firing(
+        &self,
+        (cycle_us, step_us, group_size): (f32, f32, u32),
+        slots: &[u32],
+        lasers: usize,
+        rate_hz: f64,
+    ) -> Result<(), SensorError> {
+        if !(cycle_us.is_finite() && cycle_us > 0.0) {
+            return Err(SensorError::invalid(
+                "pattern.firing.cycle_us",
+                format!("must be a positive number of microseconds, got {cycle_us}"),
+            ));
+        }
+        if !(step_us.is_finite() && step_us >= 0.0) {
+            return Err(SensorError::invalid(
+                "pattern.firing.step_us",
+                format!("must be zero or positive, got {step_us}"),
+            ));
+        }
+        if group_size == 0 {
+            return Err(SensorError::invalid(
+                "pattern.firing.group_size",
+                "must be at least 1, got 0",
+            ));
+        }
+        if !slots.is_empty() && slots.len() != lasers {
+            return Err(SensorError::invalid(
+                "pattern.firing.slots",
+                format!(
+                    "needs one slot per laser ({lasers}) or none, got {}",
+                    slots.len()
+                ),
+            ));
+        }
+        let last_slot = (0..lasers).map(|id| self.slot(id)).max().unwrap_or(0);
+        if f64::from(last_slot) * f64::from(step_us) >= f64::from(cycle_us) {
+            return Err(SensorError::invalid(
+                "pattern.firing.step_us",
+                format!(
+                    "the last firing slot ({last_slot}) x step_us ({step_us}) must fall within cycle_us ({cycle_us})"
+                ),
+            ));
+        }
+        // Every firing of the frame must happen before the next frame starts.
+        let needed_s = f64::from(self.columns) * f64::from(cycle_us) * 1e-6;
+        let period_s = 1.0 / rate_hz;
+        if needed_s > period_s * (1.0 + 1e-9) {
+            let most = (period_s / (f64::from(cycle_us) * 1e-6)).floor();
+            return Err(SensorError::invalid(
+                "pattern.columns",
+                format!(
+                    "{} columns of {cycle_us} us take {:.6} s, longer than the frame period {:.6} s at \
+                     rate_hz {rate_hz}; use at most {most} columns",
+                    self.columns, needed_s, period_s
+                ),
+            ));
         }
         Ok(())
     }
