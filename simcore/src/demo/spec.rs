@@ -222,6 +222,14 @@ impl DemoSpec {
 
     /// Check values that parse but make no scene: negative sizes, empty ranges, a grid too fine.
     pub fn validate(&self) -> Result<(), DemoError> {
+        self.check_positive()?;
+        self.check_ranges()?;
+        self.check_layout()?;
+        self.check_scan()
+    }
+
+    /// Sizes, speeds and ranges that must be positive.
+    fn check_positive(&self) -> Result<(), DemoError> {
         let positive = [
             (
                 "ground.half_extent",
@@ -266,6 +274,11 @@ impl DemoSpec {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `[low, high]` pairs.
+    fn check_ranges(&self) -> Result<(), DemoError> {
         let ordered = [
             ("ground.wavelength", self.ground.wavelength),
             ("forest.trunk_radius", self.forest.trunk_radius),
@@ -283,6 +296,12 @@ impl DemoSpec {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// What must fit together: the corridor in the building, the crowns' sphere counts, the ground's waves, the
+    /// power line's poles.
+    fn check_layout(&self) -> Result<(), DemoError> {
         let b = &self.building;
         if !(b.corridor_width + 4.0 * b.wall_thickness < b.size[1]
             && b.corridor_door_height < b.wall_height)
@@ -312,6 +331,11 @@ impl DemoSpec {
                 "a line needs at least 2 poles",
             ));
         }
+        Ok(())
+    }
+
+    /// The scanner's shares of stray and mixed points, its stations, and how many beams a station fires.
+    fn check_scan(&self) -> Result<(), DemoError> {
         let shares = [
             ("scan.outlier_share", self.scan.outlier_share),
             ("scan.mixed_share", self.scan.mixed_share),
