@@ -382,3 +382,32 @@ impl DemoSpec {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each group of checks refuses a value that makes no scene, naming the field.
+    #[test]
+    fn a_scene_that_cannot_be_built_names_the_field() {
+        assert!(DemoSpec::builtin().validate().is_ok());
+        let cases: [(&str, fn(&mut DemoSpec)); 8] = [
+            ("forest.spacing", |s| s.forest.spacing = -1.0),
+            ("scan.step", |s| s.scan.step = f64::NAN),
+            ("forest.height", |s| s.forest.height = [9.0, 3.0]),
+            ("building.corridor_width", |s| {
+                s.building.corridor_width = s.building.size[1]
+            }),
+            ("power_line.poles", |s| s.power_line.poles = 1),
+            ("scan.outlier_share", |s| s.scan.outlier_share = 1.5),
+            ("person.during", |s| s.person.during = vec![99]),
+            ("scan.step", |s| s.scan.step = 1e-4),
+        ];
+        for (field, spoil) in cases {
+            let mut spec = DemoSpec::builtin();
+            spoil(&mut spec);
+            let e = spec.validate().unwrap_err().to_string();
+            assert!(e.contains(&format!("`{field}`")), "{field}: {e}");
+        }
+    }
+}
