@@ -391,12 +391,13 @@ mod tests {
     #[test]
     fn a_scene_that_cannot_be_built_names_the_field() {
         assert!(DemoSpec::builtin().validate().is_ok());
-        let cases: [(&str, fn(&mut DemoSpec)); 8] = [
+        type Spoil = fn(&mut DemoSpec);
+        let cases: [(&str, Spoil); 8] = [
             ("forest.spacing", |s| s.forest.spacing = -1.0),
             ("scan.step", |s| s.scan.step = f64::NAN),
             ("forest.height", |s| s.forest.height = [9.0, 3.0]),
             ("building.corridor_width", |s| {
-                s.building.corridor_width = s.building.size[1]
+                s.building.corridor_width = s.building.size[1];
             }),
             ("power_line.poles", |s| s.power_line.poles = 1),
             ("scan.outlier_share", |s| s.scan.outlier_share = 1.5),
