@@ -166,7 +166,6 @@ fn leftover_map_ui(app: &mut AerieApp, ui: &mut egui::Ui) {
 const FAR_KM: f64 = 16.0;
 
 fn add(app: &mut AerieApp, loaded: Loaded) {
-    let mode = app.settings.color;
     let path = match &loaded {
         Loaded::Scan { path, .. } | Loaded::Map { path, .. } => path.clone(),
     };
@@ -174,97 +173,121 @@ fn add(app: &mut AerieApp, loaded: Loaded) {
     app.settings.recent.insert(0, path.clone());
     app.settings.recent.truncate(10);
     match loaded {
-        Loaded::Scan { path, cloud, info } => {
-            if let Some(twin) = app.files.iter().find(|f| same_file(&f.path, &path)) {
-                app.error(format!(
-                    "{} is already imported (as {}): its points would be merged twice",
-                    path.display(),
-                    twin.path.display()
-                ));
-                return;
-            }
-            if let (Some(o), Some((lo, hi))) = (app.view_origin, cloud.bounds()) {
-                let centre: [f64; 3] = std::array::from_fn(|k| 0.5 * (lo[k] + hi[k]));
-                let km = (0..3)
-                    .map(|k| (centre[k] - o[k]).powi(2))
-                    .sum::<f64>()
-                    .sqrt()
-                    / 1e3;
-                if km > FAR_KM {
-                    app.error(format!(
-                        "warning: {} lies {km:.0} km from the files already shown: are they in one coordinate \
-                         system? Cleaning will refuse to merge them",
-                        path.display()
-                    ));
-                }
-            }
-            let origin = app.origin_for(&cloud);
-            let mut layer = PointLayer::from_cloud(&cloud, origin, mode, None);
-            layer.point_size_px = app.settings.point_size_px;
-            app.info(format!(
-                "imported {} ({} points)",
-                path.display(),
-                cloud.len()
-            ));
-            // After the import line, so that the status bar shows it: points may be missing.
-            for w in &cloud.meta.read_warnings {
-                app.error(format!("warning: {w}"));
-            }
-            app.files.push(Imported {
-                path,
-                cloud: Arc::new(cloud),
-                info,
-                layer,
-                removed: None,
-            });
-            app.clean.inputs_changed();
-        }
+        Loaded::Scan { path, cloud, info } => add_scan(app, path, cloud, info),
         Loaded::Map {
             path,
             packed,
             cloud,
             report,
-        } => {
-            let origin = app.origin_for(&cloud);
-            let mut layer = PointLayer::from_cloud(&cloud, origin, mode, None);
-            layer.point_size_px = app.settings.point_size_px;
-            app.info(format!(
-                "opened map {} ({} points)",
-                path.display(),
-                cloud.len()
+        } => add_map(app, path, packed, cloud, report),
+    }
+}
+
+/// A scan joins the files to clean, unless it is one of them already.
+fn add_scan(app: &mut AerieApp, path: PathBuf, cloud: Cloud, info: String) {
+    if let Some(twin) = app.files.iter().find(|f| same_file(&f.path, &path)) {
+        app.error(format!(
+            "{} is already imported (as {}): its points would be merged twice",
+            path.display(),
+            twin.path.display()
+        ));
+        return;
+    }
+    warn_if_far(app, &path, &cloud);
+    let layer = layer_for(app, &cloud);
+    app.info(format!(
+        "imported {} ({} points)",
+        path.display(),
+        cloud.len()
+    ));
+    // After the import line, so that the status bar shows it: points may be missing.
+    for w in &cloud.meta.read_warnings {
+        app.error(format!("warning: {w}"));
+    }
+    app.files.push(Imported {
+        path,
+        cloud: Arc::new(cloud),
+        info,
+        layer,
+        removed: None,
+    });
+    app.clean.inputs_changed();
+}
+
+/// The view's layer of a newly opened cloud, in the view's colour mode and point size.
+fn layer_for(app: &mut AerieApp, cloud: &Cloud) -> PointLayer {
+    let origin = app.origin_for(cloud);
+    let mut layer = PointLayer::from_cloud(cloud, origin, app.settings.color, None);
+    layer.point_size_px = app.settings.point_size_px;
+    layer
+}
+
+/// Warns when a scan lies so far from what is shown that it is most likely in another coordinate system.
+fn warn_if_far(app: &mut AerieApp, path: &Path, cloud: &Cloud) {
+    if let (Some(o), Some((lo, hi))) = (app.view_origin, cloud.bounds()) {
+        let centre: [f64; 3] = std::array::from_fn(|k| 0.5 * (lo[k] + hi[k]));
+        let km = (0..3)
+            .map(|k| (centre[k] - o[k]).powi(2))
+            .sum::<f64>()
+            .sqrt()
+            / 1e3;
+        if km > FAR_KM {
+            app.error(format!(
+                "warning: {} lies {km:.0} km from the files already shown: are they in one coordinate \
+                 system? Cleaning will refuse to merge them",
+                path.display()
             ));
-            // A map prepared without a recipe (by a library caller) starts from the default one; a stored
-            // recipe that does not read (a newer aerie's) is said, not silently replaced.
-            let recipe = match packed.metadata().map(|m| m.recipe) {
-                Ok(None) => Ok(Recipe::default()),
-                Ok(Some(table)) => table
-                    .try_into::<Recipe>()
-                    .map_err(|e| e.message().trim().to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            let recipe = recipe.unwrap_or_else(|e| {
-                app.info(format!(
-                    "warning: the map's recipe does not read ({e}); Clean starts from the default recipe"
-                ));
-                Recipe::default()
-            });
-            let report = report.unwrap_or_else(|| StoredReport {
-                points_in: cloud.len(),
-                ..StoredReport::default()
-            });
-            app.map = Some(MapDoc {
-                points_in: report.points_in,
-                packed: Arc::new(*packed),
-                cloud: Arc::new(cloud),
-                reports: report.stages,
-                warnings: report.warnings,
-                recipe,
-                layer,
-                path: Some(path),
-                seconds: report.seconds,
-            });
-            app.step = Step::Map;
         }
+    }
+}
+
+/// A prepared map opens into the Map step, with its report and recipe.
+fn add_map(
+    app: &mut AerieApp,
+    path: PathBuf,
+    packed: Box<PackedMap>,
+    cloud: Cloud,
+    report: Option<StoredReport>,
+) {
+    let layer = layer_for(app, &cloud);
+    app.info(format!(
+        "opened map {} ({} points)",
+        path.display(),
+        cloud.len()
+    ));
+    let recipe = stored_recipe(&packed).unwrap_or_else(|e| {
+        app.info(format!(
+            "warning: the map's recipe does not read ({e}); Clean starts from the default recipe"
+        ));
+        Recipe::default()
+    });
+    let report = report.unwrap_or_else(|| StoredReport {
+        points_in: cloud.len(),
+        ..StoredReport::default()
+    });
+    app.map = Some(MapDoc {
+        points_in: report.points_in,
+        packed: Arc::new(*packed),
+        cloud: Arc::new(cloud),
+        reports: report.stages,
+        warnings: report.warnings,
+        recipe,
+        layer,
+        path: Some(path),
+        seconds: report.seconds,
+    });
+    app.step = Step::Map;
+}
+
+/// The recipe a map was prepared with: the default one for a map prepared without (by a library caller); a
+/// stored recipe that does not read (a newer aerie's) is an error to tell, not silently replaced.
+fn stored_recipe(packed: &PackedMap) -> Result<Recipe, String> {
+    match packed.metadata().map(|m| m.recipe) {
+        Ok(None) => Ok(Recipe::default()),
+        Ok(Some(table)) => table
+            .try_into::<Recipe>()
+            .map_err(|e| e.message().trim().to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }
 
