@@ -22,6 +22,37 @@ pub(crate) fn world_cell(origin: [f64; 3], p: [f32; 3], side: f64) -> [i64; 3] {
     std::array::from_fn(|a| floor_i64((origin[a] + f64::from(p[a])) / side))
 }
 
+/// The lowest and highest world cells of side `side` that hold the points (`[i64::MAX; 3]` and
+/// `[i64::MIN; 3]` for none). Min and max do not depend on the order, so the parallel reduction is
+/// deterministic; the cells are found rather than held, 24 bytes per point less.
+pub(crate) fn cell_bounds(
+    origin: [f64; 3],
+    positions: &[[f32; 3]],
+    side: f64,
+) -> ([i64; 3], [i64; 3]) {
+    use rayon::prelude::*;
+    let none = || ([i64::MAX; 3], [i64::MIN; 3]);
+    positions
+        .par_chunks(4096)
+        .map(|c| {
+            let (mut lo, mut hi) = none();
+            for &p in c {
+                let cell = world_cell(origin, p, side);
+                for a in 0..3 {
+                    lo[a] = lo[a].min(cell[a]);
+                    hi[a] = hi[a].max(cell[a]);
+                }
+            }
+            (lo, hi)
+        })
+        .reduce(none, |a, b| {
+            (
+                std::array::from_fn(|k| a.0[k].min(b.0[k])),
+                std::array::from_fn(|k| a.1[k].max(b.1[k])),
+            )
+        })
+}
+
 /// Points sorted into runs of one cell: points `0..n` sorted by (`key(i)`, i).
 pub(crate) struct CellRuns {
     /// The points in sorted order.

@@ -119,6 +119,21 @@ fn laz_chunk_table_offset_inside_its_own_field_is_an_error() {
     }
 }
 
+/// `data` with `bytes` written at `at`.
+fn patched(data: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut d = data.to_vec();
+    d[at..at + bytes.len()].copy_from_slice(bytes);
+    d
+}
+
+/// Each altered copy of the LAS/LAZ file `rel` is refused with a message holding its `want`.
+fn expect_errors<const N: usize>(rel: &str, cases: [(Vec<u8>, &str); N]) {
+    for (bad, want) in cases {
+        let err = read(&bad, rel, Format::Las).expect_err(want);
+        assert!(err.contains(want), "{err}\nwanted: {want}");
+    }
+}
+
 /// Each check of a LAZ chunk table names where it looked and what did not fit (autzen_trim.laz: points at byte
 /// 2144, a table of 3 chunks of 50,000 points at byte 603333; the wording from the reader before its checks
 /// were split into functions).
@@ -130,45 +145,41 @@ fn laz_chunk_table_checks_say_what_does_not_fit() {
     let start = u32::from_le_bytes(data[96..100].try_into().unwrap()) as usize;
     let table = i64::from_le_bytes(data[start..start + 8].try_into().unwrap()) as usize;
     assert_eq!((start, table), (2144, 603333), "the shared file changed");
-    let with = |at: usize, bytes: &[u8]| {
-        let mut d = data.clone();
-        d[at..at + bytes.len()].copy_from_slice(bytes);
-        d
-    };
+    let with = |at: usize, bytes: &[u8]| patched(&data, at, bytes);
     let offset = |t: usize| with(start, &(t as i64).to_le_bytes());
     let chunks = |n: u32| with(table + 4, &n.to_le_bytes());
     let mut cut = data[..start + 1008].to_vec();
     cut.extend_from_slice(&data[table..]);
     cut[start..start + 8].copy_from_slice(&((start + 1008) as i64).to_le_bytes());
-    for (bad, want) in [
-        (
-            data[..start + 4].to_vec(),
-            "byte 2144 (chunk table offset): file ends before the compressed point data",
-        ),
-        (
-            offset(data.len() + 100),
-            "byte 2144 (chunk table offset): chunk table offset 603453 lies beyond the end of the file (603353 bytes)",
-        ),
-        (
-            offset(start + 3),
-            "byte 2144 (chunk table offset): chunk table offset 2147 points inside the offset itself (bytes 2144..2152)",
-        ),
-        (
-            chunks(1_000_000),
-            "byte 603333 (chunk table): 1000000 chunks cannot fit in 601181 bytes of compressed points",
-        ),
-        (
-            chunks(2),
-            "byte 603333 (chunk table): 2 chunks of 50000 points do not match the header's 110000 points",
-        ),
-        (
-            cut,
-            "byte 3152 (chunk table): chunk 0 (283499 bytes at byte 2152) does not fit before the chunk table",
-        ),
-    ] {
-        let err = read(&bad, rel, Format::Las).expect_err(want);
-        assert!(err.contains(want), "{err}\nwanted: {want}");
-    }
+    expect_errors(
+        rel,
+        [
+            (
+                data[..start + 4].to_vec(),
+                "byte 2144 (chunk table offset): file ends before the compressed point data",
+            ),
+            (
+                offset(data.len() + 100),
+                "byte 2144 (chunk table offset): chunk table offset 603453 lies beyond the end of the file (603353 bytes)",
+            ),
+            (
+                offset(start + 3),
+                "byte 2144 (chunk table offset): chunk table offset 2147 points inside the offset itself (bytes 2144..2152)",
+            ),
+            (
+                chunks(1_000_000),
+                "byte 603333 (chunk table): 1000000 chunks cannot fit in 601181 bytes of compressed points",
+            ),
+            (
+                chunks(2),
+                "byte 603333 (chunk table): 2 chunks of 50000 points do not match the header's 110000 points",
+            ),
+            (
+                cut,
+                "byte 3152 (chunk table): chunk 0 (283499 bytes at byte 2152) does not fit before the chunk table",
+            ),
+        ],
+    );
 }
 
 /// The laszip VLR is checked against the point format before `laz` reads it (autzen_trim.laz: the VLR's data at
@@ -185,32 +196,28 @@ fn laszip_vlr_checks_say_what_does_not_match() {
         b"laszip encoded",
         "the shared file changed"
     );
-    let with = |at: usize, bytes: &[u8]| {
-        let mut d = data.clone();
-        d[at..at + bytes.len()].copy_from_slice(bytes);
-        d
-    };
-    for (bad, want) in [
-        (
-            with(vlr - 52, b"laszip encodeX"),
-            "vlrs: the point format is marked compressed but there is no laszip vlr",
-        ),
-        (
-            with(vlr + 32, &43u16.to_le_bytes()),
-            "laszip vlr (byte 2092): the item list is longer than the vlr",
-        ),
-        (
-            with(vlr + 36, &21u16.to_le_bytes()),
-            "laszip vlr (byte 2092): compressed items [(6, 21), (7, 8), (8, 6)] (type, size) do not match point format 3 with 34-byte records (expected [(6, 20), (7, 8), (8, 6)])",
-        ),
-        (
-            with(vlr, &3u16.to_le_bytes()),
-            "unsupported: laz compressor 3 with item versions [2, 2, 2]",
-        ),
-    ] {
-        let err = read(&bad, rel, Format::Las).expect_err(want);
-        assert!(err.contains(want), "{err}\nwanted: {want}");
-    }
+    let with = |at: usize, bytes: &[u8]| patched(&data, at, bytes);
+    expect_errors(
+        rel,
+        [
+            (
+                with(vlr - 52, b"laszip encodeX"),
+                "vlrs: the point format is marked compressed but there is no laszip vlr",
+            ),
+            (
+                with(vlr + 32, &43u16.to_le_bytes()),
+                "laszip vlr (byte 2092): the item list is longer than the vlr",
+            ),
+            (
+                with(vlr + 36, &21u16.to_le_bytes()),
+                "laszip vlr (byte 2092): compressed items [(6, 21), (7, 8), (8, 6)] (type, size) do not match point format 3 with 34-byte records (expected [(6, 20), (7, 8), (8, 6)])",
+            ),
+            (
+                with(vlr, &3u16.to_le_bytes()),
+                "unsupported: laz compressor 3 with item versions [2, 2, 2]",
+            ),
+        ],
+    );
 }
 
 /// A LAZ whose header declares more points than its chunks hold: the decoder runs out of bytes, and the error

@@ -11,10 +11,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{CHUNK, check_cancel, check_cloud};
+use super::{check_cancel, check_cloud};
 use crate::cloud::{Cloud, ExtraValues};
 use crate::error::{Error, Result};
-use crate::grid::{CellRuns, Sorting, sort_into_runs, world_cell};
+use crate::grid::{CellRuns, Sorting, cell_bounds, sort_into_runs, world_cell};
 use crate::progress::Progress;
 use crate::report::StageReport;
 
@@ -91,31 +91,7 @@ impl Grid {
 fn build_grid(cloud: &Cloud, r: f64, progress: &dyn Progress) -> Result<Grid> {
     let o = cloud.origin;
     let limit = 1u64 << 62;
-    // Lowest and highest cell; min/max are order-independent, so the parallel reduction is deterministic.
-    let (lo, hi) = cloud
-        .positions()
-        .par_chunks(CHUNK)
-        .map(|c| {
-            let mut lo = [i64::MAX; 3];
-            let mut hi = [i64::MIN; 3];
-            for &p in c {
-                let cell = world_cell(o, p, r);
-                for k in 0..3 {
-                    lo[k] = lo[k].min(cell[k]);
-                    hi[k] = hi[k].max(cell[k]);
-                }
-            }
-            (lo, hi)
-        })
-        .reduce(
-            || ([i64::MAX; 3], [i64::MIN; 3]),
-            |a, b| {
-                (
-                    [a.0[0].min(b.0[0]), a.0[1].min(b.0[1]), a.0[2].min(b.0[2])],
-                    [a.1[0].max(b.1[0]), a.1[1].max(b.1[1]), a.1[2].max(b.1[2])],
-                )
-            },
-        );
+    let (lo, hi) = cell_bounds(o, cloud.positions(), r);
     let too_small = |what: String| {
         Error::parameter(
             "filters.downsample.resolution_m",

@@ -26,7 +26,9 @@ use super::{
 };
 use crate::cloud::ExtraValues;
 use crate::features::spacing;
-use crate::grid::{CellRuns, Sorting, radix_sort_with_buffer, sort_into_runs, world_cell};
+use crate::grid::{
+    CellRuns, Sorting, cell_bounds, radix_sort_with_buffer, sort_into_runs, world_cell,
+};
 use crate::{Cloud, Error, Result};
 
 /// Bits per axis in a bucket key.
@@ -321,7 +323,7 @@ pub fn bucketize(cloud: &Cloud, resolution: f32, bucket_size: Option<f32>) -> Re
     };
     let l = f64::from(l32);
     let origin = cloud.origin;
-    let (lo, hi) = bucket_bounds(cloud, l);
+    let (lo, hi) = cell_bounds(origin, cloud.positions(), l);
     check_span(lo, hi, l32)?;
     // Every coordinate minus lo lies in 0..2^21 (checked above), so the casts are exact.
     let axis_bits = (0..3)
@@ -377,35 +379,6 @@ fn checked_bucket_size(l: f32, resolution: f32) -> Result<f32> {
         ));
     }
     Ok(l)
-}
-
-/// The lowest and highest bucket coordinates of the cloud's points, buckets `l` wide. Computed here and again
-/// for the keys rather than held: 24 bytes per point less.
-fn bucket_bounds(cloud: &Cloud, l: f64) -> ([i64; 3], [i64; 3]) {
-    let origin = cloud.origin;
-    cloud
-        .positions()
-        .par_iter()
-        .fold(
-            || ([i64::MAX; 3], [i64::MIN; 3]),
-            |(mut lo, mut hi), p| {
-                let g = world_cell(origin, *p, l);
-                for a in 0..3 {
-                    lo[a] = lo[a].min(g[a]);
-                    hi[a] = hi[a].max(g[a]);
-                }
-                (lo, hi)
-            },
-        )
-        .reduce(
-            || ([i64::MAX; 3], [i64::MIN; 3]),
-            |a, b| {
-                (
-                    [0, 1, 2].map(|k| a.0[k].min(b.0[k])),
-                    [0, 1, 2].map(|k| a.1[k].max(b.1[k])),
-                )
-            },
-        )
 }
 
 /// The map may span at most `MORTON_SPAN` buckets along each axis, what a key addresses.
