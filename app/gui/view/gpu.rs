@@ -276,18 +276,10 @@ pub struct DrawPoints {
     pub fill: Arc<Fill>,
 }
 
-impl CallbackTrait for DrawPoints {
-    fn prepare(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        _screen: &ScreenDescriptor,
-        encoder: &mut wgpu::CommandEncoder,
-        resources: &mut CallbackResources,
-    ) -> Vec<wgpu::CommandBuffer> {
-        let Some(res) = resources.get_mut::<Resources>() else {
-            return Vec::new();
-        };
+impl DrawPoints {
+    /// Uploads the layers that changed since they were last uploaded, and makes the offscreen image the
+    /// view's size.
+    fn refresh(&self, device: &wgpu::Device, res: &mut Resources) {
         for (slot, layer) in &self.layers {
             let stale = res
                 .layers
@@ -302,6 +294,91 @@ impl CallbackTrait for DrawPoints {
         if res.target.as_ref().is_none_or(|t| t.size != size) {
             res.target = Some(target(device, res, size));
         }
+    }
+
+    /// The next `budget` points of each layer's level-of-detail order, layer after layer, as (slot, from, to);
+    /// records them as drawn, tells `fill` how far the image got, and writes each layer's uniforms.
+    fn next_ranges(
+        &self,
+        target: &mut Target,
+        layers: &HashMap<usize, GpuLayer>,
+        queue: &wgpu::Queue,
+    ) -> Vec<(usize, usize, usize)> {
+        let mut left = self.budget;
+        let mut ranges = Vec::new();
+        for (slot, layer) in &self.layers {
+            let from = target.drawn.get(slot).copied().unwrap_or(0);
+            let to = layer.len().min(from + left);
+            left -= to - from;
+            target.drawn.insert(*slot, to);
+            if to > from {
+                ranges.push((*slot, from, to));
+            }
+            if let Some(g) = layers.get(slot) {
+                queue.write_buffer(&g.uniforms, 0, bytemuck::bytes_of(&self.uniforms(layer)));
+            }
+        }
+        let total: usize = self.layers.iter().map(|(_, l)| l.len()).sum();
+        let drawn: usize = target.drawn.values().sum();
+        self.fill.drawn.store(drawn, Ordering::Relaxed);
+        self.fill.complete.store(drawn >= total, Ordering::Relaxed);
+        ranges
+    }
+
+    /// The pass that draws into the offscreen image: cleared to the background when the drawing `restart`s,
+    /// otherwise adding to what earlier frames drew.
+    fn begin_pass<'e>(
+        &self,
+        encoder: &'e mut wgpu::CommandEncoder,
+        target: &Target,
+        restart: bool,
+    ) -> wgpu::RenderPass<'e> {
+        let [r, g, b] = self.background;
+        let (color, depth) = if restart {
+            (
+                wgpu::LoadOp::Clear(wgpu::Color { r, g, b, a: 1.0 }),
+                wgpu::LoadOp::Clear(1.0),
+            )
+        } else {
+            (wgpu::LoadOp::Load, wgpu::LoadOp::Load)
+        };
+        encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("aerie_points"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &target.color,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: color,
+                    store: wgpu::StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &target.depth,
+                depth_ops: Some(wgpu::Operations {
+                    load: depth,
+                    store: wgpu::StoreOp::Store,
+                }),
+                stencil_ops: None,
+            }),
+            ..Default::default()
+        })
+    }
+}
+
+impl CallbackTrait for DrawPoints {
+    fn prepare(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        _screen: &ScreenDescriptor,
+        encoder: &mut wgpu::CommandEncoder,
+        resources: &mut CallbackResources,
+    ) -> Vec<wgpu::CommandBuffer> {
+        let Some(res) = resources.get_mut::<Resources>() else {
+            return Vec::new();
+        };
+        self.refresh(device, res);
         let Resources {
             points,
             layers,
@@ -316,63 +393,13 @@ impl CallbackTrait for DrawPoints {
             target.key = self.key;
             target.drawn.clear();
         }
-        // The next `budget` points of each layer's level-of-detail order, layer after layer.
-        let mut left = self.budget;
-        let mut ranges = Vec::new();
-        for (slot, layer) in &self.layers {
-            let from = target.drawn.get(slot).copied().unwrap_or(0);
-            let to = layer.len().min(from + left);
-            left -= to - from;
-            target.drawn.insert(*slot, to);
-            if to > from {
-                ranges.push((*slot, layer, from, to));
-            }
-            if let Some(g) = layers.get(slot) {
-                queue.write_buffer(&g.uniforms, 0, bytemuck::bytes_of(&self.uniforms(layer)));
-            }
-        }
-        let total: usize = self.layers.iter().map(|(_, l)| l.len()).sum();
-        let drawn: usize = target.drawn.values().sum();
-        self.fill.drawn.store(drawn, Ordering::Relaxed);
-        self.fill.complete.store(drawn >= total, Ordering::Relaxed);
+        let ranges = self.next_ranges(target, layers, queue);
         if !restart && ranges.is_empty() {
             return Vec::new();
         }
-        let load = |clear| {
-            if restart {
-                wgpu::LoadOp::Clear(clear)
-            } else {
-                wgpu::LoadOp::Load
-            }
-        };
-        let [r, g, b] = self.background;
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-            label: Some("aerie_points"),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view: &target.color,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: load(wgpu::Color { r, g, b, a: 1.0 }),
-                    store: wgpu::StoreOp::Store,
-                },
-            })],
-            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: &target.depth,
-                depth_ops: Some(wgpu::Operations {
-                    load: if restart {
-                        wgpu::LoadOp::Clear(1.0)
-                    } else {
-                        wgpu::LoadOp::Load
-                    },
-                    store: wgpu::StoreOp::Store,
-                }),
-                stencil_ops: None,
-            }),
-            ..Default::default()
-        });
+        let mut pass = self.begin_pass(encoder, target, restart);
         pass.set_pipeline(points);
-        for (slot, _, from, to) in ranges {
+        for (slot, from, to) in ranges {
             if let Some(g) = layers.get(&slot) {
                 pass.set_bind_group(0, &g.bind, &[]);
                 pass.set_vertex_buffer(0, g.points.slice(..));
