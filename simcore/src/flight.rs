@@ -168,6 +168,66 @@ struct Craft {
     points: u64,
 }
 
+impl Craft {
+    fn new(
+        name: &str,
+        quad: Quadrotor,
+        controller: Box<dyn Controller>,
+        imu: Imu,
+        (legs, sensors): (Vec<Leg>, Vec<Sensor>),
+    ) -> Craft {
+        Craft {
+            name: name.to_string(),
+            base_frame: format!("{name}/base_link"),
+            quad,
+            controller,
+            next_imu: imu.period_s(),
+            imu,
+            imu_samples: 0,
+            legs,
+            sensors,
+            history: Vec::new(),
+            track: Vec::new(),
+            motors_off: false,
+            touching: false,
+            collisions: 0,
+            frames: 0,
+            points: 0,
+        }
+    }
+}
+
+/// The vehicle's parameters: a preset's name or a TOML file beside the mission.
+fn vehicle_params(v: &VehicleSpec, base: &Path) -> Result<QuadParams, FlightError> {
+    resolve(
+        &v.preset,
+        base,
+        |n| QuadParams::preset(n).map_err(|e| e.to_string()),
+        |t| QuadParams::from_toml(t).map_err(|e| e.to_string()),
+    )
+    .map_err(|m| FlightError::Vehicle {
+        vehicle: v.name.clone(),
+        source: VehicleError::Toml(m),
+    })
+}
+
+/// The quad at its start. One starting in the air starts hovering. One that starts over ground within its reach
+/// (a start written a little above the floor means "on the floor") is set down on it, motors still: left a few
+/// centimetres up with its motors off, it would fall, and its IMU would read the fall.
+fn quad_at_start(world: &mut World, params: &QuadParams, v: &VehicleSpec) -> Quadrotor {
+    let start = Vector3::new(v.start[0], v.start[1], v.start[2]);
+    let mut state = QuadState::at_rest(start, v.start[3]);
+    let support = world.support_height(&start, params.radius_m, params.gear_height_m);
+    if support.is_none() {
+        state.rotor_rpm = [params.hover_rpm(); 4];
+    }
+    let mut quad = Quadrotor::new(params.clone(), state);
+    if let Some(ground) = support {
+        quad.rest_on(ground);
+    }
+    quad
+}
+
 /// What a vehicle did, for summary.json.
 #[derive(Clone, Debug, Serialize)]
 pub struct VehicleSummary {
@@ -271,17 +331,7 @@ impl Flight {
         let mut crafts = Vec::new();
         for (vi, v) in mission.vehicles.iter().enumerate() {
             check_near_map(v, lo, hi)?;
-            let verr = |source| FlightError::Vehicle {
-                vehicle: v.name.clone(),
-                source,
-            };
-            let params = resolve(
-                &v.preset,
-                base,
-                |n| QuadParams::preset(n).map_err(|e| e.to_string()),
-                |t| QuadParams::from_toml(t).map_err(|e| e.to_string()),
-            )
-            .map_err(|m| verr(VehicleError::Toml(m)))?;
+            let params = vehicle_params(v, base)?;
             let clearance = params.radius_m + 0.1;
             let legs = mission::timeline(v, |a, b| {
                 if grid.as_ref().is_none_or(|(c, _)| *c != clearance) {
@@ -294,41 +344,11 @@ impl Flight {
                 vehicle: v.name.clone(),
                 source,
             })?;
-            let start = Vector3::new(v.start[0], v.start[1], v.start[2]);
-            let mut state = QuadState::at_rest(start, v.start[3]);
-            // A vehicle starting in the air starts hovering. One that starts over ground within its reach (a start
-            // written a little above the floor means "on the floor") is set down on it, motors still: left a few
-            // centimetres up with its motors off, it would fall, and its IMU would read the fall.
-            let support = world.support_height(&start, params.radius_m, params.gear_height_m);
-            if support.is_none() {
-                state.rotor_rpm = [params.hover_rpm(); 4];
-            }
-            let mut quad = Quadrotor::new(params.clone(), state);
-            if let Some(ground) = support {
-                quad.rest_on(ground);
-            }
+            let quad = quad_at_start(&mut world, &params, v);
             let controller = Box::new(Cascaded::new(&params, CascadedParams::default()));
             let imu = Imu::new(params.imu.clone(), mission.seed, vi as u64);
             let sensors = mount_sensors(&mut sim, (vi, v), mission.seed, base)?;
-            let next_imu = imu.period_s();
-            crafts.push(Craft {
-                name: v.name.clone(),
-                base_frame: format!("{}/base_link", v.name),
-                quad,
-                controller,
-                imu,
-                next_imu,
-                imu_samples: 0,
-                legs,
-                sensors,
-                history: Vec::new(),
-                track: Vec::new(),
-                motors_off: false,
-                touching: false,
-                collisions: 0,
-                frames: 0,
-                points: 0,
-            });
+            crafts.push(Craft::new(&v.name, quad, controller, imu, (legs, sensors)));
         }
         let end_s = mission.duration_s.unwrap_or_else(|| {
             crafts
