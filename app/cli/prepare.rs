@@ -3,11 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use aerie_pipeline::filters::TransformParams;
 use aerie_pipeline::io::{self, Format};
 use aerie_pipeline::map::PackedMap;
 use aerie_pipeline::map::amap;
 use aerie_pipeline::prepare::{Recipe, Stage, map_read_options, prepare};
-use aerie_pipeline::{Error, Progress, StageReport};
+use aerie_pipeline::{Cloud, Error, Progress, StageReport};
 use anyhow::Context;
 
 use super::choices::{DownsampleArg, FormatArg, SorCompatArg};
@@ -173,10 +174,12 @@ pub fn read_report(map: &Path) -> Option<StoredReport> {
     serde_json::from_str(&text).ok()
 }
 
-pub fn run(args: &Args) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let recipe = recipe_from(args)?;
-    let mut files: Vec<(PathBuf, Option<_>)> =
+/// The inputs: the files on the command line, then the recipe's with their transforms.
+fn input_files(
+    args: &Args,
+    recipe: &Recipe,
+) -> anyhow::Result<Vec<(PathBuf, Option<TransformParams>)>> {
+    let mut files: Vec<(PathBuf, Option<TransformParams>)> =
         args.inputs.iter().map(|p| (p.clone(), None)).collect();
     files.extend(
         recipe
@@ -190,9 +193,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         )
         .into());
     }
-    let inputs: Vec<&Path> = files.iter().map(|(p, _)| p.as_path()).collect();
-    super::check_output(&args.output, &inputs)?;
-    super::not_an_input(&report_path(&args.output), &inputs)?;
+    Ok(files)
+}
+
+/// The output is a .amap that overwrites no input (nor does its report), and no input is given twice.
+fn check_paths(args: &Args, inputs: &[&Path]) -> anyhow::Result<()> {
+    super::check_output(&args.output, inputs)?;
+    super::not_an_input(&report_path(&args.output), inputs)?;
     // The same file twice would double every point (an E57's scans are one file).
     for (i, a) in inputs.iter().enumerate() {
         if let Some(b) = inputs[..i].iter().find(|b| super::same_file(a, b)) {
@@ -211,7 +218,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let progress = TerminalProgress::new(args.quiet);
+    Ok(())
+}
+
+/// Reads every input, without what the map does not store (LAS/LAZ never allocate those columns).
+fn read_inputs(
+    args: &Args,
+    files: Vec<(PathBuf, Option<TransformParams>)>,
+    progress: &TerminalProgress,
+) -> anyhow::Result<Vec<(Cloud, Option<TransformParams>)>> {
     let mut inputs = Vec::with_capacity(files.len());
     for (path, t) in files {
         progress.stage(
@@ -221,13 +236,23 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ),
             0,
         );
-        // Without what the map does not store: LAS/LAZ never allocate those columns.
         let cloud = io::read(&path, args.format.map(Format::from), &map_read_options())
             .with_context(|| format!("cannot read {}", path.display()))
             .map_err(super::format_hint("--format"))?;
         super::warn_read(&cloud);
         inputs.push((cloud, t));
     }
+    Ok(inputs)
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let recipe = recipe_from(args)?;
+    let files = input_files(args, &recipe)?;
+    let paths: Vec<&Path> = files.iter().map(|(p, _)| p.as_path()).collect();
+    check_paths(args, &paths)?;
+    let progress = TerminalProgress::new(args.quiet);
+    let inputs = read_inputs(args, files, &progress)?;
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();
     let prepared = prepare(inputs, &recipe, &progress)?;
     progress.stage("write map", 0);
