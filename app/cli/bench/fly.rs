@@ -149,57 +149,12 @@ fn bench(
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("examples/missions"));
     if !c.json {
-        println!(
-            "{:<8} {:>4} {:>4} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7} {:>11}",
-            "case",
-            "run",
-            "veh",
-            "setup s",
-            "sim s",
-            "wall s",
-            "RT factor",
-            "cpu s",
-            "render s",
-            "frames",
-            "points"
-        );
+        print_header();
     }
     let mut runs = Vec::new();
     for k in 0..c.repeat.max(1) {
-        let t = Instant::now();
-        let mut flight =
-            Flight::new(map(k)?, mission, &base).map_err(|e| BadInput(e.to_string()))?;
-        flight.warm_up();
-        if let Some(dir) = record {
-            let dir = dir.join(format!("run_{k}"));
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            flight.record_to(&dir.join("flight.mcap"))?;
-        }
-        let setup_s = t.elapsed().as_secs_f64();
-        let cpu0 = process_cpu_s();
-        let wall = Instant::now();
-        let mut on_frame = |_: &str, _: &Frame| {};
-        flight.run_until(flight.end_time(), &mut on_frame)?;
-        flight.finish_recording()?;
-        let wall_s = wall.elapsed().as_secs_f64();
-        let cpu_s = process_cpu_s().zip(cpu0).map(|(b, a)| b - a);
-        let summary = flight.summary();
-        let run = Run {
-            case,
-            run: k,
-            vehicles: summary.len(),
-            sensors: mission.vehicles.iter().map(|v| v.sensors.len()).sum(),
-            setup_s,
-            simulated_s: flight.time(),
-            wall_s,
-            real_time_factor: flight.time() / wall_s.max(1e-12),
-            cpu_s,
-            render_s: flight.render_time_s(),
-            lidar_frames: summary.iter().map(|v| v.lidar_frames).sum(),
-            lidar_points: summary.iter().map(|v| v.lidar_points).sum(),
-            collisions: flight.events().len(),
-        };
+        let record = record.map(|dir| dir.join(format!("run_{k}")));
+        let run = fly_once((case, k), mission, &base, &map, record.as_deref())?;
         print_run(&run, &k.to_string(), c.json)?;
         runs.push(run);
     }
@@ -226,6 +181,65 @@ fn bench(
         );
     }
     Ok(())
+}
+
+fn print_header() {
+    println!(
+        "{:<8} {:>4} {:>4} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7} {:>11}",
+        "case",
+        "run",
+        "veh",
+        "setup s",
+        "sim s",
+        "wall s",
+        "RT factor",
+        "cpu s",
+        "render s",
+        "frames",
+        "points"
+    );
+}
+
+/// Flight `k` of the mission over `map(k)`, recorded into `record` when given: its setup (the map's load or
+/// build included), wall and CPU time.
+fn fly_once(
+    (case, k): (&'static str, usize),
+    mission: &Mission,
+    base: &Path,
+    map: &dyn Fn(usize) -> anyhow::Result<Map>,
+    record: Option<&Path>,
+) -> anyhow::Result<Run> {
+    let t = Instant::now();
+    let mut flight = Flight::new(map(k)?, mission, base).map_err(|e| BadInput(e.to_string()))?;
+    flight.warm_up();
+    if let Some(dir) = record {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        flight.record_to(&dir.join("flight.mcap"))?;
+    }
+    let setup_s = t.elapsed().as_secs_f64();
+    let cpu0 = process_cpu_s();
+    let wall = Instant::now();
+    let mut on_frame = |_: &str, _: &Frame| {};
+    flight.run_until(flight.end_time(), &mut on_frame)?;
+    flight.finish_recording()?;
+    let wall_s = wall.elapsed().as_secs_f64();
+    let cpu_s = process_cpu_s().zip(cpu0).map(|(b, a)| b - a);
+    let summary = flight.summary();
+    Ok(Run {
+        case,
+        run: k,
+        vehicles: summary.len(),
+        sensors: mission.vehicles.iter().map(|v| v.sensors.len()).sum(),
+        setup_s,
+        simulated_s: flight.time(),
+        wall_s,
+        real_time_factor: flight.time() / wall_s.max(1e-12),
+        cpu_s,
+        render_s: flight.render_time_s(),
+        lidar_frames: summary.iter().map(|v| v.lidar_frames).sum(),
+        lidar_points: summary.iter().map(|v| v.lidar_points).sum(),
+        collisions: flight.events().len(),
+    })
 }
 
 fn print_run(r: &Run, label: &str, json: bool) -> anyhow::Result<()> {
