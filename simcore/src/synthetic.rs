@@ -214,53 +214,9 @@ pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
     let mut rng = Rng(splitmix64(seed ^ 0x05EE_D0F5_CE7E));
     let margin = 1.0;
     while total < points {
-        let x = rng.range(-half + margin, half - margin);
-        let y = rng.range(-half + margin, half - margin);
-        let kind = rng.unit();
-        let yaw = rng.range(0.0, std::f64::consts::PI);
-        let mut add: Vec<(Surface, f32)> = Vec::new();
-        if kind < 0.45 {
-            // Wall: 2-10 m long, 2.5-4 m high.
-            let len = rng.range(2.0, 10.0);
-            let h = rng.range(2.5, 4.0);
-            add.push((
-                Surface::Rect {
-                    c: [x, y, 0.5 * h],
-                    e1: [yaw.cos(), yaw.sin(), 0.0],
-                    e2: [0.0, 0.0, 1.0],
-                    a: 0.5 * len,
-                    b: 0.5 * h,
-                },
-                0.6,
-            ));
-            if x.hypot(y) < free + 0.5 * len {
-                continue;
-            }
-        } else if kind < 0.7 {
-            let radius = rng.range(0.1, 0.5);
-            add.push((
-                Surface::Cyl {
-                    c: [x, y],
-                    radius,
-                    z0: 0.0,
-                    z1: rng.range(3.0, 5.0),
-                },
-                0.5,
-            ));
-            if x.hypot(y) < free + radius {
-                continue;
-            }
-        } else {
-            let (w, d, h) = (
-                rng.range(0.5, 2.5),
-                rng.range(0.5, 2.5),
-                rng.range(0.5, 1.8),
-            );
-            add.extend(box_surfaces([x, y], yaw, w, d, h).map(|s| (s, 0.8)));
-            if x.hypot(y) < free + 0.5 * w.hypot(d) {
-                continue;
-            }
-        }
+        let Some(add) = random_structure(&mut rng, half - margin, free) else {
+            continue;
+        };
         for s in add {
             total += s.0.count(r);
             surfaces.push(s);
@@ -279,6 +235,60 @@ pub fn synthetic_cloud(points: usize, resolution: f32, seed: u64) -> Cloud {
         );
     }
     Cloud::from_columns([0.0; 3], cloud).expect("every sample pushes one value onto each column")
+}
+
+/// One structure at a random place within `reach` of the middle on both axes (a wall, a pole or a box, with
+/// its intensity), or `None` when it would stand within `free` of the middle (the draws are made either way, so
+/// the sequence does not depend on which are kept).
+fn random_structure(rng: &mut Rng, reach: f64, free: f64) -> Option<Vec<(Surface, f32)>> {
+    let x = rng.range(-reach, reach);
+    let y = rng.range(-reach, reach);
+    let kind = rng.unit();
+    let yaw = rng.range(0.0, std::f64::consts::PI);
+    let mut add: Vec<(Surface, f32)> = Vec::new();
+    if kind < 0.45 {
+        // Wall: 2-10 m long, 2.5-4 m high.
+        let len = rng.range(2.0, 10.0);
+        let h = rng.range(2.5, 4.0);
+        add.push((
+            Surface::Rect {
+                c: [x, y, 0.5 * h],
+                e1: [yaw.cos(), yaw.sin(), 0.0],
+                e2: [0.0, 0.0, 1.0],
+                a: 0.5 * len,
+                b: 0.5 * h,
+            },
+            0.6,
+        ));
+        if x.hypot(y) < free + 0.5 * len {
+            return None;
+        }
+    } else if kind < 0.7 {
+        let radius = rng.range(0.1, 0.5);
+        add.push((
+            Surface::Cyl {
+                c: [x, y],
+                radius,
+                z0: 0.0,
+                z1: rng.range(3.0, 5.0),
+            },
+            0.5,
+        ));
+        if x.hypot(y) < free + radius {
+            return None;
+        }
+    } else {
+        let (w, d, h) = (
+            rng.range(0.5, 2.5),
+            rng.range(0.5, 2.5),
+            rng.range(0.5, 1.8),
+        );
+        add.extend(box_surfaces([x, y], yaw, w, d, h).map(|s| (s, 0.8)));
+        if x.hypot(y) < free + 0.5 * w.hypot(d) {
+            return None;
+        }
+    }
+    Some(add)
 }
 
 /// [`synthetic_cloud`] packed into a map at r_map `resolution` (automatic bucket size). Errors: those of
