@@ -209,76 +209,9 @@ struct Opening {
 
 /// Walls, floor and roof. Returns the corridor's centre line for the flight (see [`DemoSite::corridor_m`]).
 fn building(b: &BuildingSpec, terrain: &Terrain, out: &mut Vec<Object>) -> [[f64; 3]; 2] {
-    let [len, wid] = b.size;
-    let (hl, hw, t) = (0.5 * len, 0.5 * wid, b.wall_thickness);
-    let mut frame = Frame {
-        centre: b.centre,
-        yaw: b.yaw.to_radians(),
-        z_base: 0.0,
-        z_floor: 0.0,
-        z_top: 0.0,
-        thickness: t,
-    };
-    // Ground under the footprint, sampled finely enough for waves many metres long.
-    let samples: Vec<f64> = (0..=16)
-        .flat_map(|i| (0..=16).map(move |j| (i, j)))
-        .map(|(i, j)| {
-            let p = frame.world([-hl + len * i as f64 / 16.0, -hw + wid * j as f64 / 16.0]);
-            terrain.height(p[0], p[1])
-        })
-        .collect();
-    frame.z_base = samples.iter().copied().fold(f64::INFINITY, f64::min) - FOOTING_M;
-    frame.z_floor = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max) + 0.05;
-    frame.z_top = frame.z_floor + b.wall_height;
-    let mut walls = Vec::new();
-    // Long outer walls with windows, evenly spaced.
-    let n = b.windows_per_side;
-    let windows: Vec<Opening> = (0..n)
-        .map(|k| {
-            let s = len * (k as f64 + 0.5) / n as f64;
-            Opening {
-                s0: s - 0.5 * b.window[0],
-                s1: s + 0.5 * b.window[0],
-                bottom: b.window_sill,
-                top: b.window_sill + b.window[1],
-            }
-        })
-        .collect();
-    for side in [-1.0, 1.0] {
-        let v = side * (hw - 0.5 * t);
-        wall_along_u(&frame, [-hl, hl], v, &windows, &mut walls);
-    }
-    // End walls with the corridor's doorways.
-    let cw = b.corridor_width;
-    let doorway = [Opening {
-        s0: hw - 0.5 * cw,
-        s1: hw + 0.5 * cw,
-        bottom: 0.0,
-        top: b.corridor_door_height,
-    }];
-    for side in [-1.0, 1.0] {
-        let u = side * (hl - 0.5 * t);
-        wall_along_v(&frame, u, [-hw, hw], &doorway, &mut walls);
-    }
-    // Corridor walls, a door into the room on each side of the middle.
-    let inner = hl - t;
-    let doors: Vec<Opening> = [0.25, 0.75]
-        .iter()
-        .map(|f| {
-            let s = 2.0 * inner * f;
-            Opening {
-                s0: s - 0.5 * b.door[0],
-                s1: s + 0.5 * b.door[0],
-                bottom: 0.0,
-                top: b.door[1],
-            }
-        })
-        .collect();
-    for side in [-1.0, 1.0] {
-        let v = side * (0.5 * cw + 0.5 * t);
-        wall_along_u(&frame, [-inner, inner], v, &doors, &mut walls);
-    }
-    for w in walls {
+    let [hl, hw] = [0.5 * b.size[0], 0.5 * b.size[1]];
+    let frame = building_frame(b, terrain);
+    for w in building_walls(b, &frame) {
         out.push(Object {
             surface: w,
             label: Label::Wall,
@@ -303,6 +236,86 @@ fn building(b: &BuildingSpec, terrain: &Terrain, out: &mut Vec<Object>) -> [[f64
     let z = frame.z_floor + 1.2;
     let [a, e] = [frame.world([-hl - 2.0, 0.0]), frame.world([hl + 2.0, 0.0])];
     [[a[0], a[1], z], [e[0], e[1], z]]
+}
+
+/// The building's frame: its footing below the lowest ground under its footprint, its floor just above the
+/// highest, its walls' top.
+fn building_frame(b: &BuildingSpec, terrain: &Terrain) -> Frame {
+    let [len, wid] = b.size;
+    let (hl, hw) = (0.5 * len, 0.5 * wid);
+    let mut frame = Frame {
+        centre: b.centre,
+        yaw: b.yaw.to_radians(),
+        z_base: 0.0,
+        z_floor: 0.0,
+        z_top: 0.0,
+        thickness: b.wall_thickness,
+    };
+    // Ground under the footprint, sampled finely enough for waves many metres long.
+    let samples: Vec<f64> = (0..=16)
+        .flat_map(|i| (0..=16).map(move |j| (i, j)))
+        .map(|(i, j)| {
+            let p = frame.world([-hl + len * i as f64 / 16.0, -hw + wid * j as f64 / 16.0]);
+            terrain.height(p[0], p[1])
+        })
+        .collect();
+    frame.z_base = samples.iter().copied().fold(f64::INFINITY, f64::min) - FOOTING_M;
+    frame.z_floor = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max) + 0.05;
+    frame.z_top = frame.z_floor + b.wall_height;
+    frame
+}
+
+/// The walls: the long outer ones with evenly spaced windows, the end walls with the corridor's doorways, and
+/// the corridor's walls with a door into the room on each side of the middle.
+fn building_walls(b: &BuildingSpec, frame: &Frame) -> Vec<Surface> {
+    let [len, wid] = b.size;
+    let (hl, hw, t) = (0.5 * len, 0.5 * wid, b.wall_thickness);
+    let mut walls = Vec::new();
+    let n = b.windows_per_side;
+    let windows: Vec<Opening> = (0..n)
+        .map(|k| {
+            let s = len * (k as f64 + 0.5) / n as f64;
+            Opening {
+                s0: s - 0.5 * b.window[0],
+                s1: s + 0.5 * b.window[0],
+                bottom: b.window_sill,
+                top: b.window_sill + b.window[1],
+            }
+        })
+        .collect();
+    for side in [-1.0, 1.0] {
+        let v = side * (hw - 0.5 * t);
+        wall_along_u(frame, [-hl, hl], v, &windows, &mut walls);
+    }
+    let cw = b.corridor_width;
+    let doorway = [Opening {
+        s0: hw - 0.5 * cw,
+        s1: hw + 0.5 * cw,
+        bottom: 0.0,
+        top: b.corridor_door_height,
+    }];
+    for side in [-1.0, 1.0] {
+        let u = side * (hl - 0.5 * t);
+        wall_along_v(frame, u, [-hw, hw], &doorway, &mut walls);
+    }
+    let inner = hl - t;
+    let doors: Vec<Opening> = [0.25, 0.75]
+        .iter()
+        .map(|f| {
+            let s = 2.0 * inner * f;
+            Opening {
+                s0: s - 0.5 * b.door[0],
+                s1: s + 0.5 * b.door[0],
+                bottom: 0.0,
+                top: b.door[1],
+            }
+        })
+        .collect();
+    for side in [-1.0, 1.0] {
+        let v = side * (0.5 * cw + 0.5 * t);
+        wall_along_u(frame, [-inner, inner], v, &doors, &mut walls);
+    }
+    walls
 }
 
 /// A wall along the building's long axis at cross position `v`, from `u0` to `u1`; openings measured from `u0`.
