@@ -101,14 +101,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "sor + downsample + normals + buckets (read excluded)",
         ),
     ];
-    if !args.json {
+    print_rows(&rows, args.json);
+    Ok(())
+}
+
+/// One line per stage: (stage, points in, points out, median seconds, note), as a table or JSON lines.
+fn print_rows(rows: &[(&str, usize, usize, f64, &str)], json: bool) {
+    if !json {
         println!(
             "{:<12} {:>10} {:>10} {:>10} {:>12}  note",
             "stage", "in", "out", "median s", "points/s"
         );
     }
-    for (stage, pin, pout, s, note) in rows {
-        if args.json {
+    for &(stage, pin, pout, s, note) in rows {
+        if json {
             println!(
                 "{}",
                 serde_json::json!({"stage": stage, "points_in": pin, "points_out": pout, "median_s": s, "note": note})
@@ -120,7 +126,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             );
         }
     }
-    Ok(())
 }
 
 /// Median seconds of `stage` run `repeat` times on a fresh copy of `cloud` (the copy is not timed), and the
