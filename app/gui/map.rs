@@ -9,7 +9,7 @@ use aerie_pipeline::Cloud;
 use eframe::egui::{self, RichText};
 use egui_plot::{Bar, BarChart, Plot};
 
-use super::app::{AerieApp, Step};
+use super::app::{AerieApp, MapDoc, Step};
 use super::widgets::{Dialog, path_field};
 use crate::cli::prepare::{PrepareSummary, write_map};
 use crate::jobs::Job;
@@ -138,6 +138,29 @@ fn histogram(
 pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     let Some(m) = &app.map else { return };
     ui.heading("Map");
+    figures(ui, m);
+    if app
+        .mapstep
+        .stats
+        .as_ref()
+        .is_none_or(|s| s.version != m.layer.version)
+    {
+        app.mapstep.stats = Some(stats(&m.cloud, m.layer.version));
+    }
+    if let Some(s) = &app.mapstep.stats {
+        histograms(ui, s, m.cloud.gamma().is_some());
+    }
+    ui.separator();
+    ui.label("Colour the view by height, intensity, plane thickness or normal above the viewport.");
+    save_row(app, ui);
+    ui.add_space(8.0);
+    if ui.button("Next: simulate ->").clicked() {
+        app.step = Step::Simulate;
+    }
+}
+
+/// The map's size, resolution, buckets and file.
+fn figures(ui: &mut egui::Ui, m: &MapDoc) {
     let h = m.packed.view();
     egui::Grid::new("map_figures").show(ui, |ui| {
         ui.label("points");
@@ -161,38 +184,34 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
         );
         ui.end_row();
     });
-    if app
-        .mapstep
-        .stats
-        .as_ref()
-        .is_none_or(|s| s.version != m.layer.version)
-    {
-        app.mapstep.stats = Some(stats(&m.cloud, m.layer.version));
+}
+
+/// The plane thickness and local density histograms (no thickness without normals).
+fn histograms(ui: &mut egui::Ui, s: &MapStats, has_gamma: bool) {
+    ui.label(RichText::new("plane thickness (mm)").strong());
+    if has_gamma {
+        histogram(ui, "gamma_hist", "points", &s.gamma, 2.5, "mm");
+        ui.label(format!(
+            "{} points with no plane (thin structures, edges)",
+            s.no_plane
+        ));
+    } else {
+        ui.label("not computed (turn on normals in Clean)");
     }
-    if let Some(s) = &app.mapstep.stats {
-        ui.label(RichText::new("plane thickness (mm)").strong());
-        if m.cloud.gamma().is_some() {
-            histogram(ui, "gamma_hist", "points", &s.gamma, 2.5, "mm");
-            ui.label(format!(
-                "{} points with no plane (thin structures, edges)",
-                s.no_plane
-            ));
-        } else {
-            ui.label("not computed (turn on normals in Clean)");
-        }
-        ui.label(RichText::new("local density (log10 points/m³, 0.5 m voxels)").strong());
-        histogram(
-            ui,
-            "density_hist",
-            "voxels",
-            &s.density,
-            0.2,
-            "log10 pts/m³",
-        );
-        ui.label(format!("median {:.0} points/m³", s.density_median));
-    }
-    ui.separator();
-    ui.label("Colour the view by height, intensity, plane thickness or normal above the viewport.");
+    ui.label(RichText::new("local density (log10 points/m³, 0.5 m voxels)").strong());
+    histogram(
+        ui,
+        "density_hist",
+        "voxels",
+        &s.density,
+        0.2,
+        "log10 pts/m³",
+    );
+    ui.label(format!("median {:.0} points/m³", s.density_median));
+}
+
+/// Where to save the map, and the button that saves it.
+fn save_row(app: &mut AerieApp, ui: &mut egui::Ui) {
     ui.horizontal(|ui| {
         path_field(
             ui,
@@ -210,8 +229,4 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
             start_save(app, p);
         }
     });
-    ui.add_space(8.0);
-    if ui.button("Next: simulate ->").clicked() {
-        app.step = Step::Simulate;
-    }
 }
