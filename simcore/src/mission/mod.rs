@@ -466,12 +466,15 @@ pub fn timeline(
     spec: &VehicleSpec,
     mut plan: impl FnMut(&Vector3<f64>, &Vector3<f64>) -> Result<Vec<Vector3<f64>>, PlanError>,
 ) -> Result<Vec<Leg>, PlanError> {
-    let mut legs = Vec::new();
-    let mut at = Vector3::new(spec.start[0], spec.start[1], spec.start[2]);
-    let mut yaw = spec.start[3];
-    let mut t = 0.0;
+    let mut laid = Laid {
+        legs: Vec::new(),
+        at: Vector3::new(spec.start[0], spec.start[1], spec.start[2]),
+        yaw: spec.start[3],
+        t: 0.0,
+    };
     let speed_of = |s: &Option<f64>| 0.9 * s.unwrap_or(spec.max_speed_m_s).min(spec.max_speed_m_s);
     for goal in &spec.goals {
+        let at = laid.at;
         let (points, speed) = match goal {
             Goal::Waypoint {
                 position,
@@ -482,69 +485,74 @@ pub fn timeline(
                 speed_m_s,
             } => (plan(&at, &Vector3::from(*position))?, speed_of(speed_m_s)),
             Goal::Hover { duration_s } => {
-                let until = t + duration_s.max(0.0);
-                legs.push(Leg::Hold {
-                    position: at,
-                    yaw,
-                    t0: t,
-                    until,
-                });
-                t = until;
+                laid.hold(laid.yaw, laid.t + duration_s.max(0.0));
                 continue;
             }
             Goal::Land {} => {
-                legs.push(Leg::Land {
+                laid.legs.push(Leg::Land {
                     from: at,
-                    yaw,
-                    t0: t,
+                    yaw: laid.yaw,
+                    t0: laid.t,
                 });
                 break;
             }
         };
+        laid.follow(&points, speed, spec.max_accel_m_s2);
+    }
+    if !matches!(laid.legs.last(), Some(Leg::Land { .. })) {
+        laid.hold(laid.yaw, f64::INFINITY);
+    }
+    Ok(laid.legs)
+}
+
+/// The legs laid so far, and where they leave the vehicle: its position, heading and time.
+struct Laid {
+    legs: Vec<Leg>,
+    at: Vector3<f64>,
+    yaw: f64,
+    t: f64,
+}
+
+impl Laid {
+    /// Holds the position, turned to `yaw`, until `until`.
+    fn hold(&mut self, yaw: f64, until: f64) {
+        self.legs.push(Leg::Hold {
+            position: self.at,
+            yaw,
+            t0: self.t,
+            until,
+        });
+        self.t = until;
+    }
+
+    /// Flies the polyline `points` (its first vertex where the vehicle is) at `speed`: before each segment that
+    /// goes somewhere horizontally it turns on the spot to face it, and after each it settles on the vertex.
+    fn follow(&mut self, points: &[Vector3<f64>], speed: f64, max_accel: f64) {
         for w in points.windows(2) {
             let (a, b) = (w[0], w[1]);
             let d = b - a;
             if d.xy().norm() > 0.2 {
                 let heading = d.y.atan2(d.x);
-                let turn = (heading - yaw + PI).rem_euclid(TAU) - PI;
+                let turn = (heading - self.yaw + PI).rem_euclid(TAU) - PI;
                 if turn.abs() > 0.05 {
                     // Turn on the spot first: the heading loop is slow, and turning while accelerating would
                     // add the lag of both.
-                    let until = t + turn.abs() / TURN_RATE_RAD_S + 0.5;
-                    legs.push(Leg::Hold {
-                        position: at,
-                        yaw: heading,
-                        t0: t,
-                        until,
-                    });
-                    t = until;
+                    self.hold(heading, self.t + turn.abs() / TURN_RATE_RAD_S + 0.5);
                 }
-                yaw = heading;
+                self.yaw = heading;
             }
-            let segment = Segment::new(a, b, t, speed, spec.max_accel_m_s2);
-            t += segment.duration;
-            legs.push(Leg::Move { segment, yaw });
-            at = b;
+            let segment = Segment::new(a, b, self.t, speed, max_accel);
+            self.t += segment.duration;
+            self.legs.push(Leg::Move {
+                segment,
+                yaw: self.yaw,
+            });
+            self.at = b;
             // Settle on the vertex before the next move, so that the tracking lag of one segment does not
             // add to the speed of the next.
-            legs.push(Leg::Hold {
-                position: at,
-                yaw,
-                t0: t,
-                until: t + WAYPOINT_DWELL_S,
-            });
-            t += WAYPOINT_DWELL_S;
+            self.hold(self.yaw, self.t + WAYPOINT_DWELL_S);
         }
     }
-    if !matches!(legs.last(), Some(Leg::Land { .. })) {
-        legs.push(Leg::Hold {
-            position: at,
-            yaw,
-            t0: t,
-            until: f64::INFINITY,
-        });
-    }
-    Ok(legs)
 }
 
 /// The setpoint of a timeline at time `t`, and whether the vehicle should stop its motors (landed).
