@@ -160,65 +160,83 @@ impl std::fmt::Display for CloudSummary {
                 hi[2] - lo[2]
             )?;
         }
+        self.fmt_attributes(f)?;
+        self.fmt_crs(f)?;
+        self.fmt_scans(f)
+    }
+}
+
+impl CloudSummary {
+    /// Each attribute with its range (rounded to 1e-4) and the count of values that are not finite.
+    fn fmt_attributes(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.attributes.is_empty() {
-            writeln!(f, "  attributes  none (x y z only)")?;
-        } else {
-            writeln!(f, "  attributes")?;
-            for a in &self.attributes {
-                let fmt_v = |v: &[f64]| {
-                    v.iter()
-                        .map(|x| format!("{}", (x * 1e4).round() / 1e4))
-                        .collect::<Vec<_>>()
-                };
-                let kind = a
-                    .kind
-                    .as_deref()
-                    .map(|k| format!(" ({k})"))
-                    .unwrap_or_default();
-                let others = match a.non_finite {
-                    0 => String::new(),
-                    n => format!(" (and {n} not finite)"),
-                };
-                writeln!(
-                    f,
-                    "    {:<20} {} .. {}{others}",
-                    format!("{}{kind}", a.name),
-                    fmt_v(&a.min).join(" "),
-                    fmt_v(&a.max).join(" ")
-                )?;
-            }
+            return writeln!(f, "  attributes  none (x y z only)");
         }
+        writeln!(f, "  attributes")?;
+        let fmt_v = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{}", (x * 1e4).round() / 1e4))
+                .collect::<Vec<_>>()
+        };
+        for a in &self.attributes {
+            let kind = a
+                .kind
+                .as_deref()
+                .map(|k| format!(" ({k})"))
+                .unwrap_or_default();
+            let others = match a.non_finite {
+                0 => String::new(),
+                n => format!(" (and {n} not finite)"),
+            };
+            writeln!(
+                f,
+                "    {:<20} {} .. {}{others}",
+                format!("{}{kind}", a.name),
+                fmt_v(&a.min).join(" "),
+                fmt_v(&a.max).join(" ")
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The coordinate system: its WKT cut to 100 characters, or its EPSG code from GeoTIFF keys.
+    fn fmt_crs(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.crs_wkt {
             Some(w) => {
                 let short: String = w.chars().take(100).collect();
                 let ell = if w.chars().count() > 100 { "..." } else { "" };
-                writeln!(f, "  crs         {short}{ell}")?;
+                writeln!(f, "  crs         {short}{ell}")
             }
             None => match (self.crs_epsg, self.crs_geotiff) {
-                (Some(code), _) => writeln!(f, "  crs         EPSG:{code} (GeoTIFF keys)")?,
-                (None, true) => writeln!(f, "  crs         GeoTIFF keys without an EPSG code")?,
-                (None, false) => writeln!(f, "  crs         none")?,
+                (Some(code), _) => writeln!(f, "  crs         EPSG:{code} (GeoTIFF keys)"),
+                (None, true) => writeln!(f, "  crs         GeoTIFF keys without an EPSG code"),
+                (None, false) => writeln!(f, "  crs         none"),
             },
         }
-        if !self.scans.is_empty() {
-            writeln!(f, "  scans       {}", self.scans.len())?;
-            for s in &self.scans {
-                write!(f, "    {:<24}", s.name)?;
-                // A map's points were reordered by preparation: which came from which scan is not kept.
-                if !s.points.is_empty() {
-                    write!(f, " points {}..{}", s.points.start, s.points.end)?;
-                }
-                if let Some(world_from_scan) = &s.world_from_scan {
-                    let t = world_from_scan.translation.vector;
-                    let q = crate::pose::rotation_wxyz(world_from_scan);
-                    write!(
-                        f,
-                        "  pose t=({:.3}, {:.3}, {:.3}) q_wxyz=({:.4}, {:.4}, {:.4}, {:.4})",
-                        t[0], t[1], t[2], q[0], q[1], q[2], q[3]
-                    )?;
-                }
-                writeln!(f)?;
+    }
+
+    /// The scans: each one's name, its points while the cloud has them, and its pose.
+    fn fmt_scans(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.scans.is_empty() {
+            return Ok(());
+        }
+        writeln!(f, "  scans       {}", self.scans.len())?;
+        for s in &self.scans {
+            write!(f, "    {:<24}", s.name)?;
+            // A map's points were reordered by preparation: which came from which scan is not kept.
+            if !s.points.is_empty() {
+                write!(f, " points {}..{}", s.points.start, s.points.end)?;
             }
+            if let Some(world_from_scan) = &s.world_from_scan {
+                let t = world_from_scan.translation.vector;
+                let q = crate::pose::rotation_wxyz(world_from_scan);
+                write!(
+                    f,
+                    "  pose t=({:.3}, {:.3}, {:.3}) q_wxyz=({:.4}, {:.4}, {:.4}, {:.4})",
+                    t[0], t[1], t[2], q[0], q[1], q[2], q[3]
+                )?;
+            }
+            writeln!(f)?;
         }
         Ok(())
     }
