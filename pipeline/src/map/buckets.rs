@@ -570,14 +570,9 @@ impl PackedMap {
 /// The map's metadata from what the cloud knew (CRS, sources, scan poses) and how it was bucketed; the
 /// attributes a map does not keep are listed as dropped (all extras but the stored spacing when `has_spacing`).
 /// Reflectance, normal orientation and the recipe are filled in later.
-fn map_metadata(
-    cloud: &Cloud,
-    b: &Bucketing,
-    fixed_size: bool,
-    has_spacing: bool,
-    started: Instant,
-) -> MapMetadata {
-    let n = cloud.len();
+/// The attributes of `cloud` that a map does not keep (the spacing extra dimension is kept as its own section
+/// when `has_spacing`).
+fn dropped_attributes(cloud: &Cloud, has_spacing: bool) -> Vec<String> {
     let mut dropped: Vec<String> = [
         (cloud.time().is_some(), "time"),
         (cloud.return_number().is_some(), "return_number"),
@@ -595,6 +590,17 @@ fn map_metadata(
             .filter(|d| !has_spacing || d.name != spacing::EXTRA_NAME)
             .map(|d| d.name.clone()),
     );
+    dropped
+}
+
+fn map_metadata(
+    cloud: &Cloud,
+    b: &Bucketing,
+    fixed_size: bool,
+    has_spacing: bool,
+    started: Instant,
+) -> MapMetadata {
+    let n = cloud.len();
     let max_count = b
         .buckets
         .iter()
@@ -641,7 +647,7 @@ fn map_metadata(
         // Set by the caller once the largest columns are in map order (the peak holds one of them twice).
         reflectance: None,
         normal_orientation: None,
-        dropped_attributes: dropped,
+        dropped_attributes: dropped_attributes(cloud, has_spacing),
         recipe: None,
         report: {
             let mut r = crate::StageReport::new("map.buckets", n);
