@@ -897,15 +897,10 @@ impl Cloud {
     /// Axis-aligned bounds in the cloud's frame (f64, origin applied); `None` for an empty cloud.
     pub fn bounds(&self) -> Option<([f64; 3], [f64; 3])> {
         let positions = self.positions();
-        let first = positions.first()?;
-        let mut lo = *first;
-        let mut hi = *first;
-        for p in positions {
-            for k in 0..3 {
-                lo[k] = lo[k].min(p[k]);
-                hi[k] = hi[k].max(p[k]);
-            }
+        if positions.is_empty() {
+            return None;
         }
+        let (lo, hi) = position_bounds(positions);
         let o = self.origin;
         Some((
             [
@@ -1029,6 +1024,21 @@ impl Cloud {
 /// positions stay small and the origin itself is a readable number.
 pub fn origin_for(min: [f64; 3]) -> [f64; 3] {
     [min[0].floor(), min[1].floor(), min[2].floor()]
+}
+
+/// The lowest and highest position on each axis (`[f32::INFINITY; 3]` and `[f32::NEG_INFINITY; 3]` for no
+/// points; NaN coordinates are passed over), relative to the cloud's origin: what a cloud's bounds, a map
+/// header's and the neighbour index's grid are made from.
+pub(crate) fn position_bounds(positions: &[[f32; 3]]) -> ([f32; 3], [f32; 3]) {
+    let mut lo = [f32::INFINITY; 3];
+    let mut hi = [f32::NEG_INFINITY; 3];
+    for p in positions {
+        for k in 0..3 {
+            lo[k] = lo[k].min(p[k]);
+            hi[k] = hi[k].max(p[k]);
+        }
+    }
+    (lo, hi)
 }
 
 #[cfg(test)]

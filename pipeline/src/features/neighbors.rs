@@ -1161,17 +1161,7 @@ impl Neighbors {
         let n = positions.len();
         let (lo, hi) = positions
             .par_chunks(UNIT)
-            .map(|c| {
-                let mut lo = [f32::INFINITY; 3];
-                let mut hi = [f32::NEG_INFINITY; 3];
-                for p in c {
-                    for a in 0..3 {
-                        lo[a] = lo[a].min(p[a]);
-                        hi[a] = hi[a].max(p[a]);
-                    }
-                }
-                (lo, hi)
-            })
+            .map(crate::cloud::position_bounds)
             .reduce(
                 || ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]),
                 |a, b| {

@@ -385,19 +385,6 @@ fn section_bytes(map: &PackedMap) -> Vec<(SectionKind, &[u8])> {
     out
 }
 
-/// Bounds of positions (relative to the origin).
-fn bounds(positions: &[[f32; 3]]) -> ([f32; 3], [f32; 3]) {
-    let mut lo = [f32::INFINITY; 3];
-    let mut hi = [f32::NEG_INFINITY; 3];
-    for p in positions {
-        for a in 0..3 {
-            lo[a] = lo[a].min(p[a]);
-            hi[a] = hi[a].max(p[a]);
-        }
-    }
-    (lo, hi)
-}
-
 /// Whether `path` names a prepared map: by its extension (`.amap`, any case), else by the magic its first
 /// bytes hold, so that a map renamed is still known for one.
 pub fn is_map_file(path: &Path) -> bool {
@@ -449,7 +436,7 @@ pub fn write(map: &PackedMap, path: &Path) -> Result<()> {
     for e in &entries {
         table.extend_from_slice(&e.encode());
     }
-    let (bounds_min, bounds_max) = bounds(&map.positions);
+    let (bounds_min, bounds_max) = crate::cloud::position_bounds(&map.positions);
     let header = Header {
         version_major: VERSION_MAJOR,
         version_minor: VERSION_MINOR,
