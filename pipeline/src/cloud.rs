@@ -1041,6 +1041,22 @@ pub(crate) fn position_bounds(positions: &[[f32; 3]]) -> ([f32; 3], [f32; 3]) {
     (lo, hi)
 }
 
+/// [`position_bounds`] on every core, for the grids of the neighbour index and of binning: the same values
+/// whatever the number of threads (min and max do not depend on the order), though where the lowest or
+/// highest coordinate is zero its sign may differ, which no grid sees.
+pub(crate) fn par_position_bounds(positions: &[[f32; 3]]) -> ([f32; 3], [f32; 3]) {
+    use rayon::prelude::*;
+    positions.par_chunks(16 * 1024).map(position_bounds).reduce(
+        || position_bounds(&[]),
+        |a, b| {
+            (
+                std::array::from_fn(|k| a.0[k].min(b.0[k])),
+                std::array::from_fn(|k| a.1[k].max(b.1[k])),
+            )
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

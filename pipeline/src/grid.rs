@@ -22,35 +22,16 @@ pub(crate) fn world_cell(origin: [f64; 3], p: [f32; 3], side: f64) -> [i64; 3] {
     std::array::from_fn(|a| floor_i64((origin[a] + f64::from(p[a])) / side))
 }
 
-/// The lowest and highest world cells of side `side` that hold the points (`[i64::MAX; 3]` and
-/// `[i64::MIN; 3]` for none). Min and max do not depend on the order, so the parallel reduction is
-/// deterministic; the cells are found rather than held, 24 bytes per point less.
+/// The lowest and highest world cells of side `side` that hold the (finite) points (`[i64::MAX; 3]` and
+/// `[i64::MIN; 3]` for none): the cells of the lowest and highest positions, since a point's cell never
+/// decreases as a coordinate grows.
 pub(crate) fn cell_bounds(
     origin: [f64; 3],
     positions: &[[f32; 3]],
     side: f64,
 ) -> ([i64; 3], [i64; 3]) {
-    use rayon::prelude::*;
-    let none = || ([i64::MAX; 3], [i64::MIN; 3]);
-    positions
-        .par_chunks(4096)
-        .map(|c| {
-            let (mut lo, mut hi) = none();
-            for &p in c {
-                let cell = world_cell(origin, p, side);
-                for a in 0..3 {
-                    lo[a] = lo[a].min(cell[a]);
-                    hi[a] = hi[a].max(cell[a]);
-                }
-            }
-            (lo, hi)
-        })
-        .reduce(none, |a, b| {
-            (
-                std::array::from_fn(|k| a.0[k].min(b.0[k])),
-                std::array::from_fn(|k| a.1[k].max(b.1[k])),
-            )
-        })
+    let (lo, hi) = crate::cloud::par_position_bounds(positions);
+    (world_cell(origin, lo, side), world_cell(origin, hi, side))
 }
 
 /// Points sorted into runs of one cell: points `0..n` sorted by (`key(i)`, i).
@@ -249,6 +230,35 @@ fn merge(a: &[u64], b: &[u64], out: &mut [u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cell_bounds_are_the_lowest_and_highest_cells_of_the_points() {
+        let mut next = values(7);
+        let origin = [-3.7, 1234.5, 0.0];
+        // Coordinates on both sides of zero and on cell faces (multiples of the side, exactly).
+        let mut coord = || match next() % 4 {
+            0 => ((next() % 64) as f32 - 32.0) * 0.25,
+            _ => (next() % 20_000) as f32 * 1e-3 - 10.0,
+        };
+        let positions: Vec<[f32; 3]> = (0..100_000).map(|_| [coord(), coord(), coord()]).collect();
+        for side in [0.25, 0.1, 1.0 / 3.0, 7.0] {
+            let cells: Vec<[i64; 3]> = positions
+                .iter()
+                .map(|&p| world_cell(origin, p, side))
+                .collect();
+            let want_lo = std::array::from_fn(|a| cells.iter().map(|c| c[a]).min().unwrap());
+            let want_hi = std::array::from_fn(|a| cells.iter().map(|c| c[a]).max().unwrap());
+            assert_eq!(
+                cell_bounds(origin, &positions, side),
+                (want_lo, want_hi),
+                "side {side}"
+            );
+        }
+        assert_eq!(
+            cell_bounds(origin, &[], 0.5),
+            ([i64::MAX; 3], [i64::MIN; 3])
+        );
+    }
 
     /// A seeded generator of 64-bit values (an LCG, its high bits folded into the low ones).
     fn values(mut s: u64) -> impl FnMut() -> u64 {

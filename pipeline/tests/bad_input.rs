@@ -109,13 +109,18 @@ fn laz_chunk_table_offset_inside_its_own_field_is_an_error() {
     let rel = "las/las11_airborne_small.laz";
     let Some(path) = shared_file(rel) else { return };
     let data = std::fs::read(&path).unwrap();
-    let start = u32::from_le_bytes(data[96..100].try_into().unwrap()) as usize;
+    let start = point_data_start(&data);
     for past in 1..8 {
         let bad = patched(&data, start, &((start + past) as i64).to_le_bytes());
         let err = read(&bad, rel, Format::Las)
             .expect_err("a chunk table inside its own offset was accepted");
         assert!(err.contains("chunk table"), "{err}");
     }
+}
+
+/// Where a LAS/LAZ file's point data starts (the header's "offset to point data", at byte 96).
+fn point_data_start(data: &[u8]) -> usize {
+    u32::from_le_bytes(data[96..100].try_into().unwrap()) as usize
 }
 
 /// `data` with `bytes` written at `at`.
@@ -141,7 +146,7 @@ fn laz_chunk_table_checks_say_what_does_not_fit() {
     let rel = "las/autzen_trim.laz";
     let Some(path) = shared_file(rel) else { return };
     let data = std::fs::read(&path).unwrap();
-    let start = u32::from_le_bytes(data[96..100].try_into().unwrap()) as usize;
+    let start = point_data_start(&data);
     let table = i64::from_le_bytes(data[start..start + 8].try_into().unwrap()) as usize;
     assert_eq!((start, table), (2144, 603333), "the shared file changed");
     let with = |at: usize, bytes: &[u8]| patched(&data, at, bytes);

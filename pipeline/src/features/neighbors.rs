@@ -1159,18 +1159,7 @@ impl Neighbors {
         choose_level: impl Fn(f64, &[u64], f64) -> (u32, f64),
     ) -> Neighbors {
         let n = positions.len();
-        let (lo, hi) = positions
-            .par_chunks(UNIT)
-            .map(crate::cloud::position_bounds)
-            .reduce(
-                || ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]),
-                |a, b| {
-                    (
-                        std::array::from_fn(|i| a.0[i].min(b.0[i])),
-                        std::array::from_fn(|i| a.1[i].max(b.1[i])),
-                    )
-                },
-            );
+        let (lo, hi) = crate::cloud::par_position_bounds(&positions);
         let lo = if n == 0 {
             [0.0; 3]
         } else {
