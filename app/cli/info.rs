@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use aerie_pipeline::CloudSummary;
+use aerie_pipeline::features::spacing;
 use aerie_pipeline::io::{self, Format, ReadOptions};
 use anyhow::Context;
 
@@ -94,7 +95,7 @@ fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value
     if let Some(o) = &meta.normal_orientation {
         writeln!(t, "  normals     oriented {o}")?;
     }
-    let spacing = map.view().spacing.and_then(surface_spacing);
+    let spacing = map.view().spacing.and_then(spacing::surface_median);
     if let Some((median, share)) = spacing {
         writeln!(
             t,
@@ -133,17 +134,4 @@ fn map_info(path: &std::path::Path) -> anyhow::Result<(String, serde_json::Value
         "metadata": serde_json::to_value(meta)?,
     });
     Ok((t, value))
-}
-
-/// The median spacing of the points inside surfaces (metres) and their share of all points; `None` when no
-/// point lies inside a surface.
-fn surface_spacing(spacing: &[f32]) -> Option<(f32, f64)> {
-    let mut inside: Vec<f32> = spacing.iter().copied().filter(|&s| s > 0.0).collect();
-    if inside.is_empty() {
-        return None;
-    }
-    let share = inside.len() as f64 / spacing.len() as f64;
-    let mid = inside.len() / 2;
-    let (_, median, _) = inside.select_nth_unstable_by(mid, f32::total_cmp);
-    Some((*median, share))
 }

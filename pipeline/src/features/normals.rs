@@ -342,6 +342,12 @@ pub fn estimate_normals(
     report.figure("k", k as f64);
     report.figure("radius_m", radius.map_or(f64::INFINITY, |r| r as f64));
     report_rules(&mut report, &counts);
+    let no_normal = counts[Rule::None as usize];
+    if let (Some(r), Some(s)) = (radius, spacings.as_deref())
+        && let Some(hint) = sparse_hint(params, r, no_normal, s)
+    {
+        report.warnings.push(hint);
+    }
     cloud.set_normals(Some(normals))?;
     cloud.set_gamma(Some(gamma))?;
     for (name, column) in [("curvature", curv), (spacing::EXTRA_NAME, spacings)] {
@@ -534,6 +540,57 @@ fn fit_point(
         ([nv[0] as f32, nv[1] as f32, nv[2] as f32], g as f32),
         (rule as u8, c as f32),
     )
+}
+
+/// What to do when most points found no plane because the scan is sparser than the search radius holds (an
+/// airborne scan, about 2 m apart, prepared at the default 0.1 m): the simulator draws points without a plane
+/// as small spheres, and beams pass between them, so a user must hear why and which resolution fits. `None`
+/// when at least half of the points have a plane or their spacing (see [`spacing`]) is within half the radius
+/// (a plane there holds a dozen neighbours: what lacks a plane is clutter, not sparseness).
+fn sparse_hint(
+    params: &NormalsParams,
+    radius: f32,
+    no_normal: usize,
+    spacing: &[f32],
+) -> Option<String> {
+    if no_normal * 2 < spacing.len() {
+        return None;
+    }
+    let (s, _) = spacing::surface_median(spacing)?;
+    if s <= 0.5 * radius {
+        return None;
+    }
+    let share = 100.0 * no_normal as f64 / spacing.len() as f64;
+    let radius_fix = format!(
+        "give the normals stage a radius_m of at least {} m",
+        round_up_2(3.0 * s)
+    );
+    let (limit, fix) = match (params.radius_m, params.resolution_m) {
+        (None, Some(res)) => (
+            format!("the normals' search radius of {radius} m (3 x the resolution {res} m)"),
+            format!(
+                "Prepare the scan at a resolution of about {} m, or {radius_fix}",
+                round_up_2(s)
+            ),
+        ),
+        _ => (
+            format!("the normals' search radius of {radius} m"),
+            format!("To fix it, {radius_fix}"),
+        ),
+    };
+    Some(format!(
+        "{share:.0}% of the points have no plane: the scan's points lie about {s:.2} m apart (median spacing), \
+         too sparse for {limit}, and the simulator draws points without a plane as small spheres that beams \
+         pass between. {fix}"
+    ))
+}
+
+/// `x` rounded up to two significant digits (1.885 -> 1.9, 0.2345 -> 0.24), less a relative 1e-4 that f32
+/// positions put on a spacing (a lattice 1.9 m apart reads 1.9000003).
+fn round_up_2(x: f32) -> f64 {
+    let x = f64::from(x);
+    let scale = 10f64.powf(1.0 - x.log10().floor());
+    (x * scale * (1.0 - 1e-4)).ceil() / scale
 }
 
 /// How many normals each orientation rule decided, and warnings for the fallbacks.
@@ -757,6 +814,48 @@ mod tests {
             r.figures.iter().find(|f| f.0 == "no_normal").unwrap().1,
             31.0
         );
+    }
+
+    /// A lattice of `n` x `n` points `step` apart in the plane z = 0.
+    fn lattice(n: usize, step: f32) -> Cloud {
+        let positions = (0..n * n)
+            .map(|i| [(i % n) as f32 * step, (i / n) as f32 * step, 0.0])
+            .collect();
+        Cloud::from_positions([0.0; 3], positions)
+    }
+
+    #[test]
+    fn a_scan_sparser_than_the_radius_is_told_which_resolution_fits() {
+        let at = |resolution_m: f64, radius_m: Option<f32>, step: f32| {
+            let p = NormalsParams {
+                resolution_m: Some(resolution_m),
+                radius_m,
+                ..Default::default()
+            };
+            let r = estimate_normals(&mut lattice(40, step), &p, &NoProgress).unwrap();
+            r.warnings.into_iter().find(|w| w.contains("too sparse"))
+        };
+        // An airborne-like spacing of 1.9 m under the default 0.1 m resolution: no point finds a plane.
+        let w = at(0.1, None, 1.9).expect("a hint");
+        assert!(w.starts_with("100% of the points have no plane"), "{w}");
+        assert!(w.contains("about 1.90 m apart"), "{w}");
+        assert!(w.contains("a resolution of about 1.9 m"), "{w}");
+        assert!(w.contains("radius_m of at least 5.7 m"), "{w}");
+        // An explicit radius is what to raise.
+        let w = at(0.1, Some(0.5), 1.9).expect("a hint");
+        assert!(!w.contains("resolution of about"), "{w}");
+        // Sampled as finely as the resolution, or given a radius that holds the neighbours: no hint.
+        assert_eq!(at(0.1, None, 0.1), None);
+        assert_eq!(at(2.0, None, 1.9), None);
+    }
+
+    #[test]
+    fn rounding_up_to_two_digits() {
+        assert_eq!(round_up_2(1.885), 1.9);
+        assert_eq!(round_up_2(5.655), 5.7);
+        assert_eq!(round_up_2(0.2345), 0.24);
+        assert_eq!(round_up_2(2.0), 2.0);
+        assert_eq!(round_up_2(12.01), 13.0);
     }
 
     #[test]

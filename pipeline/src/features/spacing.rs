@@ -58,6 +58,20 @@ pub fn spacing_all(positions: &[[f32; 3]]) -> Result<Vec<f32>> {
     )
 }
 
+/// The median spacing of the points inside surfaces (metres; those with a spacing above 0) and their share of
+/// all points; `None` when no point lies inside a surface. What `aerie info` shows and what tells a scan sparser
+/// than the map's resolution (the normals stage's hint).
+pub fn surface_median(spacing: &[f32]) -> Option<(f32, f64)> {
+    let mut inside: Vec<f32> = spacing.iter().copied().filter(|&s| s > 0.0).collect();
+    if inside.is_empty() {
+        return None;
+    }
+    let share = inside.len() as f64 / spacing.len() as f64;
+    let mid = inside.len() / 2;
+    let (_, median, _) = inside.select_nth_unstable_by(mid, f32::total_cmp);
+    Some((*median, share))
+}
+
 /// Whether the neighbours `near` of `p` (the farthest at squared distance `far2`) lie all around it on a
 /// surface: not along a line (a pole or a wire sampled point by point: its "plane" is any plane through it),
 /// and not to one side (the edge of a surface).
@@ -108,5 +122,13 @@ mod tests {
         let line: Vec<[f32; 3]> = (0..30).map(|i| [0.0, 0.0, i as f32 * step]).collect();
         assert!(spacing_all(&line).unwrap().iter().all(|&s| s == 0.0));
         assert_eq!(spacing_all(&line[..5]).unwrap(), vec![0.0; 5]);
+    }
+
+    #[test]
+    fn the_median_counts_only_points_inside_surfaces() {
+        let (median, share) = surface_median(&[0.0, 0.5, 0.0, 0.2, 0.3]).unwrap();
+        assert_eq!((median, share), (0.3, 0.6));
+        assert_eq!(surface_median(&[0.0; 4]), None);
+        assert_eq!(surface_median(&[]), None);
     }
 }
