@@ -305,25 +305,36 @@ fn command_line_slips_are_told() {
         stderr(&bad_resolution)
     );
 
-    let scan = |pose: &str| {
+    let scan_at = |resolution: &str, pose: &str| {
         aerie(&[
             "scan",
             xyz.to_str().unwrap(),
             "--resolution",
-            "0.1",
+            resolution,
             "--sensor",
             "os0_64",
             "--pose",
             pose,
         ])
     };
+    let scan = |pose: &str| scan_at("0.1", pose);
+    // A scan file prepared in memory finer than its points are apart: the prepare's hint is shown, with the
+    // resolution that fits, where only a frame of few returns told it before.
+    let fine = scan_at("0.01", "2,2,1,0,0,0");
+    assert!(fine.status.success(), "{}", stderr(&fine));
+    assert!(
+        stderr(&fine).contains("floor.xyz (prepared in memory): 100% of the points have no plane")
+            && stderr(&fine).contains("a resolution of about 0.1 m"),
+        "{}",
+        stderr(&fine)
+    );
     let far = scan("1000,2,1,0,0,0");
     assert!(far.status.success(), "{}", stderr(&far));
     assert!(stderr(&far).contains("outside the map"), "{}", stderr(&far));
     let over = scan("2,2,1,0,0,0");
     assert!(over.status.success(), "{}", stderr(&over));
     assert!(
-        !stderr(&over).contains("outside the map"),
+        !stderr(&over).contains("outside the map") && !stderr(&over).contains("too sparse"),
         "{}",
         stderr(&over)
     );

@@ -9,8 +9,6 @@ use aerie_pipeline::Error;
 use aerie_simcore::flight::Flight;
 use aerie_simcore::mission::Mission;
 use aerie_simcore::record::{plot, write_tum};
-use aerie_simcore::simulator::Map;
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::BadInput;
@@ -54,9 +52,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     mission
         .check()
         .map_err(|e| BadInput(format!("{}: {e}", args.mission.display())))?;
-    super::check_resolution(&args.map, args.resolution)?;
-    let map = Map::open(&args.map, args.resolution)
-        .with_context(|| format!("cannot open map {}", args.map.display()))?;
+    let map = super::open_map(&args.map, args.resolution)?;
     let base = args.mission.parent().map(PathBuf::from).unwrap_or_default();
     let mut flight = Flight::new(map, &mission, &base)
         .map_err(|e| BadInput(format!("{}: {e}", args.mission.display())))?;

@@ -200,6 +200,24 @@ pub fn check_resolution(map: &std::path::Path, resolution: Option<f64>) -> Resul
     }
 }
 
+/// Opens the map of `scan` and `fly` (a `.amap`, or a scan file prepared in memory at `resolution`), with
+/// `--resolution` checked first, and shows what preparing a scan file warned about: nobody sees that
+/// prepare's report, and a scan much sparser than the resolution otherwise only shows as beams that return
+/// nowhere.
+pub fn open_map(
+    path: &std::path::Path,
+    resolution: Option<f64>,
+) -> anyhow::Result<aerie_simcore::simulator::Map> {
+    use anyhow::Context;
+    check_resolution(path, resolution)?;
+    let map = aerie_simcore::simulator::Map::open(path, resolution)
+        .with_context(|| format!("cannot open map {}", path.display()))?;
+    for w in map.warnings() {
+        eprintln!("warning: {} (prepared in memory): {w}", path.display());
+    }
+    Ok(map)
+}
+
 /// The output file of `convert` and `export`: their last argument, or `-o FILE` as `prepare` and `scan` take it
 /// (a user who has just run those types `-o` here too).
 #[derive(clap::Args, Debug)]

@@ -241,9 +241,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         t0,
         span,
     } = timeline(args)?;
-    super::check_resolution(&args.map, args.resolution)?;
-    let mut sim = Simulator::open(&args.map, args.resolution)
-        .with_context(|| format!("cannot open map {}", args.map.display()))?
+    let mut sim = Simulator::new(super::open_map(&args.map, args.resolution)?)
         .with_params(render_params(args));
     // The trajectory is the sensor's own: it is mounted at the body origin.
     let lidar = sim

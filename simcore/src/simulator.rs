@@ -55,7 +55,11 @@ impl SimError {
 
 /// An opened map: a memory-mapped `.amap`, or a map prepared in memory. Its constructors check what the
 /// renderer relies on ([`MapView::check`]), so a simulator never indexes past a column.
-pub struct Map(Source);
+pub struct Map {
+    source: Source,
+    /// What reading and preparing a scan file in memory warned about (see [`Map::warnings`]).
+    warnings: Vec<String>,
+}
 
 enum Source {
     /// A packed map file, memory-mapped (or read, where mapping fails); checked when it was opened.
@@ -74,12 +78,24 @@ impl Map {
         }
         // Columns a map does not keep are skipped at read time, as `aerie prepare` does.
         let cloud = io::read(path, None, &aerie_pipeline::prepare::map_read_options())?;
+        let mut warnings = cloud.meta.read_warnings.clone();
         let recipe = Recipe {
             resolution_m: resolution_m.unwrap_or(0.1),
             ..Recipe::default()
         };
         let prepared = prepare(vec![(cloud, None)], &recipe, &NoProgress)?;
-        Map::try_from(prepared.map)
+        warnings.extend(prepared.warnings);
+        let mut map = Map::try_from(prepared.map)?;
+        map.warnings = warnings;
+        Ok(map)
+    }
+
+    /// What reading and preparing the scan file warned about when [`Map::open`] prepared it in memory (a
+    /// scan much sparser than the resolution, most points removed...): the caller shows them, since nobody
+    /// saw a prepare's report. Empty for a `.amap`, whose `aerie prepare` reported them, and for maps built
+    /// by hand.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Whether `path` names a prepared map (`.amap`), which [`Map::open`] maps as it is, rather than a scan
@@ -90,7 +106,7 @@ impl Map {
 
     /// The map's arrays, borrowed.
     pub fn view(&self) -> MapView<'_> {
-        match &self.0 {
+        match &self.source {
             Source::File(f) => f.view(),
             Source::Memory(m) => m.view(),
         }
@@ -110,13 +126,19 @@ impl TryFrom<PackedMap> for Map {
         map.view()
             .check()
             .map_err(|m| aerie_pipeline::Error::parameter("map", m))?;
-        Ok(Map(Source::Memory(Box::new(map))))
+        Ok(Map {
+            source: Source::Memory(Box::new(map)),
+            warnings: Vec::new(),
+        })
     }
 }
 
 impl From<AmapFile> for Map {
     fn from(file: AmapFile) -> Map {
-        Map(Source::File(Box::new(file)))
+        Map {
+            source: Source::File(Box::new(file)),
+            warnings: Vec::new(),
+        }
     }
 }
 
