@@ -48,6 +48,7 @@
 //! ```
 
 pub mod cloud;
+pub mod crs;
 pub mod error;
 pub mod features;
 pub mod filters;

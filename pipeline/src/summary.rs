@@ -133,7 +133,7 @@ impl CloudSummary {
             bounds: cloud.bounds().map(|(lo, hi)| [lo, hi]),
             attributes,
             crs_wkt: cloud.meta.crs_wkt.clone(),
-            crs_epsg: crate::io::las::geotiff_epsg(&cloud.meta.las_geotiff),
+            crs_epsg: crate::crs::geotiff_epsg(&cloud.meta.las_geotiff),
             crs_geotiff: !cloud.meta.las_geotiff.is_empty(),
             scans: cloud.meta.scans.clone(),
         }

@@ -179,6 +179,51 @@ fn odd_but_valid_inputs_warn_instead_of_failing() {
     );
 }
 
+/// The shared airborne scan counts in feet (its CRS says so): prepared as it is, the map says what the
+/// simulator would see and how to scale it; scaled to metres by the recipe's transform, it keeps no CRS (its
+/// points no longer lie in that system) and no such warning.
+#[test]
+fn a_scan_in_feet_is_told_and_a_transformed_one_keeps_no_crs() {
+    let Some(path) = shared_file("las/autzen_trim.laz") else {
+        return;
+    };
+    let cloud = || io::read(&path, None, &map_read_options()).unwrap();
+    let recipe = Recipe {
+        resolution_m: 2.0,
+        ..Recipe::default()
+    };
+    let feet = prepare(vec![(cloud(), None)], &recipe, &NoProgress).unwrap();
+    let told = |p: &aerie_pipeline::prepare::Prepared| {
+        p.warnings.iter().any(|w| {
+            w.contains("counts in foot (0.3048 m)") && w.contains("3.28 times its true size")
+        })
+    };
+    assert!(told(&feet), "{:?}", feet.warnings);
+    assert!(feet.map.metadata().unwrap().crs_wkt.is_some());
+    let d = 0.3048;
+    let scale = aerie_pipeline::filters::TransformParams {
+        matrix: Some([
+            [d, 0.0, 0.0, 0.0],
+            [0.0, d, 0.0, 0.0],
+            [0.0, 0.0, d, 0.0],
+            [0.0, 0.0, 0.0, 1.0],
+        ]),
+        ..Default::default()
+    };
+    let metres = prepare(vec![(cloud(), Some(scale))], &recipe, &NoProgress).unwrap();
+    assert!(!told(&metres), "{:?}", metres.warnings);
+    let meta = metres.map.metadata().unwrap();
+    assert!(meta.crs_wkt.is_none() && meta.crs_geotiff.is_empty());
+    assert!(
+        metres
+            .warnings
+            .iter()
+            .any(|w| w.contains("which is dropped")),
+        "{:?}",
+        metres.warnings
+    );
+}
+
 #[test]
 fn recipe_file_round_trip() {
     let text = "resolution_m = 0.05\nstages = [\"filters.sor\", \"filters.downsample\"]\n[filters.sor]\nk = 8\ncompat = \"cloudcompare\"\n";

@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::transform::{TransformParams, apply_affine};
 use super::{check_cancel, check_cloud};
 use crate::cloud::Cloud;
+use crate::crs;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::report::StageReport;
@@ -30,6 +31,8 @@ pub fn merge(
     for (i, (mut cloud, t)) in inputs.into_iter().enumerate() {
         check_cancel(progress)?;
         check_cloud(&cloud)?;
+        // A transformed input is in the map frame by its transform, whatever its file declared.
+        let transformed = t.is_some();
         if let Some(t) = t {
             let a = t.affine()?;
             for w in apply_affine(&mut cloud, &a, progress)? {
@@ -51,7 +54,7 @@ pub fn merge(
             None => out = Some(cloud),
             Some(o) => {
                 check_reach(o, &cloud, i)?;
-                if let Some(w) = crs_mismatch(o, &cloud, i) {
+                if let Some(w) = crs_mismatch(o, &cloud, i).filter(|_| !transformed) {
                     report.warnings.push(w);
                 }
                 o.append(&cloud);
@@ -116,7 +119,7 @@ fn check_reach(merged: &Cloud, cloud: &Cloud, i: usize) -> Result<()> {
 /// A warning when input `i` declares another coordinate system than the inputs before it, or declares none where
 /// they do: the merged cloud keeps the first declared one, and its points are taken as they are.
 fn crs_mismatch(merged: &Cloud, cloud: &Cloud, i: usize) -> Option<String> {
-    let (ours, theirs) = (crs_name(merged), crs_name(cloud));
+    let (ours, theirs) = (crs::name(&merged.meta), crs::name(&cloud.meta));
     let src = source_of(cloud);
     match (&ours, &theirs) {
         (Some(a), Some(b)) if a != b => Some(format!(
@@ -127,18 +130,6 @@ fn crs_mismatch(merged: &Cloud, cloud: &Cloud, i: usize) -> Option<String> {
             "input {i}{src} declares no coordinate system: its points are taken as being in {a}"
         )),
         _ => None,
-    }
-}
-
-/// A short name of a cloud's CRS: the name in its WKT, or the EPSG code its GeoTIFF keys give.
-fn crs_name(c: &Cloud) -> Option<String> {
-    if let Some(wkt) = &c.meta.crs_wkt {
-        let name = wkt.split('"').nth(1).filter(|n| !n.is_empty());
-        return Some(name.map_or_else(|| wkt.chars().take(60).collect(), str::to_string));
-    }
-    match crate::io::las::geotiff_epsg(&c.meta.las_geotiff) {
-        Some(code) => Some(format!("EPSG:{code}")),
-        None => (!c.meta.las_geotiff.is_empty()).then(|| "GeoTIFF keys".to_string()),
     }
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CHUNK, check_cancel, check_cloud};
 use crate::cloud::Cloud;
+use crate::crs;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::report::StageReport;
@@ -147,6 +148,17 @@ pub(crate) fn apply_affine(
             );
         }
     }
+    let identity = (l - Matrix3::identity()).amax() <= 1e-12 && t.amax() <= 1e-12;
+    if !identity && crs::declared(&cloud.meta) {
+        // The points now lie in the frame the transform names, which the file's CRS does not describe: a GIS
+        // export that carried it would place the map wrongly.
+        warnings.push(format!(
+            "the transform takes the points out of the coordinate system they declare ({}), which is dropped",
+            crs::name(&cloud.meta).unwrap_or_default()
+        ));
+        cloud.meta.crs_wkt = None;
+        cloud.meta.las_geotiff.clear();
+    }
     for s in &mut cloud.meta.scans {
         // Poses were in the input's frame: world_from_scan = world_from_input * input_from_scan.
         if let Some(world_from_scan) = s.world_from_scan.as_mut() {
@@ -240,6 +252,34 @@ mod tests {
             let back = q.to_rotation_matrix().into_inner();
             assert!((back - r).amax() < 1e-12, "{rpy:?}");
         }
+    }
+
+    /// A moved cloud no longer lies in the coordinate system its file declared; an identity keeps it.
+    #[test]
+    fn a_transform_drops_the_crs_an_identity_keeps_it() {
+        let declared = || {
+            let mut c = Cloud::from_positions([100.0, 0.0, 0.0], vec![[1.0, 1.0, 0.0]]);
+            c.meta.crs_wkt = Some("PROJCS[\"WGS 84 / UTM zone 32N\"]".into());
+            c.meta.las_geotiff = vec![(34735, vec![1, 0, 1, 0, 0, 0, 0, 0])];
+            c
+        };
+        let mut c = declared();
+        let r = transform(&mut c, &TransformParams::default(), &NoProgress).unwrap();
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert!(c.meta.crs_wkt.is_some() && !c.meta.las_geotiff.is_empty());
+        let shift = TransformParams {
+            translation: [-100.0, 0.0, 0.0],
+            ..Default::default()
+        };
+        let r = transform(&mut c, &shift, &NoProgress).unwrap();
+        assert_eq!(
+            r.warnings,
+            [
+                "the transform takes the points out of the coordinate system they declare (WGS 84 / UTM zone 32N), \
+              which is dropped"
+            ]
+        );
+        assert!(c.meta.crs_wkt.is_none() && c.meta.las_geotiff.is_empty());
     }
 
     #[test]

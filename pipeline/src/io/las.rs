@@ -438,25 +438,7 @@ struct Layout {
 
 /// The `LASF_Projection` records that hold a CRS as GeoTIFF keys: the key directory, its doubles and its ASCII
 /// parameters.
-const GEOTIFF_RECORDS: [u16; 3] = [34735, 34736, 34737];
-
-/// The EPSG code that GeoTIFF keys ([`crate::cloud::Metadata::las_geotiff`]) give the CRS: the projected CRS
-/// (key 3072) when there is one, else the geographic one (key 2048); none when that key is user-defined (32767)
-/// or not stored inline (a projected CRS built from parameters is not its geographic base).
-pub fn geotiff_epsg(keys: &[(u16, Vec<u8>)]) -> Option<u16> {
-    let (_, dir) = keys.iter().find(|(id, _)| *id == GEOTIFF_RECORDS[0])?;
-    let words: Vec<u16> = dir
-        .chunks_exact(2)
-        .map(|b| u16::from_le_bytes([b[0], b[1]]))
-        .collect();
-    let n = usize::from(*words.get(3)?);
-    let entries: Vec<&[u16]> = words.get(4..)?.chunks_exact(4).take(n).collect();
-    let code = |key: u16| {
-        let e = entries.iter().find(|e| e[0] == key)?;
-        Some((e[1] == 0 && e[3] != 0 && e[3] != 32767).then_some(e[3]))
-    };
-    code(3072).or_else(|| code(2048)).flatten()
-}
+const GEOTIFF_RECORDS: [u16; 3] = [crate::crs::GEOTIFF_KEY_DIRECTORY, 34736, 34737];
 
 /// One extra-bytes dimension (or one element of an array dimension).
 struct ExtraField {
@@ -2469,31 +2451,6 @@ fn put_scalar(out: &mut [u8], kind: ScalarKind, v: f64) {
 mod tests {
     use super::*;
     use crate::io::take_skipped;
-
-    /// The EPSG code comes from the projected CRS key, else the geographic one; a user-defined or referenced
-    /// value, a short directory or none gives none.
-    #[test]
-    fn geotiff_keys_give_the_epsg_code() {
-        let dir = |entries: &[[u16; 4]]| -> Vec<(u16, Vec<u8>)> {
-            let mut words = vec![1, 1, 0, entries.len() as u16];
-            words.extend(entries.iter().flatten());
-            let bytes = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            vec![(34735, bytes)]
-        };
-        let model = [1024, 0, 1, 1];
-        assert_eq!(
-            geotiff_epsg(&dir(&[model, [2048, 0, 1, 4269], [3072, 0, 1, 2992]])),
-            Some(2992)
-        );
-        assert_eq!(
-            geotiff_epsg(&dir(&[model, [2048, 0, 1, 4326], [3072, 0, 1, 32767]])),
-            None
-        );
-        assert_eq!(geotiff_epsg(&dir(&[[2048, 0, 1, 4326]])), Some(4326));
-        assert_eq!(geotiff_epsg(&dir(&[[3072, 34737, 1, 0]])), None);
-        assert_eq!(geotiff_epsg(&[(34735, vec![1, 0, 1])]), None);
-        assert_eq!(geotiff_epsg(&[]), None);
-    }
 
     /// A LAZ file (LAS 1.4 point format 8 when `nir`, else 1.2 format 3) of `n` points with time, colour,
     /// returns, class and an extra-bytes dimension.

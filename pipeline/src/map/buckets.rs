@@ -653,6 +653,8 @@ fn map_metadata(
             let mut r = crate::StageReport::new("map.buckets", n);
             r.figure("bucket_size_m", f64::from(b.bucket_size));
             r.figure("buckets", b.buckets.len() as f64);
+            // The map frame is the cloud's: where its CRS counts in feet, the simulator must hear it here.
+            r.warnings.extend(crate::crs::units_warning(&cloud.meta));
             r.finish(n, started);
             // Time varies from run to run; the map bytes must not.
             r.seconds = 0.0;
