@@ -13,12 +13,22 @@
 use crate::cloud::Metadata;
 
 /// A length unit other than the metre that a CRS counts coordinates in.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LinearUnit {
     /// Its name, as the CRS gives it ("foot", "US survey foot").
     pub name: String,
     /// Its length in metres, when the CRS says.
     pub metres: Option<f64>,
+}
+
+impl std::fmt::Display for LinearUnit {
+    /// "foot (0.3048 m)", or the name alone when the length is unknown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.metres {
+            Some(m) => write!(f, "{} ({m} m)", self.name),
+            None => write!(f, "{}", self.name),
+        }
+    }
 }
 
 /// A short name of a cloud's CRS: the name in its WKT, or the EPSG code its GeoTIFF keys give.
@@ -52,13 +62,7 @@ pub fn linear_units(meta: &Metadata) -> Vec<LinearUnit> {
 pub fn units_warning(meta: &Metadata) -> Option<String> {
     let units = linear_units(meta);
     let first = units.first()?;
-    let names: Vec<String> = units
-        .iter()
-        .map(|u| match u.metres {
-            Some(m) => format!("{} ({m} m)", u.name),
-            None => u.name.clone(),
-        })
-        .collect();
+    let names: Vec<String> = units.iter().map(ToString::to_string).collect();
     let size = first.metres.map_or_else(String::new, |m| {
         format!(" {:.2} times its true size", 1.0 / m)
     });

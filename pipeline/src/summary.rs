@@ -53,6 +53,10 @@ pub struct CloudSummary {
     /// Whether the source gave its CRS as GeoTIFF keys (LAS).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub crs_geotiff: bool,
+    /// The units other than the metre that the CRS counts coordinates in (feet, mostly): aerie takes
+    /// coordinates as metres, so `info` is where a user first sees it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub crs_units: Vec<crate::crs::LinearUnit>,
     /// The scans the cloud was assembled from, with their poses.
     pub scans: Vec<ScanInfo>,
 }
@@ -135,6 +139,7 @@ impl CloudSummary {
             crs_wkt: cloud.meta.crs_wkt.clone(),
             crs_epsg: crate::crs::geotiff_epsg(&cloud.meta.las_geotiff),
             crs_geotiff: !cloud.meta.las_geotiff.is_empty(),
+            crs_units: crate::crs::linear_units(&cloud.meta),
             scans: cloud.meta.scans.clone(),
         }
     }
@@ -199,8 +204,23 @@ impl CloudSummary {
         Ok(())
     }
 
-    /// The coordinate system: its WKT cut to 100 characters, or its EPSG code from GeoTIFF keys.
+    /// The coordinate system: its WKT cut to 100 characters, or its EPSG code from GeoTIFF keys; and the unit
+    /// its coordinates count in where that is not the metre.
     fn fmt_crs(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fmt_crs_name(f)?;
+        if !self.crs_units.is_empty() {
+            let units: Vec<String> = self.crs_units.iter().map(ToString::to_string).collect();
+            writeln!(
+                f,
+                "  units       {}: aerie takes coordinates as metres, scale them before preparing a map \
+                 (docs/user-guide.md, \"Scans in feet\")",
+                units.join(" and ")
+            )?;
+        }
+        Ok(())
+    }
+
+    fn fmt_crs_name(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.crs_wkt {
             Some(w) => {
                 let short: String = w.chars().take(100).collect();
@@ -245,6 +265,20 @@ impl CloudSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CRS in feet is shown as such, beside the CRS; one in metres adds nothing.
+    #[test]
+    fn a_crs_in_feet_is_shown() {
+        let mut cloud = Cloud::from_positions([0.0; 3], vec![[0.0, 0.0, 0.0]]);
+        cloud.meta.crs_wkt = Some("PROJCS[\"x (ft)\",UNIT[\"foot\",0.3048]]".into());
+        let text = CloudSummary::of(&cloud).to_string();
+        assert!(
+            text.contains("\n  units       foot (0.3048 m): aerie takes coordinates as metres"),
+            "{text}"
+        );
+        cloud.meta.crs_wkt = Some("PROJCS[\"x\",UNIT[\"metre\",1]]".into());
+        assert!(!CloudSummary::of(&cloud).to_string().contains("units"));
+    }
 
     /// A scan's range of points is shown while the cloud keeps it, and left out once preparation reordered
     /// the points (a map), where "points 0..0" would read as an empty scan.
