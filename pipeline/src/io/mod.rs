@@ -332,6 +332,9 @@ pub fn write_losses(cloud: &Cloud, format: Format) -> Vec<String> {
             format.name().to_uppercase()
         ));
     }
+    if let Some(crs) = crs_loss(cloud, format) {
+        losses.push(crs);
+    }
     let Some((label, kept)) = kept_fields(format) else {
         return losses;
     };
@@ -361,6 +364,32 @@ pub fn write_losses(cloud: &Cloud, format: Format) -> Vec<String> {
         ));
     }
     losses
+}
+
+/// The coordinate system a format without a place for one leaves out (PCD, PLY, text, KITTI): worth a word,
+/// since the coordinates are written as they are and may count in feet.
+fn crs_loss(cloud: &Cloud, format: Format) -> Option<String> {
+    let keeps = matches!(format, Format::Las | Format::Laz | Format::E57);
+    if keeps || !crate::crs::declared(&cloud.meta) {
+        return None;
+    }
+    let units: Vec<String> = crate::crs::linear_units(&cloud.meta)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let units = if units.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", and the coordinates are written in its {}",
+            units.join(" and ")
+        )
+    };
+    Some(format!(
+        "{} has no place for the coordinate system ({}): left out{units}",
+        format.name().to_uppercase(),
+        crate::crs::name(&cloud.meta).unwrap_or_default()
+    ))
 }
 
 /// The names the writers take for an attribute in `fields`, besides [`Attribute::name`].
@@ -589,6 +618,23 @@ mod tests {
         assert!(write_losses(&coloured, Format::Las).is_empty());
         coloured.set_color(Some(vec![[65535, 257 * 3, 0]])).unwrap();
         assert!(write_losses(&coloured, Format::Pcd).is_empty());
+        // A coordinate system: kept by LAS, LAZ and E57, named where it is left out, with its unit.
+        let mut georeferenced = near.clone();
+        georeferenced.meta.crs_wkt = Some("PROJCS[\"Oregon (ft)\",UNIT[\"foot\",0.3048]]".into());
+        assert_eq!(
+            write_losses(&georeferenced, Format::Pcd),
+            [
+                "PCD has no place for the coordinate system (Oregon (ft)): left out, and the coordinates are \
+              written in its foot (0.3048 m)"
+            ]
+        );
+        for format in [Format::Las, Format::Laz, Format::E57] {
+            assert!(
+                write_losses(&georeferenced, format)
+                    .iter()
+                    .all(|w| !w.contains("coordinate system"))
+            );
+        }
     }
 
     /// A format that neither the name nor the bytes give is its own error, worded without any caller's flags
