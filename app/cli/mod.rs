@@ -183,7 +183,7 @@ pub fn warn_losses(
 
 /// Checks `--resolution` before the scan file `map` is prepared with it, so that a bad value is named as the
 /// flag's rather than as a fault of the file being opened; warns that it is ignored when `map` is a prepared map.
-pub fn check_resolution(map: &std::path::Path, resolution: Option<f64>) -> Result<(), BadInput> {
+fn check_resolution(map: &std::path::Path, resolution: Option<f64>) -> Result<(), BadInput> {
     match resolution {
         Some(r) if !(r.is_finite() && r > 0.0) => Err(BadInput(format!(
             "--resolution {r} is not a positive length in metres (try 0.1)"
