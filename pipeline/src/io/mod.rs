@@ -366,10 +366,16 @@ pub fn write_losses(cloud: &Cloud, format: Format) -> Vec<String> {
     losses
 }
 
-/// The coordinate system a format without a place for one leaves out (PCD, PLY, text, KITTI): worth a word,
-/// since the coordinates are written as they are and may count in feet.
+/// The coordinate system a format without a place for one leaves out (PCD, PLY, text, KITTI; E57 for a CRS
+/// given only as GeoTIFF keys): worth a word, since the coordinates are written as they are and may count in
+/// feet.
 fn crs_loss(cloud: &Cloud, format: Format) -> Option<String> {
-    let keeps = matches!(format, Format::Las | Format::Laz | Format::E57);
+    // E57 stores a CRS as WKT only, so keys without WKT are lost there too.
+    let keeps = match format {
+        Format::Las | Format::Laz => true,
+        Format::E57 => cloud.meta.crs_wkt.is_some(),
+        _ => false,
+    };
     if keeps || !crate::crs::declared(&cloud.meta) {
         return None;
     }
@@ -635,6 +641,16 @@ mod tests {
                     .all(|w| !w.contains("coordinate system"))
             );
         }
+        // E57 takes WKT only: a CRS given as GeoTIFF keys alone is lost there.
+        georeferenced.meta.crs_wkt = None;
+        georeferenced.meta.las_geotiff = vec![(34735, vec![1, 0, 1, 0, 0, 0, 0, 0])];
+        let e57 = write_losses(&georeferenced, Format::E57);
+        assert!(e57.iter().any(|w| w.starts_with("E57 has no place for the coordinate system (GeoTIFF keys)")), "{e57:?}");
+        assert!(
+            write_losses(&georeferenced, Format::Las)
+                .iter()
+                .all(|w| !w.contains("coordinate system"))
+        );
     }
 
     /// A format that neither the name nor the bytes give is its own error, worded without any caller's flags
