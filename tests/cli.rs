@@ -272,21 +272,37 @@ fn command_line_slips_are_told() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 
     let map = dir.path().join("m.amap");
-    let o = aerie(&[
-        "prepare",
-        xyz.to_str().unwrap(),
-        "-o",
-        map.to_str().unwrap(),
-        "--resolution",
-        "-0.1",
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let prepare = |flags: &[&str]| {
+        let mut args = vec![
+            "prepare",
+            xyz.to_str().unwrap(),
+            "-o",
+            map.to_str().unwrap(),
+        ];
+        args.extend(flags);
+        aerie(&args)
+    };
+    let refused = |flags: &[&str], said: &str| {
+        let o = prepare(flags);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(said), "{}", stderr(&o));
+        assert!(!map.exists());
+    };
+    refused(&["--resolution", "-0.1"], "-0.1 is not a positive length");
+    // --scale multiplies the named inputs' coordinates (feet or millimetres to metres); never by 0.
+    refused(&["--scale", "0"], "--scale 0 is not a positive factor");
+    let o = prepare(&["--scale", "0.5", "--no-sor", "--no-downsample"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info = aerie(&["info", "--json", map.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    // The floor spans 0..3.9 m read as it is, 0..1.95 m scaled by a half.
+    let hi = v[0]["bounds"][1][0].as_f64().unwrap_or(f64::NAN);
     assert!(
-        stderr(&o).contains("-0.1 is not a positive length"),
+        (hi - 1.95).abs() < 1e-3,
         "{}",
-        stderr(&o)
+        String::from_utf8_lossy(&info.stdout)
     );
-    assert!(!map.exists());
+    std::fs::remove_file(&map).unwrap();
 
     let bad_resolution = aerie(&[
         "scan",

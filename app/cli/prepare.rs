@@ -54,6 +54,11 @@ pub struct Args {
     /// Keep only the points inside this box: xmin,ymin,zmin,xmax,ymax,zmax (map frame, metres).
     #[arg(long, value_parser = super::parse_numbers::<6>, allow_hyphen_values = true)]
     crop: Option<[f64; 6]>,
+    /// Multiply the coordinates of the files named here by this factor as they are read: 0.3048 for a scan in
+    /// feet (which `prepare` and `info` warn of), 0.001 for one in millimetres. Aerie takes coordinates as
+    /// metres; the map keeps no coordinate system from scaled inputs.
+    #[arg(long)]
+    scale: Option<f64>,
     /// Read the inputs as this format instead of guessing from their extension.
     #[arg(long, ignore_case = true)]
     format: Option<FormatArg>,
@@ -179,8 +184,21 @@ fn input_files(
     args: &Args,
     recipe: &Recipe,
 ) -> anyhow::Result<Vec<(PathBuf, Option<TransformParams>)>> {
-    let mut files: Vec<(PathBuf, Option<TransformParams>)> =
-        args.inputs.iter().map(|p| (p.clone(), None)).collect();
+    let scale = match args.scale {
+        Some(f) if !(f.is_finite() && f > 0.0) => {
+            return Err(super::BadInput(format!(
+                "--scale {f} is not a positive factor (0.3048 turns feet into metres)"
+            ))
+            .into());
+        }
+        Some(f) => Some(TransformParams::scale(f)),
+        None => None,
+    };
+    let mut files: Vec<(PathBuf, Option<TransformParams>)> = args
+        .inputs
+        .iter()
+        .map(|p| (p.clone(), scale.clone()))
+        .collect();
     files.extend(
         recipe
             .inputs

@@ -63,13 +63,19 @@ pub fn units_warning(meta: &Metadata) -> Option<String> {
     let units = linear_units(meta);
     let first = units.first()?;
     let names: Vec<String> = units.iter().map(ToString::to_string).collect();
-    let size = first.metres.map_or_else(String::new, |m| {
-        format!(" {:.2} times its true size", 1.0 / m)
-    });
+    let (size, factor) = first.metres.map_or_else(
+        || (String::new(), "FACTOR".to_string()),
+        |m| {
+            (
+                format!(" {:.2} times its true size", 1.0 / m),
+                m.to_string(),
+            )
+        },
+    );
     Some(format!(
         "the coordinate system {} counts in {}, but aerie takes coordinates as metres (the resolution, sensor \
-         ranges, vehicles): the simulator would see this map{size}. Scale the input to metres with a recipe \
-         input's transform (docs/user-guide.md, \"Scans in feet\")",
+         ranges, vehicles): the simulator would see this map{size}. Scale the input to metres (`aerie prepare \
+         --scale {factor}`, or a recipe input's transform: docs/user-guide.md, \"Scans in feet\")",
         name(meta).unwrap_or_default(),
         names.join(" and ")
     ))
@@ -320,6 +326,7 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("3.28 times its true size"), "{w}");
+        assert!(w.contains("aerie prepare --scale 0.3048`"), "{w}");
         assert_eq!(units_warning(&meta(None, vec![])), None);
     }
 }

@@ -200,16 +200,7 @@ fn a_scan_in_feet_is_told_and_a_transformed_one_keeps_no_crs() {
     };
     assert!(told(&feet), "{:?}", feet.warnings);
     assert!(feet.map.metadata().unwrap().crs_wkt.is_some());
-    let d = 0.3048;
-    let scale = aerie_pipeline::filters::TransformParams {
-        matrix: Some([
-            [d, 0.0, 0.0, 0.0],
-            [0.0, d, 0.0, 0.0],
-            [0.0, 0.0, d, 0.0],
-            [0.0, 0.0, 0.0, 1.0],
-        ]),
-        ..Default::default()
-    };
+    let scale = aerie_pipeline::filters::TransformParams::scale(0.3048);
     let metres = prepare(vec![(cloud(), Some(scale))], &recipe, &NoProgress).unwrap();
     assert!(!told(&metres), "{:?}", metres.warnings);
     let meta = metres.map.metadata().unwrap();

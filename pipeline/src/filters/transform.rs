@@ -53,6 +53,21 @@ fn quaternion_of(l: &Matrix3<f64>) -> UnitQuaternion<f64> {
 }
 
 impl TransformParams {
+    /// Coordinates multiplied by `factor` about the origin: a unit conversion into metres (0.3048 for feet,
+    /// 0.001 for millimetres). Validated where it is applied, like every transform.
+    pub fn scale(factor: f64) -> TransformParams {
+        let f = factor;
+        TransformParams {
+            matrix: Some([
+                [f, 0.0, 0.0, 0.0],
+                [0.0, f, 0.0, 0.0],
+                [0.0, 0.0, f, 0.0],
+                [0.0, 0.0, 0.0, 1.0],
+            ]),
+            ..TransformParams::default()
+        }
+    }
+
     /// The affine map these parameters describe, validated.
     pub(crate) fn affine(&self) -> Result<Affine3<f64>> {
         let name = "filters.transform";
