@@ -32,6 +32,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::{Cloud, ExtraDim, Returned};
+use crate::crs;
 use crate::error::{Error, Result};
 use crate::features::spacing::{self, spacing_of};
 use crate::features::{Neighbor, Neighbors};
@@ -344,7 +345,7 @@ pub fn estimate_normals(
     report_rules(&mut report, &counts);
     let no_normal = counts[Rule::None as usize];
     if let (Some(r), Some(s)) = (radius, spacings.as_deref())
-        && let Some(hint) = sparse_hint(params, r, no_normal, s)
+        && let Some(hint) = sparse_hint(params, r, no_normal, s, crs::declared(&cloud.meta))
     {
         report.warnings.push(hint);
     }
@@ -552,6 +553,7 @@ fn sparse_hint(
     radius: f32,
     no_normal: usize,
     spacing: &[f32],
+    georeferenced: bool,
 ) -> Option<String> {
     if no_normal * 2 < spacing.len() {
         return None;
@@ -578,10 +580,18 @@ fn sparse_hint(
             format!("To fix it, {radius_fix}"),
         ),
     };
+    // Points a metre or more apart in a file without a coordinate system are as likely millimetres read as
+    // metres (a scanner's or photogrammetry's export) as a sparse survey.
+    let units = if !georeferenced && s >= 1.0 {
+        ". If the file counts in millimetres or centimetres (it declares no coordinate system), scale it to \
+         metres instead (`aerie prepare --scale 0.001` or `0.01`)"
+    } else {
+        ""
+    };
     Some(format!(
         "{share:.0}% of the points have no plane: the scan's points lie about {s:.2} m apart (median spacing), \
          too sparse for {limit}, and the simulator draws points without a plane as small spheres that beams \
-         pass between. {fix}"
+         pass between. {fix}{units}"
     ))
 }
 
@@ -841,9 +851,33 @@ mod tests {
         assert!(w.contains("about 1.90 m apart"), "{w}");
         assert!(w.contains("a resolution of about 1.9 m"), "{w}");
         assert!(w.contains("radius_m of at least 5.7 m"), "{w}");
+        // Points 1.9 apart in a file without a coordinate system may be millimetres.
+        assert!(
+            w.ends_with("(`aerie prepare --scale 0.001` or `0.01`)"),
+            "{w}"
+        );
         // An explicit radius is what to raise.
         let w = at(0.1, Some(0.5), 1.9).expect("a hint");
         assert!(!w.contains("resolution of about"), "{w}");
+        // Below a metre apart, or in a declared coordinate system (an airborne survey), no word of millimetres.
+        let w = at(0.1, None, 0.5).expect("a hint");
+        assert!(
+            w.contains("about 0.50 m apart") && !w.contains("millimetres"),
+            "{w}"
+        );
+        let mut survey = lattice(40, 1.9);
+        survey.meta.crs_wkt = Some("PROJCS[\"UTM\",UNIT[\"metre\",1]]".into());
+        let p = NormalsParams {
+            resolution_m: Some(0.1),
+            ..Default::default()
+        };
+        let r = estimate_normals(&mut survey, &p, &NoProgress).unwrap();
+        let w = r
+            .warnings
+            .iter()
+            .find(|w| w.contains("too sparse"))
+            .expect("a hint");
+        assert!(!w.contains("millimetres"), "{w}");
         // Sampled as finely as the resolution, or given a radius that holds the neighbours: no hint.
         assert_eq!(at(0.1, None, 0.1), None);
         assert_eq!(at(2.0, None, 1.9), None);
