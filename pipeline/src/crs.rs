@@ -31,6 +31,12 @@ impl std::fmt::Display for LinearUnit {
     }
 }
 
+/// Units as one phrase: "foot (0.3048 m)", two of them joined by "and" (heights and grid apart).
+pub fn units_phrase(units: &[LinearUnit]) -> String {
+    let names: Vec<String> = units.iter().map(ToString::to_string).collect();
+    names.join(" and ")
+}
+
 /// A short name of a cloud's CRS: the name in its WKT, or the EPSG code its GeoTIFF keys give.
 pub fn name(meta: &Metadata) -> Option<String> {
     if let Some(wkt) = &meta.crs_wkt {
@@ -62,7 +68,6 @@ pub fn linear_units(meta: &Metadata) -> Vec<LinearUnit> {
 pub fn units_warning(meta: &Metadata) -> Option<String> {
     let units = linear_units(meta);
     let first = units.first()?;
-    let names: Vec<String> = units.iter().map(ToString::to_string).collect();
     let (size, factor) = first.metres.map_or_else(
         || (String::new(), "FACTOR".to_string()),
         |m| {
@@ -77,7 +82,7 @@ pub fn units_warning(meta: &Metadata) -> Option<String> {
          ranges, vehicles): the simulator would see this map{size}. Scale the input to metres (`aerie prepare \
          --scale {factor}`, or a recipe input's transform: docs/user-guide.md, \"Scans in feet\")",
         name(meta).unwrap_or_default(),
-        names.join(" and ")
+        units_phrase(&units)
     ))
 }
 
@@ -328,5 +333,11 @@ mod tests {
         assert!(w.contains("3.28 times its true size"), "{w}");
         assert!(w.contains("aerie prepare --scale 0.3048`"), "{w}");
         assert_eq!(units_warning(&meta(None, vec![])), None);
+        // Grid and heights in two feet: both named.
+        let two = directory(&[[3076, 0, 1, 9002], [4099, 0, 1, 9003]]);
+        assert_eq!(
+            units_phrase(&linear_units(&meta(None, two))),
+            format!("foot (0.3048 m) and US survey foot ({} m)", 1200.0 / 3937.0)
+        );
     }
 }

@@ -209,12 +209,11 @@ impl CloudSummary {
     fn fmt_crs(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.fmt_crs_name(f)?;
         if !self.crs_units.is_empty() {
-            let units: Vec<String> = self.crs_units.iter().map(ToString::to_string).collect();
             writeln!(
                 f,
                 "  units       {}: aerie takes coordinates as metres, scale them before preparing a map \
                  (docs/user-guide.md, \"Scans in feet\")",
-                units.join(" and ")
+                crate::crs::units_phrase(&self.crs_units)
             )?;
         }
         Ok(())

@@ -379,16 +379,13 @@ fn crs_loss(cloud: &Cloud, format: Format) -> Option<String> {
     if keeps || !crate::crs::declared(&cloud.meta) {
         return None;
     }
-    let units: Vec<String> = crate::crs::linear_units(&cloud.meta)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let units = crate::crs::linear_units(&cloud.meta);
     let units = if units.is_empty() {
         String::new()
     } else {
         format!(
             ", and the coordinates are written in its {}",
-            units.join(" and ")
+            crate::crs::units_phrase(&units)
         )
     };
     Some(format!(
