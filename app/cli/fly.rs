@@ -59,6 +59,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     output_folder(&args.output, &mission)?;
     let mcap = args.output.join("flight.mcap");
     flight.record_to(&mcap)?;
+    let (points, uses_index) = (
+        flight.simulator().map().positions.len(),
+        flight.uses_beam_index(),
+    );
+    super::build_beam_index(points, uses_index, args.quiet, || flight.warm_up());
     let bar = progress_bar(flight.end_time(), args.quiet);
     let wall = Instant::now();
     let mut on_frame = |_: &str, _: &aerie_simcore::render::Frame| {};

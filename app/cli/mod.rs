@@ -218,6 +218,39 @@ pub fn open_map(
     Ok(map)
 }
 
+/// Builds the beam renderer's index of the map before the first frame of `scan` and `fly` (when
+/// `uses_index` says a sensor's renderer needs it), so that the frames' times and a flight's real-time factor
+/// are the frames' own; for a large map, the wait is told before it and the time and memory after. `warm_up` builds
+/// it ([`aerie_simcore::Simulator::warm_up`]). Returns the seconds it took.
+pub fn build_beam_index(
+    points: usize,
+    uses_index: bool,
+    quiet: bool,
+    warm_up: impl FnOnce() -> Option<std::sync::Arc<aerie_simcore::render::BeamIndex>>,
+) -> f64 {
+    if !uses_index {
+        return 0.0;
+    }
+    let tell = !quiet && points >= BIG_MAP_POINTS;
+    if tell {
+        eprintln!("building the beam index of the map's {points} points (once per map) ...");
+    }
+    let t = std::time::Instant::now();
+    let index = warm_up();
+    let s = t.elapsed().as_secs_f64();
+    if tell && let Some(index) = index {
+        eprintln!(
+            "beam index built in {s:.2} s ({:.0} MB)",
+            index.memory_bytes() as f64 / 1e6
+        );
+    }
+    s
+}
+
+/// Maps from this many points on are told that their index is being built before it is: about a second per
+/// 3 million points on two cores (docs/benchmarks.md).
+const BIG_MAP_POINTS: usize = 1_000_000;
+
 /// The output file of `convert` and `export`: their last argument, or `-o FILE` as `prepare` and `scan` take it
 /// (a user who has just run those types `-o` here too).
 #[derive(clap::Args, Debug)]

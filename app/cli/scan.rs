@@ -260,14 +260,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let mut merged = Cloud::default();
     let mut total_points = 0usize;
-    // The first frame also builds what the renderer keeps for the map (the beam index: seconds for millions
-    // of points), so it is told apart from the frames after it.
-    let mut render_s = [0.0, 0.0];
+    let (points, uses_index) = (sim.map().positions.len(), sim.uses_beam_index());
+    super::build_beam_index(points, uses_index, args.quiet, || sim.warm_up());
+    let mut render_s = 0.0;
     for k in 0..args.frames {
         let frame_start = sim.frame_start(lidar, t0, k);
         let t = Instant::now();
         let frame = sim.render(lidar, trajectory.as_ref(), frame_start, k)?;
-        render_s[usize::from(k > 0)] += t.elapsed().as_secs_f64();
+        render_s += t.elapsed().as_secs_f64();
         total_points += frame.points.len();
         if k == 0 && frame.points.is_empty() {
             warn_if_outside(&sim.map(), &trajectory.world_from_sensor(frame_start));
@@ -297,45 +297,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     if !args.quiet {
         eprintln!(
-            "{}",
-            render_summary(
-                args.frames,
-                &sensor.name,
-                total_points,
-                render_s,
-                started.elapsed().as_secs_f64()
-            )
+            "{} frames of {}: {} points, rendering {:.1} ms per frame, {:.2} s in all",
+            args.frames,
+            sensor.name,
+            total_points,
+            render_s * 1e3 / args.frames as f64,
+            started.elapsed().as_secs_f64()
         );
         if args.output.is_none() && args.depth_png.is_none() {
             eprintln!("nothing written: give -o FILE (and --depth-png FILE) to keep the scan");
         }
     }
     Ok(())
-}
-
-/// The closing line of a scan: points, the render time of the first frame (which also sets the renderer up for
-/// the map) apart from the mean of the frames after it, and the time in all. `render_s` holds the first
-/// frame's seconds and the sum of the others'.
-fn render_summary(
-    frames: u64,
-    sensor: &str,
-    points: usize,
-    render_s: [f64; 2],
-    all_s: f64,
-) -> String {
-    let first_ms = render_s[0] * 1e3;
-    if frames > 1 {
-        format!(
-            "{frames} frames of {sensor}: {points} points; rendering {:.1} ms per frame after the first, which \
-             took {first_ms:.1} ms with the renderer's set-up for the map; {all_s:.2} s in all",
-            render_s[1] * 1e3 / (frames - 1) as f64
-        )
-    } else {
-        format!(
-            "{frames} frame of {sensor}: {points} points; rendered in {first_ms:.1} ms with the renderer's \
-             set-up for the map (frames after the first take less: --frames N); {all_s:.2} s in all"
-        )
-    }
 }
 
 /// What the arguments ask to keep of frame `k` (`since_first` seconds after the first frame's start): the

@@ -8,6 +8,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 use std::path::Path;
+use std::sync::Arc;
 
 use nalgebra::{Isometry3, Vector3};
 use serde::Serialize;
@@ -15,7 +16,7 @@ use serde::Serialize;
 use crate::control::{Cascaded, CascadedParams, Controller};
 use crate::mission::{self, Goal, Grid, Leg, Mission, PlanError, VehicleSpec};
 use crate::record::{RecordError, Recorder, TrackSample, ros2};
-use crate::render::{Frame, Occluder, RenderParams};
+use crate::render::{BeamIndex, Frame, Occluder, RenderParams};
 use crate::sensor::{PointFields, SensorModel};
 use crate::simulator::{FrameJob, Map, SensorId, SimError, Simulator};
 use crate::trajectory::{Tum, pose_from_xyz_rpy};
@@ -437,16 +438,14 @@ impl Flight {
     }
 
     /// Builds now what the first LiDAR frame would otherwise build (the beam renderer's index of the map), so
-    /// that a benchmark can time setup and flight apart. Changes no output.
-    pub fn warm_up(&mut self) {
-        let ids: Vec<SensorId> = self
-            .crafts
-            .iter()
-            .flat_map(|c| c.sensors.iter().map(|s| s.id))
-            .collect();
-        if ids.into_iter().any(|id| self.sim.wants_index(id)) {
-            self.sim.beam_index();
-        }
+    /// that setup and flight are timed apart ([`Simulator::warm_up`]). Changes no output.
+    pub fn warm_up(&mut self) -> Option<Arc<BeamIndex>> {
+        self.sim.warm_up()
+    }
+
+    /// Whether a LiDAR's renderer uses the beam index of the map ([`Simulator::uses_beam_index`]).
+    pub fn uses_beam_index(&mut self) -> bool {
+        self.sim.uses_beam_index()
     }
 
     /// Wall time spent rendering LiDAR frames so far (occluders, motion and the renderer), seconds; the rest of

@@ -345,6 +345,20 @@ impl Simulator {
             .clone()
     }
 
+    /// Builds now what the first frame would otherwise build: the beam renderer's index of the map, when a
+    /// sensor's renderer uses it (seconds for millions of points), so that the set-up is timed and told apart
+    /// from the frames. Changes no output. The index, when a renderer uses it.
+    pub fn warm_up(&mut self) -> Option<Arc<BeamIndex>> {
+        self.uses_beam_index().then(|| self.beam_index())
+    }
+
+    /// Whether a sensor's renderer uses the beam index of the map (each sensor's renderer is chosen now if it
+    /// was not yet: [`crate::render::Method::Auto`] decides on the first frame and keeps its choice).
+    pub fn uses_beam_index(&mut self) -> bool {
+        let ids: Vec<SensorId> = self.sensor_ids().collect();
+        ids.into_iter().any(|id| self.wants_index(id))
+    }
+
     /// Start time of frame `k` of a sensor whose frames start at `t0_s`.
     pub fn frame_start(&self, id: SensorId, t0_s: f64, k: u64) -> f64 {
         t0_s + k as f64 * self.sensors[id.0].model.frame_period_s()
@@ -495,6 +509,38 @@ mod tests {
                 assert!(g == e, "frame {frame_index} differs");
             }
         }
+    }
+
+    /// Warming up builds the index the first frame would have built, and the frames stay the same; a simulator
+    /// whose renderers all splat builds none.
+    #[test]
+    fn warm_up_builds_the_index_and_changes_no_frame() {
+        let body = Static(pose_from_xyz_rpy(0.5, 0.0, 1.2, 0.0, 0.0, 0.3));
+        let (mut cold, ids) = sim();
+        let (mut warm, _) = sim();
+        assert!(warm.uses_beam_index());
+        assert!(warm.index.is_none());
+        let index = warm.warm_up().expect("the beam renderer's index");
+        assert!(warm.index.as_ref().is_some_and(|i| Arc::ptr_eq(i, &index)));
+        for &id in &ids {
+            let a = cold.render(id, &body, 0.0, 0).unwrap();
+            let b = warm.render(id, &body, 0.0, 0).unwrap();
+            assert!(a.points.len() > 100 && a == b);
+        }
+        let mut splat =
+            Simulator::new(Map::try_from(synthetic_map(2_000, 0.1, 3).unwrap()).unwrap())
+                .with_params(RenderParams {
+                    method: Method::Splat,
+                    ..RenderParams::default()
+                });
+        splat
+            .add_sensor(
+                "avia",
+                SensorModel::preset("avia").unwrap(),
+                Isometry3::identity(),
+            )
+            .unwrap();
+        assert!(!splat.uses_beam_index() && splat.warm_up().is_none() && splat.index.is_none());
     }
 
     /// A trajectory that turns NaN mid-frame is an error naming the sensor and the time, not a frame with no
