@@ -39,6 +39,8 @@ pub struct Snapshot {
     /// Time, altitude (m), speed (m/s), roll, pitch, yaw (degrees) of the first vehicle, every 0.05 s.
     pub plot: Vec<[f64; 6]>,
     pub real_time_factor: f64,
+    /// The beam index of the map is being built (seconds for millions of points) before the first slice.
+    pub preparing: bool,
 }
 
 struct Control {
@@ -150,6 +152,13 @@ fn fly(
     let sensor = sim.sensor_ids().next().map(|id| sim.sensor(id).clone());
     if let Ok(mut s) = shared.lock() {
         s.end = flight.end_time();
+        s.preparing = flight.uses_beam_index();
+    }
+    wake();
+    // Built before the clock starts, so that neither the pacing nor the real-time factor counts it.
+    flight.warm_up();
+    if let Ok(mut s) = shared.lock() {
+        s.preparing = false;
     }
     let mut pace = (Instant::now(), 0.0, ctl.speed_x100.load(Ordering::Relaxed));
     let wall = Instant::now();

@@ -429,10 +429,14 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     controls_ui(app, ui);
     if app.sim.has_flight() {
         let s = &app.sim.snap;
-        ui.label(format!(
-            "t = {:.1} s of {:.1} s, {:.1}x real time",
-            s.t, s.end, s.real_time_factor
-        ));
+        if s.preparing {
+            ui.label("building the map's beam index (once per map) ...");
+        } else {
+            ui.label(format!(
+                "t = {:.1} s of {:.1} s, {:.1}x real time",
+                s.t, s.end, s.real_time_factor
+            ));
+        }
         if let Some(e) = &s.error {
             ui.colored_label(Color32::from_rgb(255, 110, 100), e);
         }
