@@ -281,6 +281,11 @@ fn fly(
             .map_err(|e| Error::io(&mission_path, e))
     })?;
     flight.record_to(&dir.join("flight.mcap"))?;
+    let (points, uses_index) = (
+        flight.simulator().map().positions.len(),
+        flight.uses_beam_index(),
+    );
+    super::build_beam_index(points, uses_index, quiet, || flight.warm_up());
     let bar = if quiet {
         indicatif::ProgressBar::hidden()
     } else {
