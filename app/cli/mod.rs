@@ -218,10 +218,10 @@ pub fn open_map(
     Ok(map)
 }
 
-/// Builds the beam renderer's index of the map before the first frame of `scan` and `fly` (when
-/// `uses_index` says a sensor's renderer needs it), so that the frames' times and a flight's real-time factor
-/// are the frames' own; for a large map, the wait is told before it and the time and memory after. `warm_up` builds
-/// it ([`aerie_simcore::Simulator::warm_up`]). Returns the seconds it took.
+/// Builds the beam renderer's index of the map before the first frame of `scan`, `fly` and the demo's flight
+/// (when `uses_index` says a sensor's renderer needs it), so that the frames' times and a flight's real-time
+/// factor are the frames' own; for a large map, the wait is told before it and the time and memory after.
+/// `warm_up` builds it ([`aerie_simcore::Simulator::warm_up`]). Returns the seconds it took.
 pub fn build_beam_index(
     points: usize,
     uses_index: bool,
