@@ -879,11 +879,27 @@ pub(crate) fn render(
     (0..ctx.beams.len())
         .into_par_iter()
         .with_min_len(64)
-        .map(|i| {
+        .map_init(Scratch::new, |scratch, i| {
             let ray = ctx.ray(i);
-            ctx.occlude_beam(ray, cast(ctx, index, bound.as_ref(), ray), occluders)
+            let hit = cast(ctx, index, bound.as_ref(), ray, scratch);
+            ctx.occlude_beam(ray, hit, occluders)
         })
         .collect()
+}
+
+/// What a beam's march writes as it goes, kept per thread and reused by its beams.
+struct Scratch {
+    layer: Layer,
+    listed: [u32; SCREENED],
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            layer: Layer::new((0.0, 0.0)),
+            listed: [0; SCREENED],
+        }
+    }
 }
 
 /// What every disk test of one beam shares.
@@ -919,6 +935,7 @@ fn cast(
     index: &BeamIndex,
     bound: Option<&RangeBound>,
     ray: ([f32; 3], [f32; 3]),
+    scratch: &mut Scratch,
 ) -> Option<Hit> {
     let t_max = ctx.reach + index.disk_reach();
     let (near, far) = bound.map_or((0.0, f32::INFINITY), |b| b.at(ray.1));
@@ -927,7 +944,14 @@ fn cast(
     if !(near <= end) {
         return None;
     }
-    march(index, ray, (near, end), ctx.planes, ctx.layer_window())
+    march(
+        index,
+        ray,
+        (near, end),
+        ctx.planes,
+        ctx.layer_window(),
+        scratch,
+    )
 }
 
 /// The hit of the ray `(o, u)` (unit `u`) within the ray parameters `span` (the march starts and ends there;
@@ -939,6 +963,7 @@ fn march(
     span: (f32, f32),
     planes: bool,
     window: (f32, f32),
+    scratch: &mut Scratch,
 ) -> Option<Hit> {
     let inv = u.map(|c| 1.0 / c);
     let bc = BLOCK as f32 * index.cell;
@@ -953,8 +978,11 @@ fn march(
         return None;
     }
     let ray = RayCtx::new(index, o, u, planes);
-    let mut best = Layer::new(window);
-    let mut listed = [0u32; SCREENED];
+    let Scratch {
+        layer: best,
+        listed,
+    } = scratch;
+    best.reset(window);
     let inv_bc = 1.0 / bc;
     let mut outer = Dda::new(o, u, inv, t_start, lo, [bc; 3], [inv_bc; 3], td);
     let mut t_enter = t_start;
@@ -981,8 +1009,8 @@ fn march(
                 inv,
                 t_enter,
                 t_end,
-                &mut best,
-                &mut listed,
+                best,
+                listed,
             );
         }
         if best.limit() <= exit || exit > t_end || !outer.advance(td) {
@@ -1334,7 +1362,14 @@ mod tests {
             let u = [h * a.cos(), h * a.sin(), z];
             let window = (2.0, 0.1);
             for planes in [true, false] {
-                let marched = march(&index, (o, u), (0.0, 100.0), planes, window);
+                let marched = march(
+                    &index,
+                    (o, u),
+                    (0.0, 100.0),
+                    planes,
+                    window,
+                    &mut Scratch::new(),
+                );
                 let ray = RayCtx::new(&index, o, u, planes);
                 let mut every = Layer::new(window);
                 let mut listed = Vec::new();
@@ -1389,6 +1424,7 @@ mod tests {
             ] {
                 let frame = (centre, spread, reach);
                 let bound = RangeBound::build(&index, frame, 0x3f, 64, cells_within);
+                let mut scratch = Scratch::new();
                 for i in 0..400 {
                     // A beam origin within the spread, a direction anywhere.
                     let e = [rnd() - 0.5, rnd() - 0.5, rnd() - 0.5];
@@ -1398,9 +1434,16 @@ mod tests {
                     let az = rnd() * std::f32::consts::TAU;
                     let h = (1.0 - z * z).sqrt();
                     let u = [h * az.cos(), h * az.sin(), z];
-                    let whole = march(&index, (o, u), (0.0, reach), true, (2.0, 0.1));
+                    let whole = march(&index, (o, u), (0.0, reach), true, (2.0, 0.1), &mut scratch);
                     let (near, far) = bound.at(u);
-                    let bounded = march(&index, (o, u), (near, far.min(reach)), true, (2.0, 0.1));
+                    let bounded = march(
+                        &index,
+                        (o, u),
+                        (near, far.min(reach)),
+                        true,
+                        (2.0, 0.1),
+                        &mut scratch,
+                    );
                     assert_eq!(
                         whole, bounded,
                         "origin {k}, beam {i} from {o:?} along {u:?}"
