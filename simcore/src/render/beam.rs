@@ -187,10 +187,10 @@ pub struct BeamIndex {
     column_top: Vec<i32>,
     /// Per slot, its block.
     slot_blocks: Vec<u32>,
-    /// Per slot, `BLOCK_CELLS` cell starts into `packs` (plus one final end).
+    /// Per slot, `BLOCK_CELLS` cell starts into `packs` (plus one final end), each with the cell's radius
+    /// class above [`START_BITS`] when `folded` (see [`fold_classes`]).
     starts: Vec<u32>,
-    /// Per slot cell, the largest radius class of the points listed there: the cell's screening radius.
-    cell_class: Vec<u8>,
+    folded: bool,
     /// The largest disk radius of the map.
     rho_max: f32,
     /// Per slot, one bit per cell, set where the cell holds points. A beam crosses mostly empty cells; this
@@ -290,6 +290,7 @@ impl BeamIndex {
             .filter(|(_, b)| b.slot != EMPTY)
             .map(|(b, _)| b as u32)
             .collect();
+        let (starts, folded) = fold_classes(cells.starts, &cells.class);
         BeamIndex {
             rho,
             lo,
@@ -299,8 +300,8 @@ impl BeamIndex {
             top,
             column_top,
             slot_blocks,
-            starts: cells.starts,
-            cell_class: cells.class,
+            starts,
+            folded,
             rho_max,
             occupied: cells.occupied,
             cell_box,
@@ -613,6 +614,26 @@ impl CellTables {
             boxes,
         }
     }
+}
+
+/// Bits of a cell start that hold its first pack; the cell's radius class sits above them, so that the march
+/// reads a cell's packs and its screening radius with one load (a table of classes apart was one more cache
+/// line per occupied cell, docs/benchmarks.md 2026-11-30).
+const START_BITS: u32 = 28;
+const START_MASK: u32 = (1 << START_BITS) - 1;
+
+/// Cell starts (`starts`, one per slot cell plus the end) with each cell's radius class (`class`) folded in
+/// above [`START_BITS`], and whether they could be: an index of 2^28 packs or more (over a billion listed
+/// points) keeps its starts whole, and the march then screens every cell with the widest class (more points
+/// screened, the same hits).
+fn fold_classes(mut starts: Vec<u32>, class: &[u8]) -> (Vec<u32>, bool) {
+    if starts.last().is_some_and(|&n| n > START_MASK) {
+        return (starts, false);
+    }
+    for (s, &c) in starts.iter_mut().zip(class) {
+        *s |= u32::from(c) << START_BITS;
+    }
+    (starts, true)
 }
 
 /// The points, cell by cell in key order, four to a pack, with what only a hit reads beside them. Parallel: the
@@ -1075,13 +1096,17 @@ fn trace_block(
         let [x, y, z] = dda.cell;
         let local = ((z * BLOCK + y) * BLOCK + x) as usize;
         let occupied = occupancy.0[local / 64 % 8] & (1u64 << (local % 64)) != 0;
-        if occupied && let (Some(&a), Some(&b)) = (starts.get(local), starts.get(local + 1)) {
+        if occupied && let (Some(&start), Some(&end)) = (starts.get(local), starts.get(local + 1)) {
             // A beam within 30 degrees of horizontal skips the cell's packs (sorted by height) outside its
             // height range in the cell, and so does a steeper one whose range there is short (it clips the
             // cell); other steep beams walk every pack, which keeps the two tests below predictable where
             // they would cut nothing (a steep beam over flat ground). The first and last packs of the range
             // are found by walking: a binary search's scattered loads cost more than it saved.
-            let class = index.cell_class.get(base + local).copied().unwrap_or(0);
+            let (a, b, class) = if index.folded {
+                (start & START_MASK, end & START_MASK, start >> START_BITS)
+            } else {
+                (start, end, CLASS_MASK as u32)
+            };
             let r = SCREEN_SLACK * index.rho * disks::scale_of(class.into());
             let margin = r + 1e-3 * c;
             let z0 = ray.o[2] + t_in * ray.u[2];
@@ -1345,7 +1370,7 @@ mod tests {
     fn the_march_finds_what_testing_every_point_finds() {
         let index = room_index(7);
         // The random sampling leaves parts of the walls sparser than r_map: some disks are wider.
-        assert!(index.cell_class.iter().any(|&c| c > 0));
+        assert!(index.starts.iter().any(|&s| s >> START_BITS > 0));
         let mut rng = BeamRng::new(11, 0, 0);
         let mut rnd = move || rng.uniform_open0() as f32;
         let (mut hits, mut flat) = (0, 0);
