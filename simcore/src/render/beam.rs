@@ -31,6 +31,7 @@ use aerie_pipeline::lanes::{COMPACT, LANES};
 use aerie_pipeline::map::{Bucket, MapView};
 
 use super::bound::RangeBound;
+use super::pages::HugeVec;
 use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, disks, dot, gamma_mm, max_of, min_of};
 
 /// Fine cell edge in units of r_map: ~64 points of a surface per cell, each listed in ~1.5 cells. Measured
@@ -109,7 +110,7 @@ fn normal_direction(v: u32) -> [f32; 3] {
 /// pack's size sets most of the
 /// index's memory (43 bytes per map point of the tiled map; 111 with decoded normals and 4 r_map cells). A cell's
 /// last pack is padded with NaN coordinates, which fail every test.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C, align(64))]
 struct Pack {
     x: [f32; LANES],
@@ -138,7 +139,8 @@ fn sort_cells_by_height(keys: &mut [u64], positions: &[[f32; 3]]) {
 }
 
 /// What only a hit offered to the beam's layer reads of a pack's points (one entry per pack, same index).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
 struct PackInfo {
     /// Index of each point in the map.
     idx: [u32; LANES],
@@ -189,7 +191,7 @@ pub struct BeamIndex {
     slot_blocks: Vec<u32>,
     /// Per slot, `BLOCK_CELLS` cell starts into `packs` (plus one final end), each with the cell's radius
     /// class above [`START_BITS`] when `folded` (see [`fold_classes`]).
-    starts: Vec<u32>,
+    starts: HugeVec<u32>,
     folded: bool,
     /// The largest disk radius of the map.
     rho_max: f32,
@@ -198,12 +200,12 @@ pub struct BeamIndex {
     occupied: Vec<Occupancy>,
     /// Per slot cell, the box within the cell that its points' disks reach, in 1/255 of the cell edge (min
     /// and max per axis, rounded outwards): every hit in the cell lies in it. What [`super::bound`] projects.
-    cell_box: Vec<[u8; 6]>,
+    cell_box: HugeVec<[u8; 6]>,
     /// Points grouped by fine cell (a point appears in every cell its disk can reach), then by height, four
     /// to a pack.
-    packs: Vec<Pack>,
+    packs: HugeVec<Pack>,
     /// Per pack, its points' map indices and plane thicknesses.
-    infos: Vec<PackInfo>,
+    infos: HugeVec<PackInfo>,
     /// Plane thickness below which the packed normals say "planar".
     gamma_max: f32,
 }
@@ -300,11 +302,11 @@ impl BeamIndex {
             top,
             column_top,
             slot_blocks,
-            starts,
+            starts: HugeVec::from_slice(&starts),
             folded,
             rho_max,
             occupied: cells.occupied,
-            cell_box,
+            cell_box: HugeVec::from_slice(&cell_box),
             packs,
             infos,
             gamma_max,
@@ -646,10 +648,10 @@ fn fill_packs(
     starts: &[u32],
     gamma_max: f32,
     class_at: impl Fn(usize) -> u8 + Sync,
-) -> (Vec<Pack>, Vec<PackInfo>) {
+) -> (HugeVec<Pack>, HugeVec<PackInfo>) {
     let n_packs = starts.last().copied().unwrap_or(0) as usize;
-    let mut packs = vec![EMPTY_PACK; n_packs];
-    let mut infos = vec![EMPTY_INFO; n_packs];
+    let mut packs = HugeVec::filled(n_packs, EMPTY_PACK);
+    let mut infos = HugeVec::filled(n_packs, EMPTY_INFO);
     let first_pack = |k: usize| {
         keys.get(k)
             .and_then(|&key| cell_slot(top, key))
@@ -1107,7 +1109,7 @@ fn trace_block(
             } else {
                 (start, end, CLASS_MASK as u32)
             };
-            let r = SCREEN_SLACK * index.rho * disks::scale_of(class.into());
+            let r = SCREEN_SLACK * index.rho * disks::scale_of(class);
             let margin = r + 1e-3 * c;
             let z0 = ray.o[2] + t_in * ray.u[2];
             let z1 = ray.o[2] + min_of(dda.exit(), t_end) * ray.u[2];

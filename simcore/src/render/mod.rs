@@ -39,6 +39,7 @@ mod disks;
 mod frame;
 mod layer;
 mod motion;
+mod pages;
 mod splat;
 mod vec3;
 
