@@ -13,6 +13,7 @@ use std::ops::{Deref, DerefMut};
 
 use bytemuck::Pod;
 use memmap2::{MmapMut, MmapOptions};
+use rayon::prelude::*;
 
 /// Tables smaller than one huge page stay on the heap.
 const HUGE_PAGE: usize = 2 << 20;
@@ -28,7 +29,7 @@ enum Storage<T> {
     Heap(Vec<T>),
 }
 
-impl<T: Pod> HugeVec<T> {
+impl<T: Pod + Send + Sync> HugeVec<T> {
     /// `len` copies of `value`.
     pub fn filled(len: usize, value: T) -> HugeVec<T> {
         let bytes = len.saturating_mul(size_of::<T>());
@@ -57,9 +58,12 @@ impl<T: Pod> HugeVec<T> {
         // Advice only: where THP is off, the mapping keeps small pages and works the same.
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
+        // Filled on every core: the first touch of each page (a 2 MiB page is zeroed, and may wait on the
+        // kernel compacting memory to find one) is most of the cost.
         bytemuck::try_cast_slice_mut::<u8, T>(&mut map[..])
             .ok()?
-            .fill(value);
+            .par_chunks_mut((HUGE_PAGE / size_of::<T>().max(1)).max(1))
+            .for_each(|c| c.fill(value));
         Some(map)
     }
 }
