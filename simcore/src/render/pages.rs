@@ -3,7 +3,7 @@
 //! Why: a beam reads a few cache lines in each of a dozen cells spread over the index's hundreds of megabytes,
 //! so with 4 KiB pages nearly every cell it enters costs a TLB miss and a page walk (a two-level one in a
 //! virtual machine). Backed by 2 MiB pages, the ~245 MB of packs of the tiled lone_star map need ~120 TLB
-//! entries, and Avia and OS1-128 frames there take ~10% less time (docs/benchmarks.md, 2026-11-30). Linux
+//! entries, and frames there take 3-5% (Avia) and ~9% (OS1-128) less time (docs/benchmarks.md, stop 54). Linux
 //! backs an allocation with huge pages unasked only where THP is set to `always`; most systems set `madvise`,
 //! so a large table is mapped anonymously and advised (`MADV_HUGEPAGE`). Elsewhere, or where mapping fails, a
 //! plain `Vec` holds it; the contents are the same either way.
