@@ -1365,6 +1365,42 @@ mod tests {
         })
     }
 
+    /// An index too large to fold the radius classes into its cell starts (2^28 packs or more) keeps them
+    /// whole and screens every cell with the widest class: the same hits as the folded index.
+    #[test]
+    fn unfolded_cell_starts_find_the_same_hits() {
+        let folded = room_index(7);
+        let mut whole = room_index(7);
+        assert!(folded.folded);
+        for s in whole.starts.iter_mut() {
+            *s &= START_MASK;
+        }
+        whole.folded = false;
+        let (small, _) = fold_classes(vec![0, 4, START_MASK], &[1, 2]);
+        assert_eq!(small, [1 << START_BITS, 4 | 2 << START_BITS, START_MASK]);
+        assert_eq!(
+            fold_classes(vec![0, START_MASK + 1], &[3]),
+            (vec![0, START_MASK + 1], false)
+        );
+        let mut rng = BeamRng::new(5, 0, 0);
+        let mut rnd = move || rng.uniform_open0() as f32;
+        let mut scratch = Scratch::new();
+        let mut hits = 0;
+        for _ in 0..1000 {
+            let o = [1.0 + rnd() * 8.0, 1.0 + rnd() * 6.0, 0.3 + rnd() * 2.4];
+            let z = rnd() * 2.0 - 1.0;
+            let a = rnd() * std::f32::consts::TAU;
+            let h = (1.0 - z * z).sqrt();
+            let u = [h * a.cos(), h * a.sin(), z];
+            let window = (2.0, 0.1);
+            let expected = march(&folded, (o, u), (0.0, 100.0), true, window, &mut scratch);
+            let got = march(&whole, (o, u), (0.0, 100.0), true, window, &mut scratch);
+            assert_eq!(got, expected, "from {o:?} along {u:?}");
+            hits += usize::from(got.is_some());
+        }
+        assert!(hits > 900, "{hits} of 1000 beams hit the room");
+    }
+
     /// Every beam's hit through the march equals the hit of a layer offered every point of the index: the
     /// march's early exit and its cuts (empty blocks and cells, packs outside the height range of a flat beam
     /// or of a steep one that clips a cell) never drop a hit that matters.
