@@ -354,6 +354,12 @@ fn command_line_slips_are_told() {
         "{}",
         stderr(&over)
     );
+    // The closing line gives the frames' own time (the beam index is built before the first frame's clock).
+    assert!(
+        stderr(&over).contains("1 frame of os0_64: ") && stderr(&over).contains(" ms per frame, "),
+        "{}",
+        stderr(&over)
+    );
 }
 
 /// The flagship demo as a user first runs it: every step done, and a flight through the forest and the building

@@ -221,15 +221,15 @@ pub fn open_map(
 /// Builds the beam renderer's index of the map before the first frame of `scan`, `fly` and the demo's flight
 /// (when `uses_index` says a sensor's renderer needs it), so that the frames' times and a flight's real-time
 /// factor are the frames' own; for a large map, the wait is told before it and the time and memory after.
-/// `warm_up` builds it ([`aerie_simcore::Simulator::warm_up`]). Returns the seconds it took.
+/// `warm_up` builds it ([`aerie_simcore::Simulator::warm_up`]).
 pub fn build_beam_index(
     points: usize,
     uses_index: bool,
     quiet: bool,
     warm_up: impl FnOnce() -> Option<std::sync::Arc<aerie_simcore::render::BeamIndex>>,
-) -> f64 {
+) {
     if !uses_index {
-        return 0.0;
+        return;
     }
     let tell = !quiet && points >= BIG_MAP_POINTS;
     if tell {
@@ -237,14 +237,13 @@ pub fn build_beam_index(
     }
     let t = std::time::Instant::now();
     let index = warm_up();
-    let s = t.elapsed().as_secs_f64();
     if tell && let Some(index) = index {
         eprintln!(
-            "beam index built in {s:.2} s ({:.0} MB)",
+            "beam index built in {:.2} s ({:.0} MB)",
+            t.elapsed().as_secs_f64(),
             index.memory_bytes() as f64 / 1e6
         );
     }
-    s
 }
 
 /// Maps from this many points on are told that their index is being built before it is: about a second per

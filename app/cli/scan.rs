@@ -297,8 +297,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     if !args.quiet {
         eprintln!(
-            "{} frames of {}: {} points, rendering {:.1} ms per frame, {:.2} s in all",
+            "{} frame{} of {}: {} points, rendering {:.1} ms per frame, {:.2} s in all",
             args.frames,
+            if args.frames == 1 { "" } else { "s" },
             sensor.name,
             total_points,
             render_s * 1e3 / args.frames as f64,
