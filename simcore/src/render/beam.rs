@@ -926,7 +926,11 @@ impl Scratch {
 }
 
 /// What every disk test of one beam shares.
-struct RayCtx {
+struct RayCtx<'a> {
+    /// The index's packs and their infos, taken from their tables once per beam (each look-through of a
+    /// [`HugeVec`] checks its mapping's cast).
+    packs: &'a [Pack],
+    infos: &'a [PackInfo],
     o: [f32; 3],
     u: [f32; 3],
     /// Squared disk radius of class 0 (rho^2).
@@ -938,9 +942,11 @@ struct RayCtx {
     planes: bool,
 }
 
-impl RayCtx {
-    fn new(index: &BeamIndex, o: [f32; 3], u: [f32; 3], planes: bool) -> RayCtx {
+impl RayCtx<'_> {
+    fn new(index: &BeamIndex, o: [f32; 3], u: [f32; 3], planes: bool) -> RayCtx<'_> {
         RayCtx {
+            packs: &index.packs,
+            infos: &index.infos,
             o,
             u,
             rho2: index.rho * index.rho,
@@ -1123,7 +1129,7 @@ fn trace_block(
             // only those that pass advance the end), then test them exactly, in pack and lane order.
             let (a, b) = (a as usize, b as usize);
             let mut n = 0usize;
-            for (at, pack) in (a..b).zip(index.packs.get(a..b).unwrap_or(&[])) {
+            for (at, pack) in (a..b).zip(ray.packs.get(a..b).unwrap_or(&[])) {
                 // A partial last pack's padding is NaN: never skipped by the second test.
                 if pack.z[0] > zhi {
                     break;
@@ -1132,7 +1138,7 @@ fn trace_block(
                     continue;
                 }
                 if n > SCREENED - LANES {
-                    test_listed(ray, index, &listed[..n], t_end, best);
+                    test_listed(ray, &listed[..n], t_end, best);
                     n = 0;
                 }
                 // n <= SCREENED - LANES here (the flush above), so the store always fits.
@@ -1143,7 +1149,7 @@ fn trace_block(
                 }
                 n += count as usize;
             }
-            test_listed(ray, index, &listed[..n], t_end, best);
+            test_listed(ray, &listed[..n], t_end, best);
         }
         let exit = dda.exit();
         if best.limit() <= exit || exit > tb || !dda.advance(dims) {
@@ -1166,10 +1172,10 @@ const SCREENED: usize = 64;
 /// offset, projection and distance to the ray are recomputed with the operations of [`screen`] in the same
 /// order (the same values), which costs less than storing every lane's for the few that pass.
 #[inline(always)]
-fn test_listed(ray: &RayCtx, index: &BeamIndex, listed: &[u32], t_end: f32, best: &mut Layer) {
+fn test_listed(ray: &RayCtx, listed: &[u32], t_end: f32, best: &mut Layer) {
     for &code in listed {
         let (at, j) = ((code >> 2) as usize, (code & 3) as usize);
-        let Some(pack) = index.packs.get(at) else {
+        let Some(pack) = ray.packs.get(at) else {
             continue;
         };
         let lane = |v: &[f32; LANES]| v.get(j).copied().unwrap_or(f32::NAN);
@@ -1187,7 +1193,7 @@ fn test_listed(ray: &RayCtx, index: &BeamIndex, listed: &[u32], t_end: f32, best
         };
         if let Some((t, cos, off2)) = disk_hit(ray, word, rel, tp, perp2)
             && t <= t_end
-            && let Some(info) = index.infos.get(at)
+            && let Some(info) = ray.infos.get(at)
             && let (Some(&idx), Some(&gamma)) = (info.idx.get(j), info.gamma.get(j))
         {
             // The footprint weight falls to the rim of a disk of rho, whatever the disk's own radius: where
@@ -1444,7 +1450,7 @@ mod tests {
                             .map(|j| (at as u32) << 2 | j),
                     );
                 }
-                test_listed(&ray, &index, &listed, 100.0, &mut every);
+                test_listed(&ray, &listed, 100.0, &mut every);
                 assert_eq!(
                     marched,
                     every.resolve(),
