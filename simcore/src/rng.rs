@@ -67,7 +67,7 @@ impl BeamRng {
         ((self.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
-    /// One standard normal sample, [`inverse_normal_cdf`] of one uniform draw: one draw per sample and no
+    /// One standard normal sample (never below -[`NORMAL_DRAW_MAX`]), [`inverse_normal_cdf`] of one uniform draw: one draw per sample and no
     /// libm call in 95% of draws, where Box-Muller takes a logarithm and a sine and cosine per pair (the
     /// renderer draws one or three per beam, so half a pair went unused).
     #[inline]
@@ -84,6 +84,10 @@ impl BeamRng {
         (r * a.cos(), r * a.sin())
     }
 }
+
+/// A bound on how far below zero [`BeamRng::normal`] draws: the quantile of its smallest uniform draw,
+/// 2^-53, is about -8.2.
+pub(crate) const NORMAL_DRAW_MAX: f64 = 8.5;
 
 /// The standard normal quantile of `p` in (0, 1], by Acklam's rational approximation: relative error below
 /// 1.2e-9 (checked against scipy's `norm.ppf`), a logarithm and a square root only in the tails
@@ -193,6 +197,16 @@ mod tests {
         for p in [0.02425, 0.97575] {
             let (lo, hi) = (inverse_normal_cdf(p - 1e-12), inverse_normal_cdf(p + 1e-12));
             assert!(hi > lo && hi - lo < 1e-7, "{p}: {lo} {hi}");
+        }
+        // The lowest draw: the smallest uniform, 2^-53, and the lower tail rising from it.
+        let p_min = 1.0 / (1u64 << 53) as f64;
+        let lowest = inverse_normal_cdf(p_min);
+        assert!(lowest > -NORMAL_DRAW_MAX && lowest < -8.0, "{lowest}");
+        let mut prev = lowest;
+        for k in 1..=52 {
+            let x = inverse_normal_cdf(p_min * 2f64.powi(k) * 0.75);
+            assert!(x > prev, "{k}: {x} after {prev}");
+            prev = x;
         }
     }
 

@@ -208,6 +208,8 @@ pub struct BeamIndex {
     infos: HugeVec<PackInfo>,
     /// Plane thickness below which the packed normals say "planar".
     gamma_max: f32,
+    /// The largest reflectance of the map's points ([`BeamIndex::max_reflectance`]).
+    max_reflectance: Option<f32>,
 }
 
 fn r_map_of(map: &MapView) -> f32 {
@@ -310,6 +312,12 @@ impl BeamIndex {
             packs,
             infos,
             gamma_max,
+            max_reflectance: map.reflectance.map(|r| {
+                r.par_iter()
+                    .copied()
+                    .filter(|v| !v.is_nan())
+                    .reduce(|| 0.0, f32::max)
+            }),
         }
     }
 
@@ -319,6 +327,11 @@ impl BeamIndex {
             .iter()
             .enumerate()
             .map(|(slot, &block)| (block as usize, slot as u32))
+    }
+
+    /// The largest reflectance of the map's points (NaN left out, infinity kept), `None` without the column.
+    pub(crate) fn max_reflectance(&self) -> Option<f32> {
+        self.max_reflectance
     }
 
     /// How far past a sensor's range a beam is marched: the widest disk's radius.
@@ -898,13 +911,15 @@ pub(crate) fn render(
     index: &BeamIndex,
     occluders: &[&dyn Occluder],
 ) -> Vec<Option<Hit>> {
-    let bound = RangeBound::for_frame(ctx, index);
+    // Hits beyond what the sensor can detect in this map are never returned; the widest disk's radius past it.
+    let reach = ctx.map_reach(index.max_reflectance()) + index.disk_reach();
+    let bound = RangeBound::for_frame(ctx, index, reach);
     (0..ctx.beams.len())
         .into_par_iter()
         .with_min_len(64)
         .map_init(Scratch::new, |scratch, i| {
             let ray = ctx.ray(i);
-            let hit = cast(ctx, index, bound.as_ref(), ray, scratch);
+            let hit = cast(ctx, index, (bound.as_ref(), reach), ray, scratch);
             ctx.occlude_beam(ray, hit, occluders)
         })
         .collect()
@@ -957,16 +972,15 @@ impl RayCtx<'_> {
     }
 }
 
-/// The beam's hit, marched over the span of range in which `bound` (when there is one) says it can meet the
-/// map.
+/// The beam's hit up to ray parameter `t_max`, marched over the span of range in which `bound` (when there is
+/// one) says it can meet the map.
 fn cast(
     ctx: &Ctx,
     index: &BeamIndex,
-    bound: Option<&RangeBound>,
+    (bound, t_max): (Option<&RangeBound>, f32),
     ray: ([f32; 3], [f32; 3]),
     scratch: &mut Scratch,
 ) -> Option<Hit> {
-    let t_max = ctx.reach + index.disk_reach();
     let (near, far) = bound.map_or((0.0, f32::INFINITY), |b| b.at(ray.1));
     let end = far.min(t_max);
     // Most of a frame's misses end here, before the march's setup.

@@ -59,12 +59,13 @@ pub(crate) struct RangeBound {
 const NONE: u8 = u8::MAX;
 
 impl RangeBound {
-    /// The bound for this frame, or `None` when the frame has too few beams for it to pay.
-    pub fn for_frame(ctx: &Ctx, index: &BeamIndex) -> Option<RangeBound> {
+    /// The bound for this frame's beams, marched up to `reach`, or `None` when the frame has too few beams for
+    /// it to pay.
+    pub fn for_frame(ctx: &Ctx, index: &BeamIndex, reach: f32) -> Option<RangeBound> {
         let beams = ctx.beams.len();
         let (origin, spread) = ctx.origin_spread();
         // Blocks beyond the beams' reach hold no hit they could return (`beam::cast` ends there too).
-        let blocks = NearBlocks::within(index, origin, spread, ctx.reach + index.disk_reach());
+        let blocks = NearBlocks::within(index, origin, spread, reach);
         if beams < MIN_BEAMS_PER_BLOCK * blocks.0.len() {
             return None;
         }

@@ -84,6 +84,26 @@ impl Physics {
         }
     }
 
+    /// The farthest a surface of reflectance at most `r0_max` is detected, metres, or `None` when nothing
+    /// bounds it (no published range, a datasheet whose range falls with the reflectivity, an infinite
+    /// reflectance): the detection range of the brightest such surface seen head-on (the reflectivity is the
+    /// reflectance times cos(incidence) <= 1, and the range grows with it), a little beyond so that rounding
+    /// never makes [`Physics::detects`] say yes past it.
+    pub fn detection_limit_m(&self, r0_max: f32) -> Option<f32> {
+        let (d10, d80) = (self.range_10pct_m, self.range_80pct_m);
+        if r0_max.is_nan() || (d10 > 0.0 && d80 > 0.0 && d80 < d10) {
+            return None;
+        }
+        let limit = self.detection_range_m(r0_max)?;
+        // `detects` says yes within d10 for 10% or more without the power function.
+        let limit = if d10 > 0.0 && r0_max >= 0.1 {
+            limit.max(d10)
+        } else {
+            limit
+        };
+        limit.is_finite().then_some(limit * (1.0 + 1e-4))
+    }
+
     /// Whether a surface of effective reflectivity `r` at range `d` metres is detected: within
     /// [`Physics::detection_range_m`] (always, when the model has none). The same answer as comparing with
     /// that range, without its power function for a surface of 10% or more within the range at 10%, where the
@@ -431,6 +451,55 @@ mod tests {
                 ph.detects(f32::NAN, 1.0),
                 ph.detection_range_m(f32::NAN).is_none_or(|l| 1.0 <= l)
             );
+        }
+    }
+
+    /// No surface of reflectance up to r0_max, at any incidence, is detected beyond `detection_limit_m`
+    /// (the beam renderer marches no farther); where it gives none, some such surface is detected farther
+    /// than any finite limit could allow, or the model has no range at all.
+    #[test]
+    fn nothing_is_detected_beyond_the_detection_limit() {
+        let base = SensorModel::preset("os1_128").unwrap().physics;
+        for (d10, d80) in [
+            (40.0, 120.0),
+            (190.0, 450.0),
+            (35.0, 75.0),
+            (60.0, 0.0),
+            (0.0, 100.0),
+            (0.0, 0.0),
+            (80.0, 50.0),
+        ] {
+            let ph = Physics {
+                range_10pct_m: d10,
+                range_80pct_m: d80,
+                ..base.clone()
+            };
+            for r0_max in [0.05f32, 0.1, 0.3, 0.5, 0.8, 1.0, 2.5] {
+                let Some(limit) = ph.detection_limit_m(r0_max) else {
+                    assert!(
+                        (d10 <= 0.0 && d80 <= 0.0) || d80 < d10,
+                        "d10 {d10} d80 {d80} r0 {r0_max}"
+                    );
+                    continue;
+                };
+                assert!(limit < 1.01 * ph.detection_range_m(r0_max).unwrap().max(d10));
+                for i in 0..=1000 {
+                    // Reflectivities up to r0_max, the last one exactly, and ranges just past the limit.
+                    let r = r0_max * i as f32 / 1000.0;
+                    for d in [
+                        limit as f64 + 1e-6,
+                        limit as f64 * 1.001,
+                        2.0 * limit as f64,
+                    ] {
+                        assert!(
+                            !ph.detects(r, d),
+                            "d10 {d10} d80 {d80} r0 {r0_max} r {r} d {d}"
+                        );
+                    }
+                }
+            }
+            assert_eq!(ph.detection_limit_m(f32::NAN), None);
+            assert_eq!(ph.detection_limit_m(f32::INFINITY), None);
         }
     }
 
