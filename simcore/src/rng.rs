@@ -67,8 +67,8 @@ impl BeamRng {
         ((self.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
-    /// One standard normal sample (never below -[`NORMAL_DRAW_MAX`]), [`inverse_normal_cdf`] of one uniform draw: one draw per sample and no
-    /// libm call in 95% of draws, where Box-Muller takes a logarithm and a sine and cosine per pair (the
+    /// One standard normal sample (never below -[`NORMAL_DRAW_MAX`]), [`inverse_normal_cdf`] of one uniform
+    /// draw: one draw per sample and no libm call in 95% of draws, where Box-Muller takes a logarithm and a sine and cosine per pair (the
     /// renderer draws one or three per beam, so half a pair went unused).
     #[inline]
     pub(crate) fn normal(&mut self) -> f64 {

@@ -91,6 +91,7 @@ impl Physics {
     /// never makes [`Physics::detects`] say yes past it.
     pub fn detection_limit_m(&self, r0_max: f32) -> Option<f32> {
         let (d10, d80) = (self.range_10pct_m, self.range_80pct_m);
+        // NaN first: `detection_range_m` clamps it to 0.
         if r0_max.is_nan() || (d10 > 0.0 && d80 > 0.0 && d80 < d10) {
             return None;
         }
@@ -416,23 +417,33 @@ pub(crate) fn check_finite(field: &str, value: f32) -> Result<(), SensorError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn detects_agrees_with_the_detection_range() {
-        let base = SensorModel::preset("avia").unwrap().physics;
-        // Both ranges, one of them, none, and a datasheet whose 80% range is the shorter.
-        for (d10, d80) in [
+    /// Datasheet ranges at 10% and 80% (0: not published): both, one of them, none, and a datasheet whose
+    /// 80% range is the shorter; each as the physics of a preset otherwise.
+    fn datasheets() -> impl Iterator<Item = (f32, f32, Physics)> {
+        let base = SensorModel::preset("os1_128").unwrap().physics;
+        [
             (190.0, 450.0),
             (40.0, 120.0),
+            (35.0, 75.0),
             (60.0, 0.0),
             (0.0, 90.0),
             (0.0, 0.0),
             (80.0, 50.0),
-        ] {
+        ]
+        .into_iter()
+        .map(move |(d10, d80)| {
             let ph = Physics {
                 range_10pct_m: d10,
                 range_80pct_m: d80,
                 ..base.clone()
             };
+            (d10, d80, ph)
+        })
+    }
+
+    #[test]
+    fn detects_agrees_with_the_detection_range() {
+        for (d10, d80, ph) in datasheets() {
             for i in 0..=120 {
                 let r = i as f32 / 100.0;
                 for j in 0..=500 {
@@ -459,21 +470,7 @@ mod tests {
     /// than any finite limit could allow, or the model has no range at all.
     #[test]
     fn nothing_is_detected_beyond_the_detection_limit() {
-        let base = SensorModel::preset("os1_128").unwrap().physics;
-        for (d10, d80) in [
-            (40.0, 120.0),
-            (190.0, 450.0),
-            (35.0, 75.0),
-            (60.0, 0.0),
-            (0.0, 100.0),
-            (0.0, 0.0),
-            (80.0, 50.0),
-        ] {
-            let ph = Physics {
-                range_10pct_m: d10,
-                range_80pct_m: d80,
-                ..base.clone()
-            };
+        for (d10, d80, ph) in datasheets() {
             for r0_max in [0.05f32, 0.1, 0.3, 0.5, 0.8, 1.0, 2.5] {
                 let Some(limit) = ph.detection_limit_m(r0_max) else {
                     assert!(
