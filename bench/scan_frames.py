@@ -10,8 +10,8 @@ one guest, 9-24 ms a frame over 100 frames), which this figure does not.
     python3 bench/scan_frames.py target/release/aerie MAP --sensor avia --pose x,y,z,r,p,y [--n 100] [--repeat 3]
 """
 import argparse
-import re
 import os
+import re
 import resource
 import statistics
 import subprocess

@@ -68,8 +68,8 @@ impl BeamRng {
     }
 
     /// One standard normal sample (never below -[`NORMAL_DRAW_MAX`]), [`inverse_normal_cdf`] of one uniform
-    /// draw: one draw per sample and no libm call in 95% of draws, where Box-Muller takes a logarithm and a sine and cosine per pair (the
-    /// renderer draws one or three per beam, so half a pair went unused).
+    /// draw: one draw per sample and no libm call in 95% of draws, where Box-Muller takes a logarithm and a
+    /// sine and cosine per pair (the renderer draws one or three per beam, so half a pair went unused).
     #[inline]
     pub(crate) fn normal(&mut self) -> f64 {
         inverse_normal_cdf(self.uniform_open0())
