@@ -123,15 +123,14 @@ impl RangeBound {
         };
         let lod = cells_within * index.block_size();
         let NearBlocks(list, local) = blocks;
-        let chunk = list
-            .len()
-            .div_ceil(rayon::current_num_threads().max(1))
-            .max(1);
-        let parts: Vec<Vec<[f32; 2]>> = list
-            .par_chunks(chunk)
-            .map(|list| {
+        // Each thread takes every n-th block: the near blocks, projected cell by cell, are most of the work and
+        // lie together in block order, so runs of consecutive blocks would leave one thread with most of them.
+        let parts_n = rayon::current_num_threads().clamp(1, list.len().max(1));
+        let parts: Vec<Vec<[f32; 2]>> = (0..parts_n)
+            .into_par_iter()
+            .map(|part| {
                 let mut span = bound.span.clone();
-                for b in list {
+                for b in list.iter().skip(part).step_by(parts_n) {
                     // A far block is projected whole.
                     if b.near > lod {
                         bound.splat(&mut span, b.lo, b.hi, faces);

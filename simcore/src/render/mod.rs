@@ -38,6 +38,7 @@ mod beam;
 mod bound;
 mod disks;
 mod frame;
+mod jitter;
 mod layer;
 mod motion;
 mod pages;
@@ -564,7 +565,7 @@ fn refresh_dirs(
     let sigma = physics.angular_sigma_rad;
     let current = made_for.is_some_and(|f| f == frame_index || !(sigma > 0.0));
     if !current || dirs.len() != beams.len() {
-        jittered_dirs(beams, seed, frame_index, sigma, dirs);
+        jitter::jittered_dirs(beams, seed, frame_index, sigma, dirs);
         *made_for = Some(frame_index);
     }
 }
@@ -1170,44 +1171,6 @@ fn farthest_offset(origins: &[[f32; 3]]) -> f32 {
         .iter()
         .map(|v| dot(*v, *v).sqrt())
         .fold(0.0f32, f32::max)
-}
-
-/// The jittered unit direction of each beam in the sensor frame, into `out`: a pure function of (seed, frame,
-/// beam index), computed once per frame for the renderer and the finishing pass.
-fn jittered_dirs(beams: &[Beam], seed: u64, frame_index: u64, sigma: f32, out: &mut Vec<[f32; 3]>) {
-    let streams = FrameStreams::new(seed, frame_index);
-    beams
-        .par_iter()
-        .enumerate()
-        .with_min_len(1024)
-        .map(|(i, beam)| jittered_dir(beam, streams, sigma, i))
-        .collect_into_vec(out);
-}
-
-#[inline]
-fn jittered_dir(beam: &Beam, streams: FrameStreams, sigma: f32, i: usize) -> [f32; 3] {
-    let b = unit(beam.dir);
-    if !(sigma > 0.0) {
-        return b;
-    }
-    let mut rng = streams.beam(i as u64);
-    // The first draw is the range sample (taken in the finishing pass): skip its word.
-    rng.skip();
-    let (g1, g2) = (rng.normal(), rng.normal());
-    // An orthonormal pair perpendicular to b.
-    let helper = if b[0].abs() < 0.9 {
-        [1.0, 0.0, 0.0]
-    } else {
-        [0.0, 1.0, 0.0]
-    };
-    let e1 = unit(cross(b, helper));
-    let e2 = cross(b, e1);
-    let (a1, a2) = (sigma * g1 as f32, sigma * g2 as f32);
-    unit([
-        b[0] + a1 * e1[0] + a2 * e2[0],
-        b[1] + a1 * e1[1] + a2 * e2[1],
-        b[2] + a1 * e1[2] + a2 * e2[2],
-    ])
 }
 
 #[cfg(test)]
