@@ -3,9 +3,9 @@
 //!
 //! Four beams at a time in SIMD lanes ([`jitter4`]): the same IEEE operations in the same order as the
 //! one-beam form ([`jittered_dir`], which takes the remainder), so the same bits; a frame whose beams are
-//! jittered the one way or the other is the same file. Why by hand: the nine divisions and three square roots
-//! of a beam's three normalisations were about 40 ns a beam, a tenth of an Avia frame's own work beside the
-//! march (docs/benchmarks.md, 2026-12-02).
+//! jittered the one way or the other is the same file. Why by hand: one beam at a time (nine divisions, three
+//! square roots and two rational functions a beam) took about 40 ns a beam, a third of an Avia frame's own work
+//! beside the march; four at a time take less than half of that (docs/benchmarks.md, 2026-12-02, stop 60).
 
 use rayon::prelude::*;
 use wide::f32x4;
