@@ -147,8 +147,8 @@ pub(crate) fn inverse_normal_cdf(p: f64) -> f64 {
 }
 
 /// [`inverse_normal_cdf`] of four draws: the central region's rational function in SIMD lanes, with the same
-/// operations in the same order as the scalar form (so the same bits), and a draw in a tail through the scalar
-/// form (one in ten pairs).
+/// operations in the same order as the scalar form (so the same bits), and a draw in a tail (about one in
+/// twenty) through the scalar form.
 #[inline]
 pub(crate) fn inverse_normal_cdf_x4(p: [f64; 4]) -> [f64; 4] {
     let s = f64x4::splat;
