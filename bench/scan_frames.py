@@ -57,7 +57,7 @@ def main():
         f"({[round(o, 1) for o in owns]})"
     )
     # One run's index build can take a second longer than the next (10 ms a frame over 100 frames), which the
-    # subtraction keeps: say so when the pairs disagree by more than half their figure, rather than let a lucky pair
+    # subtraction keeps: say so when the pairs disagree by more than half their median, rather than let a lucky pair
     # pass for a fast frame.
     spread = max(walls) - min(walls)
     if a.repeat > 1 and spread > 0.5 * statistics.median(walls):
