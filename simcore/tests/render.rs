@@ -278,6 +278,7 @@ impl TestMap {
             normals: Some(&self.normals),
             gamma: Some(&self.gamma),
             spacing: None,
+            surface_offset: None,
             reflectance: Some(&self.reflectance),
         }
     }

@@ -72,6 +72,13 @@ impl Default for NormalsParams {
     }
 }
 
+/// The extra dimension the normals stage stores each point's surface offset in (metres, f32): how far the
+/// neighbourhood's centroid plane lies from the point along its (oriented) normal, 0 where there is no plane.
+/// A map fused from many scans holds a surface as a layer a few centimetres thick, and a voxel downsampling
+/// keeps points from anywhere in it; a real sensor sees the surface near the layer's middle, its centroid
+/// plane (docs/accuracy.md, section 4), so the simulator draws each point's disk there: `p + offset * n`.
+pub const SURFACE_OFFSET: &str = "surface_offset";
+
 /// |n.z| above which a surface counts as near-horizontal for the "up" orientation rule (cos 60 degrees).
 const HORIZONTAL_MIN_NZ: f64 = 0.5;
 
@@ -204,9 +211,10 @@ fn eigenvector_in_complement(a: &[[f64; 3]; 3], w: [f64; 3], l: f64) -> [f64; 3]
     ]
 }
 
-/// Plane fit of one neighbourhood: (unit normal, gamma, curvature), or `None` when there is no plane.
-/// `pts` are positions relative to any nearby point (f64), so the covariance keeps its precision.
-fn fit_plane(pts: &[[f64; 3]]) -> Option<([f64; 3], f64, f64)> {
+/// Plane fit of one neighbourhood: (unit normal, gamma, curvature, centroid), or `None` when there is no
+/// plane. `pts` are positions relative to any nearby point (f64), so the covariance keeps its precision; the
+/// centroid is given in the same frame.
+fn fit_plane(pts: &[[f64; 3]]) -> Option<([f64; 3], f64, f64, [f64; 3])> {
     if pts.len() < 3 {
         return None;
     }
@@ -241,7 +249,7 @@ fn fit_plane(pts: &[[f64; 3]]) -> Option<([f64; 3], f64, f64)> {
         return None;
     }
     let sum = l[0] + l[1] + l3;
-    Some((vecs[2], l3.sqrt(), l3 / sum))
+    Some((vecs[2], l3.sqrt(), l3 / sum, m))
 }
 
 /// How a normal's sign was chosen.
@@ -302,6 +310,7 @@ pub fn estimate_normals(
     let mut rules = Vec::new();
     let mut curv = None;
     let mut spacings = None;
+    let mut offsets = Vec::new();
     cloud.lend_positions(|positions| {
         let nb = match Neighbors::for_knn_owned(positions, k) {
             Ok(nb) => nb,
@@ -313,10 +322,14 @@ pub fn estimate_normals(
         rules = vec![0u8; n];
         curv = params.curvature.then(|| vec![0.0f32; n]);
         spacings = with_spacing.then(|| vec![0.0f32; n]);
+        offsets = vec![0.0f32; n];
         let out = (
             (
-                (&mut normals[..], &mut gamma[..]),
-                (&mut rules[..], curv.as_deref_mut()),
+                (
+                    (&mut normals[..], &mut gamma[..]),
+                    (&mut rules[..], curv.as_deref_mut()),
+                ),
+                &mut offsets[..],
             ),
             spacings.as_deref_mut(),
         );
@@ -351,7 +364,11 @@ pub fn estimate_normals(
     }
     cloud.set_normals(Some(normals))?;
     cloud.set_gamma(Some(gamma))?;
-    for (name, column) in [("curvature", curv), (spacing::EXTRA_NAME, spacings)] {
+    for (name, column) in [
+        ("curvature", curv),
+        (spacing::EXTRA_NAME, spacings),
+        (SURFACE_OFFSET, Some(offsets)),
+    ] {
         if let Some(column) = column {
             cloud.retain_extras(|d| d.name != name);
             cloud.push_extra(ExtraDim::new(name, column))?;
@@ -517,14 +534,15 @@ fn in_radius<'a>(near: &[Neighbor], at: &'a [[f32; 3]], within2: f32) -> &'a [[f
     &at[..near.partition_point(|nb| nb.dist2 <= within2)]
 }
 
-/// The plane through point `i`'s neighbours `near` (relative to `p` in f64, in the reused `rel`), oriented.
+/// The plane through point `i`'s neighbours `near` (relative to `p` in f64, in the reused `rel`), oriented, and
+/// the offset of the neighbourhood's centroid plane from `p` along that normal (see [`SURFACE_OFFSET`]).
 fn fit_point(
     rel: &mut Vec<[f64; 3]>,
     i: usize,
     p: [f32; 3],
     near: &[[f32; 3]],
     orientation: &Orientation,
-) -> Fitted {
+) -> (Fitted, f32) {
     rel.clear();
     rel.extend(near.iter().map(|r| {
         [
@@ -533,13 +551,16 @@ fn fit_point(
             r[2] as f64 - p[2] as f64,
         ]
     }));
-    let Some((nv, g, c)) = fit_plane(rel) else {
-        return no_plane();
+    let Some((nv, g, c, mean)) = fit_plane(rel) else {
+        return (no_plane(), 0.0);
     };
     let (nv, rule) = orientation.orient(i, p.map(f64::from), nv);
     (
-        ([nv[0] as f32, nv[1] as f32, nv[2] as f32], g as f32),
-        (rule as u8, c as f32),
+        (
+            ([nv[0] as f32, nv[1] as f32, nv[2] as f32], g as f32),
+            (rule as u8, c as f32),
+        ),
+        dot3(mean, nv) as f32,
     )
 }
 

@@ -25,7 +25,7 @@ pub const MAGIC: [u8; 8] = *b"AERIEMAP";
 /// Format version written by this aerie. Readers accept any minor version of their major version.
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor format version written by this aerie (additions that older readers of the same major version skip).
-pub const VERSION_MINOR: u16 = 1;
+pub const VERSION_MINOR: u16 = 2;
 /// Size of the header, bytes; the section table follows it.
 pub const HEADER_SIZE: usize = 256;
 /// Size of one section table entry, bytes.
@@ -54,6 +54,8 @@ pub mod flags {
     pub const CLASSIFICATION: u32 = 1 << 5;
     /// Per-point sampling spacing of the surface, metres (`f32`); since 1.1.
     pub const SPACING: u32 = 1 << 6;
+    /// Per-point offset of the surface along the normal, metres (`f32`); since 1.2.
+    pub const SURFACE_OFFSET: u32 = 1 << 7;
 }
 
 /// Kinds of section, with their ids in the section table.
@@ -79,11 +81,13 @@ pub enum SectionKind {
     Metadata = 9,
     /// Sampling spacing of the surface, metres (`f32`, 0: not inside a surface); optional, since 1.1.
     Spacing = 10,
+    /// Offset of the surface along the normal, metres (`f32`, 0: none); optional, since 1.2.
+    SurfaceOffset = 11,
 }
 
 impl SectionKind {
     /// Every kind, in id order.
-    pub const ALL: [SectionKind; 10] = [
+    pub const ALL: [SectionKind; 11] = [
         SectionKind::Buckets,
         SectionKind::Positions,
         SectionKind::Normals,
@@ -94,6 +98,7 @@ impl SectionKind {
         SectionKind::Classification,
         SectionKind::Metadata,
         SectionKind::Spacing,
+        SectionKind::SurfaceOffset,
     ];
 
     /// The kind's id in the section table.
@@ -119,6 +124,7 @@ impl SectionKind {
             SectionKind::Classification => "classification",
             SectionKind::Metadata => "metadata",
             SectionKind::Spacing => "spacing",
+            SectionKind::SurfaceOffset => "surface_offset",
         }
     }
 
@@ -130,7 +136,8 @@ impl SectionKind {
             SectionKind::Gamma
             | SectionKind::Intensity
             | SectionKind::Reflectance
-            | SectionKind::Spacing => 4,
+            | SectionKind::Spacing
+            | SectionKind::SurfaceOffset => 4,
             SectionKind::Color => 6,
             SectionKind::Classification | SectionKind::Metadata => 1,
         }
@@ -146,6 +153,7 @@ impl SectionKind {
             SectionKind::Color => Some(flags::COLOR),
             SectionKind::Classification => Some(flags::CLASSIFICATION),
             SectionKind::Spacing => Some(flags::SPACING),
+            SectionKind::SurfaceOffset => Some(flags::SURFACE_OFFSET),
             _ => None,
         }
     }
@@ -368,6 +376,9 @@ fn section_bytes(map: &PackedMap) -> Vec<(SectionKind, &[u8])> {
     }
     if let Some(v) = &map.spacing {
         out.push((SectionKind::Spacing, bytes(v)));
+    }
+    if let Some(v) = &map.surface_offset {
+        out.push((SectionKind::SurfaceOffset, bytes(v)));
     }
     if let Some(v) = &map.intensity {
         out.push((SectionKind::Intensity, bytes(v)));
@@ -612,6 +623,7 @@ impl AmapFile {
             normals: self.section(SectionKind::Normals),
             gamma: self.section(SectionKind::Gamma),
             spacing: self.section(SectionKind::Spacing),
+            surface_offset: self.section(SectionKind::SurfaceOffset),
             reflectance: self.section(SectionKind::Reflectance),
         }
     }
@@ -679,6 +691,7 @@ impl AmapFile {
             normals: v.normals.map(<[_]>::to_vec),
             gamma: v.gamma.map(<[_]>::to_vec),
             spacing: v.spacing.map(<[_]>::to_vec),
+            surface_offset: v.surface_offset.map(<[_]>::to_vec),
             intensity: self.intensity().map(<[_]>::to_vec),
             reflectance: v.reflectance.map(<[_]>::to_vec),
             color: self.color().map(<[_]>::to_vec),
@@ -1197,6 +1210,7 @@ mod tests {
                 (8, "classification", 1),
                 (9, "metadata", 1),
                 (10, "spacing", 4),
+                (11, "surface_offset", 4),
             ]
         );
         for k in SectionKind::ALL {

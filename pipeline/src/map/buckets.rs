@@ -25,6 +25,7 @@ use super::{
     ScanPose,
 };
 use crate::cloud::ExtraValues;
+use crate::features::normals::SURFACE_OFFSET;
 use crate::features::spacing;
 use crate::grid::{
     CellRuns, Sorting, cell_bounds, radix_sort_with_buffer, sort_into_runs, world_cell,
@@ -518,15 +519,21 @@ impl PackedMap {
             }};
         }
         let intensity = pick!(intensity, take_intensity);
-        let spacing = match cloud.extra(spacing::EXTRA_NAME).map(|d| &d.values) {
-            Some(ExtraValues::F32(v)) => Some(reorder(v, &b.order)),
-            _ => None,
+        // The normals stage's extra dimensions that a map keeps as sections of their own.
+        let mut kept_extra = |name: &str| {
+            let v = match cloud.extra(name).map(|d| &d.values) {
+                Some(ExtraValues::F32(v)) => Some(reorder(v, &b.order)),
+                _ => None,
+            };
+            if v.is_some()
+                && let Cow::Owned(c) = &mut cloud
+            {
+                c.retain_extras(|d| d.name != name);
+            }
+            v
         };
-        if spacing.is_some()
-            && let Cow::Owned(c) = &mut cloud
-        {
-            c.retain_extras(|d| d.name != spacing::EXTRA_NAME);
-        }
+        let spacing = kept_extra(spacing::EXTRA_NAME);
+        let surface_offset = kept_extra(SURFACE_OFFSET);
         let mut meta = map_metadata(
             &cloud,
             &b,
@@ -556,6 +563,7 @@ impl PackedMap {
             normals,
             gamma,
             spacing,
+            surface_offset,
             intensity,
             reflectance: refl.map(|(r, _)| r),
             color,
@@ -588,6 +596,7 @@ fn dropped_attributes(cloud: &Cloud, has_spacing: bool) -> Vec<String> {
             .extras()
             .iter()
             .filter(|d| !has_spacing || d.name != spacing::EXTRA_NAME)
+            .filter(|d| d.name != SURFACE_OFFSET)
             .map(|d| d.name.clone()),
     );
     dropped

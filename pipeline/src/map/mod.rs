@@ -66,6 +66,9 @@ pub struct MapView<'a> {
     /// Sampling spacing of the surface around each point, metres (0: not inside a surface), when the map has
     /// it ([`crate::features::spacing`]).
     pub spacing: Option<&'a [f32]>,
+    /// Offset of the surface from each point along its normal, metres (0: none), when the map has it
+    /// ([`crate::features::normals::SURFACE_OFFSET`]): the renderer draws the point's disk at `p + offset * n`.
+    pub surface_offset: Option<&'a [f32]>,
     /// Reflectance R0 in 0..1 per point, for the simulated intensity.
     pub reflectance: Option<&'a [f32]>,
 }
@@ -96,6 +99,7 @@ impl MapView<'_> {
                 ("normals", self.normals.map(<[_]>::len)),
                 ("gamma", self.gamma.map(<[_]>::len)),
                 ("spacing", self.spacing.map(<[_]>::len)),
+                ("surface_offset", self.surface_offset.map(<[_]>::len)),
                 ("reflectance", self.reflectance.map(<[_]>::len)),
             ],
         )?;
@@ -265,6 +269,9 @@ pub struct PackedMap {
     /// Sampling spacing of the surface around each point, metres (0: not inside a surface; see
     /// [`crate::features::spacing`]), when the normals stage found it.
     pub spacing: Option<Vec<f32>>,
+    /// Offset of the surface from each point along its normal, metres (0: none; see
+    /// [`crate::features::normals::SURFACE_OFFSET`]), when the normals stage found it.
+    pub surface_offset: Option<Vec<f32>>,
     /// Intensity as the source stored it, kept for export.
     pub intensity: Option<Vec<f32>>,
     /// Reflectance in 0..1 for the simulator: intensity divided by its 99th percentile, clamped (see
@@ -300,6 +307,7 @@ impl PackedMap {
             normals: self.normals.as_deref(),
             gamma: self.gamma.as_deref(),
             spacing: self.spacing.as_deref(),
+            surface_offset: self.surface_offset.as_deref(),
             reflectance: self.reflectance.as_deref(),
         }
     }

@@ -30,6 +30,7 @@ use wide::{f32x4, i32x4, u32x4};
 use aerie_pipeline::lanes::{COMPACT, LANES};
 use aerie_pipeline::map::{Bucket, MapView};
 
+use super::surface;
 use super::bound::RangeBound;
 use super::pages::HugeVec;
 use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, disks, dot, gamma_mm, max_of, min_of};
@@ -237,6 +238,18 @@ impl BeamIndex {
     /// (oriented disks). Parallel; the result does not depend on the number of threads (one sort of unique
     /// keys orders everything).
     pub fn build_with_gamma_max(map: &MapView, gamma_max: f32) -> BeamIndex {
+        let surface = if std::env::var_os("AERIE_NO_SURFACE_OFFSET").is_some() { None } else { surface::surface_positions(map, gamma_max) };
+        let moved;
+        let map = match &surface {
+            Some(positions) => {
+                moved = MapView {
+                    positions,
+                    ..*map
+                };
+                &moved
+            }
+            None => map,
+        };
         let r_map = r_map_of(map);
         let rho = 0.5 * 3f32.sqrt() * r_map;
         let classes = disks::disk_classes(map, r_map, gamma_max);
@@ -1381,6 +1394,7 @@ mod tests {
             normals: Some(&normals),
             gamma: Some(&gamma),
             spacing: None,
+            surface_offset: None,
             reflectance: None,
         })
     }

@@ -122,6 +122,7 @@ mod tests {
             normals: None,
             gamma: Some(gamma),
             spacing: None,
+            surface_offset: None,
             reflectance: None,
         }
     }

@@ -43,6 +43,7 @@ mod layer;
 mod motion;
 mod pages;
 mod splat;
+mod surface;
 mod vec3;
 
 use std::borrow::Cow;
@@ -1204,6 +1205,7 @@ mod tests {
             normals: None,
             gamma: None,
             spacing: None,
+            surface_offset: None,
             reflectance: None,
         };
         let beams: Vec<Beam> = (0..1000)
