@@ -12,6 +12,7 @@ and writes every pose's figures as JSON lines with --jsonl.
     cargo build --release
     python3 bench/fidelity.py target/release/aerie --work /tmp/fid            # 0.1 and 0.2 m, ten poses
     python3 bench/fidelity.py target/release/aerie --poses all --sensors os0_64,os0_64_hall
+    python3 bench/fidelity.py target/release/aerie --frames 5      # five frames at each still pose, merged
 
 Prepared maps are kept in --work and reused when newer than the binary (--fresh prepares again).
 """
@@ -70,8 +71,21 @@ def choose(avail, spec):
     return [int(v) for v in spec.split(",")]
 
 
-def score(beamcmp, cloudio, sim_path, real_path):
+def rotation(roll, pitch, yaw):
+    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def score(beamcmp, cloudio, sim_path, real_path, map_pose=None):
     sim = cloudio.xyz(cloudio.read(sim_path))
+    if map_pose is not None:
+        # Frames merged by `aerie scan --merge` are in the map frame: back into the sensor frame of the pose.
+        x, y, z, roll, pitch, yaw = map_pose
+        sim = (sim - np.array([x, y, z])) @ rotation(roll, pitch, yaw)
     real = cloudio.xyz(cloudio.read(real_path))
     el_nom = np.linspace(-45.46, 45.85, 64)
     bs, _ = beamcmp.beams(sim, 1024, el_nom)
@@ -112,6 +126,7 @@ def main():
     ap.add_argument("--methods", default="aerie,marsim")
     ap.add_argument("--prepare-args", default="", help="extra arguments for aerie prepare, space-separated")
     ap.add_argument("--scan-args", default="", help="extra arguments for aerie scan, space-separated")
+    ap.add_argument("--frames", type=int, default=1, help="frames accumulated at each still pose (--merge)")
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--jsonl")
     a = ap.parse_args()
@@ -135,8 +150,11 @@ def main():
                     cmd = [a.aerie, "scan", amap, "--sensor", sensor, "--pose", pose, "-o", sim]
                     if method != "aerie":
                         cmd += ["--method", method]
+                    if a.frames > 1:
+                        cmd += ["--frames", str(a.frames), "--merge"]
                     run(cmd + a.scan_args.split())
-                    s = score(beamcmp, cloudio, sim, os.path.join(a.shared, "balm", f"full{i}.pcd"))
+                    real = os.path.join(a.shared, "balm", f"full{i}.pcd")
+                    s = score(beamcmp, cloudio, sim, real, poses[i] if a.frames > 1 else None)
                     s.update(res=res, sensor=sensor, method=method, pose=i)
                     per.append(s)
                     if log:

@@ -601,15 +601,19 @@ fn real_hall_map_round_trips_and_prefixes_beat_random_subsets() {
     );
 }
 
-/// The normals stage's spacing (an extra dimension of the prepared cloud) becomes the map's spacing section
-/// (format 1.1), in map order, and is not listed among the dropped attributes; a cloud without it gives a map
-/// without it.
+/// The normals stage's spacing and surface offset (extra dimensions of the prepared cloud) become the map's
+/// spacing (format 1.1) and surface_offset (1.2) sections, in map order, and are not listed among the dropped
+/// attributes; a cloud without them gives a map without them.
 #[test]
 fn the_spacing_is_stored_in_map_order() {
     let mut cloud = scene(2_000, 5);
     let spacing: Vec<f32> = (0..cloud.len()).map(|i| i as f32 * 1e-3).collect();
+    let offset: Vec<f32> = (0..cloud.len()).map(|i| i as f32 * -1e-4).collect();
     cloud
         .push_extra(ExtraDim::new("spacing", spacing.clone()))
+        .unwrap();
+    cloud
+        .push_extra(ExtraDim::new("surface_offset", offset.clone()))
         .unwrap();
     let map = PackedMap::from_cloud(&cloud, 0.1, None).unwrap();
     let order = buckets::bucketize(&cloud, 0.1, None).unwrap().order;
@@ -617,11 +621,19 @@ fn the_spacing_is_stored_in_map_order() {
     assert_eq!(map.spacing.as_deref(), Some(&expected[..]));
     let dropped = map.metadata().unwrap().dropped_attributes;
     assert!(!dropped.iter().any(|d| d == "spacing"), "{dropped:?}");
+    assert!(
+        !dropped.iter().any(|d| d == "surface_offset"),
+        "{dropped:?}"
+    );
+    let expected_offset: Vec<f32> = order.iter().map(|&i| offset[i as usize]).collect();
+    assert_eq!(map.surface_offset.as_deref(), Some(&expected_offset[..]));
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = write_map(&map, dir.path());
     let opened = AmapFile::open(&path).unwrap();
     assert_eq!(opened.view().spacing, Some(&expected[..]));
-    assert_eq!(opened.header().version_minor, 1);
+    assert_eq!(opened.view().surface_offset, Some(&expected_offset[..]));
+    assert_eq!(opened.header().version_minor, 2);
     let without = PackedMap::from_cloud(&scene(2_000, 5), 0.1, None).unwrap();
     assert!(without.spacing.is_none());
+    assert!(without.surface_offset.is_none());
 }

@@ -341,7 +341,13 @@ impl Simulator {
             .gamma_max_m
             .unwrap_or(0.5 * view.resolution.max(1e-6));
         self.index
-            .get_or_insert_with(|| Arc::new(BeamIndex::build_with_gamma_max(&view, gamma_max)))
+            .get_or_insert_with(|| {
+                Arc::new(BeamIndex::build_with(
+                    &view,
+                    gamma_max,
+                    self.params.on_surface,
+                ))
+            })
             .clone()
     }
 

@@ -30,9 +30,9 @@ use wide::{f32x4, i32x4, u32x4};
 use aerie_pipeline::lanes::{COMPACT, LANES};
 use aerie_pipeline::map::{Bucket, MapView};
 
-use super::surface;
 use super::bound::RangeBound;
 use super::pages::HugeVec;
+use super::surface;
 use super::{Ctx, Hit, Layer, MIN_COS_PLANE, Occluder, disks, dot, gamma_mm, max_of, min_of};
 
 /// Fine cell edge in units of r_map: ~64 points of a surface per cell, each listed in ~1.5 cells. Measured
@@ -209,6 +209,8 @@ pub struct BeamIndex {
     infos: HugeVec<PackInfo>,
     /// Plane thickness below which the packed normals say "planar".
     gamma_max: f32,
+    /// Points on planes were packed on their surfaces (`render/surface.rs`), not where the map holds them.
+    on_surface: bool,
     /// The largest reflectance of the map's points ([`BeamIndex::max_reflectance`]).
     max_reflectance: Option<f32>,
 }
@@ -234,18 +236,24 @@ impl BeamIndex {
         BeamIndex::build_with_gamma_max(map, 0.5 * r_map_of(map))
     }
 
-    /// Builds the index of `map`; points whose plane thickness is below `gamma_max` count as lying on a plane
-    /// (oriented disks). Parallel; the result does not depend on the number of threads (one sort of unique
-    /// keys orders everything).
+    /// [`BeamIndex::build_with`] with the points on their surfaces (the default of
+    /// [`super::RenderParams::on_surface`]).
     pub fn build_with_gamma_max(map: &MapView, gamma_max: f32) -> BeamIndex {
-        let surface = if std::env::var_os("AERIE_NO_SURFACE_OFFSET").is_some() { None } else { surface::surface_positions(map, gamma_max) };
+        BeamIndex::build_with(map, gamma_max, true)
+    }
+
+    /// Builds the index of `map`; points whose plane thickness is below `gamma_max` count as lying on a plane
+    /// (oriented disks), drawn on their surfaces when `on_surface` and the map stores where those are
+    /// (`render/surface.rs`). Parallel; the result does not depend on the number of threads (one sort of unique
+    /// keys orders everything).
+    pub fn build_with(map: &MapView, gamma_max: f32, on_surface: bool) -> BeamIndex {
+        let surface = on_surface
+            .then(|| surface::surface_positions(map, gamma_max))
+            .flatten();
         let moved;
         let map = match &surface {
             Some(positions) => {
-                moved = MapView {
-                    positions,
-                    ..*map
-                };
+                moved = MapView { positions, ..*map };
                 &moved
             }
             None => map,
@@ -325,6 +333,7 @@ impl BeamIndex {
             packs,
             infos,
             gamma_max,
+            on_surface,
             max_reflectance: map.reflectance.map(|r| {
                 r.par_iter()
                     .copied()
@@ -405,6 +414,11 @@ impl BeamIndex {
     /// Edge of a block, metres.
     pub(crate) fn block_size(&self) -> f32 {
         BLOCK as f32 * self.cell
+    }
+
+    /// Whether the points of planes were packed on their surfaces ([`BeamIndex::build_with`]).
+    pub fn on_surface(&self) -> bool {
+        self.on_surface
     }
 
     /// The plane thickness limit the index was built for.

@@ -131,6 +131,10 @@ pub struct RenderParams {
     /// 0: the nearest hit wins (MARSIM). By default, 2 (a layer's full depth is about 2-3.5 gamma; measured on
     /// real scans in docs/accuracy.md).
     pub surface_layer: f32,
+    /// Draw each point of a plane on the middle of its surface's layer, where the map stores that offset (see
+    /// `render/surface.rs`): a real sensor sees a fused map's thick layer near its middle. By default, true;
+    /// MARSIM's method draws the points where they are.
+    pub on_surface: bool,
     /// The frame the points of a moving sensor are given in. By default, [`PointsIn::FrameStart`].
     pub points_in: PointsIn,
 }
@@ -166,6 +170,7 @@ impl Default for RenderParams {
             pixel_rad: None,
             debug: false,
             surface_layer: 2.0,
+            on_surface: true,
             points_in: PointsIn::FrameStart,
         }
     }
@@ -188,6 +193,7 @@ impl RenderParams {
             neighbours: false,
             pixel_rad: Some(0.2f32.to_radians()),
             surface_layer: 0.0,
+            on_surface: false,
             ..RenderParams::default()
         }
     }
@@ -355,6 +361,9 @@ pub struct Renderer {
     prepared: Option<Prepared>,
     chosen: Option<Method>,
     index: Option<(MapKey, Arc<BeamIndex>)>,
+    /// The splat renderer's points on their surfaces (`surface.rs`), for the map of that key and a plane
+    /// thickness limit; `None` inside when the map stores no offsets.
+    surface: Option<KeptSurface>,
     /// Per-frame buffer of jittered beam directions, reused between frames.
     dirs: Vec<[f32; 3]>,
     /// The frame `dirs` hold the directions of (`None` after new beams). Without direction jitter they are the
@@ -368,6 +377,10 @@ pub struct Renderer {
     /// The sensor measures depth along its +x axis (a depth camera), not range along the beam.
     depth_axis: bool,
 }
+
+/// Points moved onto their surfaces (`None` when the map stores no offsets), for the map of a key and the bits
+/// of a plane thickness limit.
+type KeptSurface = (MapKey, u32, Option<Arc<[[f32; 3]]>>);
 
 /// Identity of a map view (addresses and lengths of its slices), to know when a cached index is stale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -398,6 +411,7 @@ impl Renderer {
                 m => Some(m),
             },
             index: None,
+            surface: None,
             dirs: Vec::new(),
             dirs_frame: None,
             origins: Vec::new(),
@@ -485,6 +499,19 @@ impl Renderer {
         occluders: &[&dyn Occluder],
     ) -> Result<Frame, BadPose> {
         let method = self.choose(map);
+        // The splat renderer reads the map's positions: with the points of planes moved onto their surfaces
+        // (the beam renderer's index packs them there itself).
+        let surface = (method != Method::Beam && self.params.on_surface)
+            .then(|| self.surface_positions(map))
+            .flatten();
+        let on_surface;
+        let map = match &surface {
+            Some(positions) => {
+                on_surface = MapView { positions, ..*map };
+                &on_surface
+            }
+            None => map,
+        };
         let empty;
         let prepared = if method == Method::Beam {
             empty = Prepared::empty();
@@ -528,7 +555,11 @@ impl Renderer {
             .collect();
         let (hits, slices, rasterised) = match method {
             Method::Beam => {
-                let index = index_for(&mut self.index, map, ctx.gamma_max);
+                let index = index_for(
+                    &mut self.index,
+                    map,
+                    (ctx.gamma_max, self.params.on_surface),
+                );
                 (beam::render(&ctx, &index, &occluders), 1, 0)
             }
             _ => {
@@ -552,6 +583,41 @@ impl Renderer {
         }
         Ok(frame)
     }
+}
+
+impl Renderer {
+    /// The map's points on their surfaces for the splat renderer, made once per map and kept.
+    fn surface_positions(&mut self, map: &MapView) -> Option<Arc<[[f32; 3]]>> {
+        let key = MapKey::of(map);
+        let gamma_max = gamma_max_of(&self.params, map);
+        match &self.surface {
+            Some((k, g, kept)) if *k == key && *g == gamma_max.to_bits() => kept.clone(),
+            _ => {
+                let made: Option<Arc<[[f32; 3]]>> =
+                    surface::surface_positions(map, gamma_max).map(Arc::from);
+                self.surface = Some((key, gamma_max.to_bits(), made.clone()));
+                made
+            }
+        }
+    }
+}
+
+/// The map's resolution, or 0.1 m where it is not a positive number.
+fn r_map_or_default(map: &MapView) -> f32 {
+    if map.resolution.is_finite() && map.resolution > 0.0 {
+        map.resolution
+    } else {
+        0.1
+    }
+}
+
+/// The plane thickness below which a point counts as lying on a plane: [`RenderParams::gamma_max_m`], by
+/// default half of r_map.
+fn gamma_max_of(params: &RenderParams, map: &MapView) -> f32 {
+    params
+        .gamma_max_m
+        .filter(|g| !g.is_nan())
+        .unwrap_or(0.5 * r_map_or_default(map))
 }
 
 /// Brings the beams' jittered directions (`dirs`, made for frame `made_for`) up to `frame_index`. Without
@@ -582,20 +648,24 @@ fn reach(beams: &[Beam], physics: &Physics, depth_axis: bool) -> f32 {
     }
 }
 
-/// The beam index of `map` for a layer cap of `gamma_max`: the one `kept` from an earlier frame when both are
-/// the same, otherwise one built now and kept.
+/// The beam index of `map` for a layer cap of `gamma_max`, with the points on their surfaces or not: the one
+/// `kept` from an earlier frame when all three are the same, otherwise one built now and kept.
 fn index_for(
     kept: &mut Option<(MapKey, Arc<BeamIndex>)>,
     map: &MapView,
-    gamma_max: f32,
+    (gamma_max, on_surface): (f32, bool),
 ) -> Arc<BeamIndex> {
     let key = MapKey::of(map);
     match kept {
-        Some((k, index)) if *k == key && index.gamma_max().to_bits() == gamma_max.to_bits() => {
+        Some((k, index))
+            if *k == key
+                && index.gamma_max().to_bits() == gamma_max.to_bits()
+                && index.on_surface() == on_surface =>
+        {
             index.clone()
         }
         _ => {
-            let index = Arc::new(BeamIndex::build_with_gamma_max(map, gamma_max));
+            let index = Arc::new(BeamIndex::build_with(map, gamma_max, on_surface));
             *kept = Some((key, index.clone()));
             index
         }
@@ -844,15 +914,8 @@ impl<'a> Ctx<'a> {
             PointsIn::FrameEnd => (t_hi, local(t_hi)?),
             PointsIn::FrameStart | PointsIn::Firing => (0.0, start),
         };
-        let r_map = if map.resolution.is_finite() && map.resolution > 0.0 {
-            map.resolution
-        } else {
-            0.1
-        };
-        let gamma_max = params
-            .gamma_max_m
-            .filter(|g| !g.is_nan())
-            .unwrap_or(0.5 * r_map);
+        let r_map = r_map_or_default(map);
+        let gamma_max = gamma_max_of(params, map);
         Ok(Ctx {
             map,
             beams,

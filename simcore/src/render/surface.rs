@@ -2,8 +2,8 @@
 //!
 //! A map fused from many scans holds a surface as a layer a few centimetres thick (pose error, noise), and a
 //! voxel downsampling keeps points from anywhere inside it. A real sensor sees the surface near the layer's
-//! middle, its centroid plane (measured on the hall's real scans, docs/accuracy.md, section 4). The normals
-//! stage stores how far that plane lies from each point along its normal
+//! middle (measured on the hall's real scans, docs/accuracy.md, section 4). The normals stage stores how far
+//! that middle lies from each point along its normal
 //! (`aerie_pipeline::features::normals::SURFACE_OFFSET`); the renderers draw a point on a plane at
 //! `p + offset * n`. Points off planes (plane thickness at or above the renderer's `gamma_max`) stay where
 //! they are: their neighbourhood's centroid says nothing about where a beam meets them.
