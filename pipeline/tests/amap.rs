@@ -233,7 +233,7 @@ fn to_cloud_returns_exactly_the_prepared_points() {
     expected.take_time();
     expected.take_extras();
     expected.meta.source = None;
-    expected.meta.format = Some("aerie map 1.1".into());
+    expected.meta.format = Some("aerie map 1.2".into());
 
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = write_map(&map, dir.path());
