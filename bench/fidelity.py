@@ -122,7 +122,7 @@ def main():
     ap.add_argument("--work", default="fidelity_work")
     ap.add_argument("--resolutions", default="0.1,0.2")
     ap.add_argument("--poses", default="every10", help="'all', 'everyN' (N spread over the 41), or i,j,k")
-    ap.add_argument("--sensors", default="os0_64,os0_64_hall")
+    ap.add_argument("--sensors", default="os0_64,os0_64_hall", help="presets or sensor files (.toml)")
     ap.add_argument("--methods", default="aerie,marsim")
     ap.add_argument("--prepare-args", default="", help="extra arguments for aerie prepare, space-separated")
     ap.add_argument("--scan-args", default="", help="extra arguments for aerie scan, space-separated")
@@ -146,7 +146,8 @@ def main():
                 per = []
                 for i in chosen:
                     pose = ",".join(f"{v:.9f}" for v in poses[i])
-                    sim = os.path.join(a.work, f"sim_{res:g}_{sensor}_{method}_{i}.pcd")
+                    tag = os.path.splitext(os.path.basename(sensor))[0]  # a preset's name or a sensor file's
+                    sim = os.path.join(a.work, f"sim_{res:g}_{tag}_{method}_{i}.pcd")
                     cmd = [a.aerie, "scan", amap, "--sensor", sensor, "--pose", pose, "-o", sim]
                     if method != "aerie":
                         cmd += ["--method", method]

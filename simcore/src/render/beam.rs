@@ -248,7 +248,7 @@ impl BeamIndex {
     /// keys orders everything).
     pub fn build_with(map: &MapView, gamma_max: f32, on_surface: bool) -> BeamIndex {
         let surface = on_surface
-            .then(|| surface::surface_positions(map, gamma_max))
+            .then(|| surface::surface_positions(map))
             .flatten();
         let moved;
         let map = match &surface {

@@ -97,6 +97,13 @@ pub enum Method {
     Auto,
 }
 
+/// The deepest surface layer, in r_map ([`RenderParams::surface_layer`]). Where a map is thicker than its
+/// planes allow (plane thickness gamma above half r_map: corners, clutter, surfaces seen from many scans at a
+/// grazing angle), the layer of 2 gamma / cos reaches past r_map; a cap of r_map kept only its front, and the
+/// beam read short. Measured in the hall's fused map (docs/accuracy.md, section 4): 2 r_map took the median
+/// error along the real scans' own beams from 2.74 to 2.71 cm and their share within 10 cm from 0.832 to 0.848.
+pub const LAYER_DEPTH_MAX: f32 = 2.0;
+
 /// Rendering parameters. Every field has a default (`#[serde(default)]`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -126,12 +133,12 @@ pub struct RenderParams {
     /// Keep each beam's geometric range before noise and dropout in [`Frame::debug`]. By default, false.
     pub debug: bool,
     /// Depth of a surface's layer behind the nearest hit, in plane thicknesses (gamma of the nearest point)
-    /// along the beam, at most r_map: the beam's range is the footprint-weighted mean of the hits in that layer
-    /// (where a real sensor sees a surface that a map fused from many scans holds several centimetres thick).
-    /// 0: the nearest hit wins (MARSIM). By default, 2 (a layer's full depth is about 2-3.5 gamma; measured on
-    /// real scans in docs/accuracy.md).
+    /// along the beam, at most [`LAYER_DEPTH_MAX`] r_map: the beam's range is the footprint-weighted mean of
+    /// the hits in that layer (where a real sensor sees a surface that a map fused from many scans holds
+    /// several centimetres thick). 0: the nearest hit wins (MARSIM). By default, 2 (a layer's full depth is
+    /// about 2-3.5 gamma; measured on real scans in docs/accuracy.md).
     pub surface_layer: f32,
-    /// Draw each point of a plane on the middle of its surface's layer, where the map stores that offset (see
+    /// Draw each point on the middle of its surface's layer, where the map stores that offset (see
     /// `render/surface.rs`): a real sensor sees a fused map's thick layer near its middle. By default, true;
     /// MARSIM's method draws the points where they are.
     pub on_surface: bool,
@@ -361,8 +368,8 @@ pub struct Renderer {
     prepared: Option<Prepared>,
     chosen: Option<Method>,
     index: Option<(MapKey, Arc<BeamIndex>)>,
-    /// The splat renderer's points on their surfaces (`surface.rs`), for the map of that key and a plane
-    /// thickness limit; `None` inside when the map stores no offsets.
+    /// The splat renderer's points on their surfaces (`surface.rs`), for the map of that key; `None` inside
+    /// when the map stores no offsets.
     surface: Option<KeptSurface>,
     /// Per-frame buffer of jittered beam directions, reused between frames.
     dirs: Vec<[f32; 3]>,
@@ -378,9 +385,8 @@ pub struct Renderer {
     depth_axis: bool,
 }
 
-/// Points moved onto their surfaces (`None` when the map stores no offsets), for the map of a key and the bits
-/// of a plane thickness limit.
-type KeptSurface = (MapKey, u32, Option<Arc<[[f32; 3]]>>);
+/// Points moved onto their surfaces (`None` when the map stores no offsets), for the map of a key.
+type KeptSurface = (MapKey, Option<Arc<[[f32; 3]]>>);
 
 /// Identity of a map view (addresses and lengths of its slices), to know when a cached index is stale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -589,13 +595,11 @@ impl Renderer {
     /// The map's points on their surfaces for the splat renderer, made once per map and kept.
     fn surface_positions(&mut self, map: &MapView) -> Option<Arc<[[f32; 3]]>> {
         let key = MapKey::of(map);
-        let gamma_max = gamma_max_of(&self.params, map);
         match &self.surface {
-            Some((k, g, kept)) if *k == key && *g == gamma_max.to_bits() => kept.clone(),
+            Some((k, kept)) if *k == key => kept.clone(),
             _ => {
-                let made: Option<Arc<[[f32; 3]]>> =
-                    surface::surface_positions(map, gamma_max).map(Arc::from);
-                self.surface = Some((key, gamma_max.to_bits(), made.clone()));
+                let made: Option<Arc<[[f32; 3]]>> = surface::surface_positions(map).map(Arc::from);
+                self.surface = Some((key, made.clone()));
                 made
             }
         }
@@ -977,7 +981,7 @@ impl<'a> Ctx<'a> {
     pub fn layer_window(&self) -> (f32, f32) {
         let k = self.params.surface_layer;
         if k > 0.0 && k.is_finite() {
-            (k, self.r_map)
+            (k, LAYER_DEPTH_MAX * self.r_map)
         } else {
             (0.0, 0.0)
         }
