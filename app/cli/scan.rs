@@ -19,7 +19,8 @@ use super::choices::{MethodArg, PointsInArg};
 pub struct Args {
     /// A prepared map (.amap), or a scan file, which is prepared in memory first (default recipe).
     map: PathBuf,
-    /// Sensor preset name (`aerie sensors` lists them) or a sensor TOML file.
+    /// Sensor preset name (`aerie sensors` lists them), a sensor TOML file, or an Ouster unit's metadata JSON (its
+    /// own beam table, in its sensor frame).
     #[arg(long)]
     sensor: String,
     /// Sensor pose in the map frame: x,y,z in metres, roll,pitch,yaw in radians (R = Rz(yaw) Ry(pitch) Rx(roll);
@@ -71,16 +72,22 @@ pub struct Args {
     quiet: bool,
 }
 
-/// A preset name, or a path to a sensor TOML.
+/// A preset name, a path to a sensor TOML, or an Ouster unit's metadata JSON (`.json`).
 pub fn load_sensor(spec: &str) -> anyhow::Result<SensorModel> {
     let as_path = Path::new(spec);
-    let is_toml = as_path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    if is_toml || as_path.is_file() {
+    let is = |ext: &str| {
+        as_path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+    };
+    if is("toml") || is("json") || as_path.is_file() {
         let text = std::fs::read_to_string(as_path).map_err(|e| Error::io(as_path, e))?;
-        return SensorModel::from_toml(&text)
-            .map_err(|e| BadInput(format!("{}: {e}", as_path.display())).into());
+        let model = if is("json") {
+            SensorModel::from_ouster_metadata(&text)
+        } else {
+            SensorModel::from_toml(&text)
+        };
+        return model.map_err(|e| BadInput(format!("{}: {e}", as_path.display())).into());
     }
     SensorModel::preset(spec).map_err(|e| BadInput(e.to_string()).into())
 }

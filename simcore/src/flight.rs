@@ -124,10 +124,10 @@ fn resolve<T>(
     preset: impl Fn(&str) -> Result<T, String>,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<T, String> {
-    // `Quad.TOML` is a file too, not an unknown preset.
+    // `Quad.TOML` is a file too, not an unknown preset; so is a sensor's Ouster metadata (`.json`).
     if Path::new(spec)
         .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml") || e.eq_ignore_ascii_case("json"))
     {
         let path = base.join(spec);
         let text =
@@ -290,7 +290,14 @@ fn mount_sensors(
             &s.preset,
             base,
             |n| SensorModel::preset(n).map_err(|e| e.to_string()),
-            |t| SensorModel::from_toml(t).map_err(|e| e.to_string()),
+            |t| {
+                // A sensor TOML never starts with a brace; a metadata JSON always does.
+                if t.trim_start().starts_with('{') {
+                    SensorModel::from_ouster_metadata(t).map_err(|e| e.to_string())
+                } else {
+                    SensorModel::from_toml(t).map_err(|e| e.to_string())
+                }
+            },
         )
         .map_err(serr)?;
         let period = model.frame_period_s();

@@ -26,6 +26,14 @@ pub enum SensorError {
         message: String,
     },
 
+    /// An Ouster metadata JSON ([`SensorModel::from_ouster_metadata`](super::SensorModel::from_ouster_metadata))
+    /// is malformed or lacks what a model needs; the message names the key.
+    #[error("Ouster metadata: {message}")]
+    Metadata {
+        /// What is missing or wrong, naming the key.
+        message: String,
+    },
+
     /// [`SensorModel::preset`](super::SensorModel::preset) was given a name it does not ship.
     #[error("unknown sensor preset \"{name}\"; the presets are: {known}")]
     UnknownPreset {

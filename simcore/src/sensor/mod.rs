@@ -8,6 +8,7 @@
 
 mod error;
 mod livox;
+mod ouster;
 mod pinhole;
 pub(crate) mod presets;
 mod spinning;
@@ -305,6 +306,14 @@ impl SensorModel {
             toml::from_str(text).map_err(|e| error::from_toml_error(text, &e))?;
         model.validate()?;
         Ok(model)
+    }
+
+    /// A model of one Ouster unit from its metadata JSON (what the Ouster SDK and `ouster-ros` save with every
+    /// recording): its own beam table, beam-origin offset and lidar mode, its points in Ouster's sensor frame,
+    /// and the physics of its product line's preset. A generic table is nominal, and a real unit's rings lie up
+    /// to 0.9 deg off it (docs/accuracy.md, section 4). Errors name the key at fault.
+    pub fn from_ouster_metadata(text: &str) -> Result<SensorModel, SensorError> {
+        ouster::from_metadata(text)
     }
 
     /// The model as TOML that [`SensorModel::from_toml`] reads back to an equal model (without the comments of
