@@ -360,6 +360,43 @@ fn command_line_slips_are_told() {
         "{}",
         stderr(&over)
     );
+
+    // An Ouster unit's metadata JSON as the sensor (firmware 1.x's flat layout): the unit's own model, named
+    // after it; a file that lacks what a model needs is refused, naming the key.
+    let unit = xyz.with_file_name("unit.json");
+    let mut meta = serde_json::json!({
+        "prod_line": "OS-0-64-U02", "prod_sn": 122201000123u64, "lidar_mode": "512x10",
+        "beam_altitude_angles": (0..64).map(|i| 45.0 - i as f64 * 90.0 / 63.0).collect::<Vec<_>>(),
+        "beam_azimuth_angles": (0..64).map(|i| [4.2, 1.4, -1.4, -4.2][i % 4]).collect::<Vec<_>>(),
+        "lidar_origin_to_beam_origin_mm": 27.67,
+    });
+    std::fs::write(&unit, meta.to_string()).unwrap();
+    let with_unit = |unit: &Path| {
+        aerie(&[
+            "scan",
+            xyz.to_str().unwrap(),
+            "--sensor",
+            unit.to_str().unwrap(),
+            "--pose",
+            "2,2,1,0,0,0",
+        ])
+    };
+    let o = with_unit(&unit);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 frame of OS-0-64-U02 122201000123: "),
+        "{}",
+        stderr(&o)
+    );
+    meta.as_object_mut().unwrap().remove("lidar_mode");
+    std::fs::write(&unit, meta.to_string()).unwrap();
+    let o = with_unit(&unit);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unit.json: Ouster metadata: no lidar_mode"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// The flagship demo as a user first runs it: every step done, and a flight through the forest and the building
