@@ -452,9 +452,10 @@ fn balm_poses(path: &std::path::Path) -> HashMap<u32, Isometry3<f64>> {
 /// Issue 75 on the user's kind of map: the hall as 149 real scans fused (`balm/hall_fused.laz`, every surface a
 /// layer several centimetres thick), prepared with the default recipe at 0.2 m, and four real scans of the
 /// sequence taken at poses spread over it (none of them in the map). `os0_64` still at each pose, and the
-/// MARSIM method on the same map. The floors are the measured means (docs/accuracy.md, section 4: beam_med
-/// 0.078 m, signed -0.006 m, in10_all 0.583, hit 0.977; the MARSIM method 0.092 m) with a margin; the same
-/// seed gives the same figures, so a change of the surface model that loses fidelity fails here.
+/// MARSIM method on the same map. The floors are the measured means (2026-12-06, docs/accuracy.md, section 4:
+/// beam_med 0.0753 m, signed +0.005 m, in10_all 0.596, hit 0.977; the MARSIM method 0.0920 m, so 0.82 of it)
+/// with a margin; the same seed gives the same figures, so a change of the surface model that loses fidelity
+/// fails here.
 #[test]
 fn fused_map_at_the_sequence_poses() {
     let (Some(laz), Some(poses)) = (
@@ -500,12 +501,12 @@ fn fused_map_at_the_sequence_poses() {
     println!(
         "mean: beam_med {med:.4}, signed {sgn:+.4}, in10_all {in10:.3}, hit {hit:.3}; the MARSIM method {marsim:.4}"
     );
-    assert!(med <= 0.085, "beam_med {med}");
+    assert!(med <= 0.080, "beam_med {med}");
     assert!(sgn.abs() <= 0.015, "signed {sgn}");
-    assert!(in10 >= 0.55, "in10_all {in10}");
+    assert!(in10 >= 0.57, "in10_all {in10}");
     assert!(hit >= 0.95, "hit {hit}");
     assert!(
-        med <= 0.9 * marsim,
+        med <= 0.85 * marsim,
         "beam_med {med} against the MARSIM method's {marsim}"
     );
 }
