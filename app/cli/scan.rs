@@ -82,12 +82,8 @@ pub fn load_sensor(spec: &str) -> anyhow::Result<SensorModel> {
     };
     if is("toml") || is("json") || as_path.is_file() {
         let text = std::fs::read_to_string(as_path).map_err(|e| Error::io(as_path, e))?;
-        let model = if is("json") {
-            SensorModel::from_ouster_metadata(&text)
-        } else {
-            SensorModel::from_toml(&text)
-        };
-        return model.map_err(|e| BadInput(format!("{}: {e}", as_path.display())).into());
+        return SensorModel::from_text(&text)
+            .map_err(|e| BadInput(format!("{}: {e}", as_path.display())).into());
     }
     SensorModel::preset(spec).map_err(|e| BadInput(e.to_string()).into())
 }

@@ -28,14 +28,7 @@ fn main() -> anyhow::Result<()> {
     let beams: Vec<Beam> = real
         .positions()
         .iter()
-        .filter_map(|d| {
-            let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
-            (n > 0.3).then(|| Beam {
-                dir: d.map(|c| c / n),
-                time_s: 0.0,
-                ring: 0,
-            })
-        })
+        .filter_map(|&p| Beam::toward(p, 0.3))
         .collect();
     let params = if a.get(4).is_some_and(|m| m == "marsim") {
         RenderParams::marsim()

@@ -290,14 +290,7 @@ fn mount_sensors(
             &s.preset,
             base,
             |n| SensorModel::preset(n).map_err(|e| e.to_string()),
-            |t| {
-                // A sensor TOML never starts with a brace; a metadata JSON always does.
-                if t.trim_start().starts_with('{') {
-                    SensorModel::from_ouster_metadata(t).map_err(|e| e.to_string())
-                } else {
-                    SensorModel::from_toml(t).map_err(|e| e.to_string())
-                }
-            },
+            |t| SensorModel::from_text(t).map_err(|e| e.to_string()),
         )
         .map_err(serr)?;
         let period = model.frame_period_s();

@@ -389,15 +389,7 @@ fn surface_model_along_the_real_beams() {
     let beams: Vec<Beam> = real
         .positions()
         .iter()
-        .filter_map(|p| {
-            let d = *p;
-            let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
-            (n > 0.3).then(|| Beam {
-                dir: d.map(|c| c / n),
-                time_s: 0.0,
-                ring: 0,
-            })
-        })
+        .filter_map(|&p| Beam::toward(p, 0.3))
         .collect();
     let model = SensorModel::preset("os0_64").expect("preset");
     let mut renderer = Renderer::new(&beams, &model.physics, &RenderParams::default());

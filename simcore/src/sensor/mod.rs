@@ -31,6 +31,19 @@ pub struct Beam {
     pub ring: u16,
 }
 
+impl Beam {
+    /// A beam at time 0, ring 0, toward `p` (sensor frame), or `None` when `p` is within `min_range_m` of the
+    /// origin: to render along the directions of a real scan's own returns.
+    pub fn toward(p: [f32; 3], min_range_m: f32) -> Option<Beam> {
+        let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+        (n > min_range_m).then(|| Beam {
+            dir: p.map(|c| c / n),
+            time_s: 0.0,
+            ring: 0,
+        })
+    }
+}
+
 /// What happens to a beam besides geometry: range limits, noise, and detection (ALGORITHMS.md section 5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -306,6 +319,17 @@ impl SensorModel {
             toml::from_str(text).map_err(|e| error::from_toml_error(text, &e))?;
         model.validate()?;
         Ok(model)
+    }
+
+    /// A sensor file's model: a sensor TOML ([`SensorModel::from_toml`]) or an Ouster unit's metadata JSON
+    /// ([`SensorModel::from_ouster_metadata`]), told apart by the first character (a TOML file never starts
+    /// with a brace, a JSON object always does).
+    pub fn from_text(text: &str) -> Result<SensorModel, SensorError> {
+        if text.trim_start().starts_with('{') {
+            SensorModel::from_ouster_metadata(text)
+        } else {
+            SensorModel::from_toml(text)
+        }
     }
 
     /// A model of one Ouster unit from its metadata JSON (what the Ouster SDK and `ouster-ros` save with every

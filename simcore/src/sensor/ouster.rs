@@ -46,7 +46,7 @@ pub(crate) fn from_metadata(text: &str) -> Result<SensorModel, SensorError> {
         .and_then(Value::as_str)
         .ok_or_else(|| metadata_error("no prod_line (e.g. \"OS-0-64-U13\")".to_string()))?;
     let serial = find(&root, "sensor_info", "prod_sn")
-        .map(|v| v.to_string().trim_matches('"').to_string())
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
         .unwrap_or_default();
     let mut model = SensorModel::preset(family_preset(prod_line)?)?;
     model.name = format!("{prod_line} {serial}").trim().to_string();
@@ -132,9 +132,7 @@ fn family_preset(prod_line: &str) -> Result<&'static str, SensorError> {
 /// when the metadata has none. A transform that turns the axes other than about z is refused: the model's
 /// beams are given about a vertical axis.
 fn lidar_to_sensor_z_mm(root: &Value) -> Result<f64, SensorError> {
-    let Some(t) = find(root, "calibration_status", "lidar_to_sensor_transform")
-        .or_else(|| find(root, "lidar_intrinsics", "lidar_to_sensor_transform"))
-    else {
+    let Some(t) = find(root, "lidar_intrinsics", "lidar_to_sensor_transform") else {
         return Ok(0.0);
     };
     let m: Vec<f64> = t
