@@ -280,7 +280,7 @@ fn fly(
         f.write_all(text.as_bytes())
             .map_err(|e| Error::io(&mission_path, e))
     })?;
-    flight.record_to(&dir.join("flight.mcap"))?;
+    flight.record_to(&dir.join("flight.mcap"), mission.recording)?;
     let (points, uses_index) = (
         flight.simulator().map().positions.len(),
         flight.uses_beam_index(),
@@ -309,19 +309,14 @@ fn fly(
         let poses: Vec<_> = track.iter().map(|(t, p, _)| (*t, *p)).collect();
         write_tum(&dir.join(format!("{name}.tum")), &poses)?;
     }
-    let hits: Vec<[f64; 3]> = flight.events().iter().map(|e| e.point_hit).collect();
+    let hits: Vec<[f64; 3]> = flight.collisions().map(|e| e.point_hit).collect();
     plot::flight_png(
         &dir.join("flight.png"),
         &flight.simulator().map(),
         &flight.tracks(),
         &hits,
     )?;
-    let events: String = flight
-        .events()
-        .iter()
-        .filter_map(|e| serde_json::to_string(e).ok())
-        .map(|l| l + "\n")
-        .collect();
+    let events = aerie_simcore::flight::events::jsonl(flight.events());
     let events_path = dir.join("events.jsonl");
     aerie_pipeline::io::atomic::write_atomic(&events_path, |f| {
         f.write_all(events.as_bytes())

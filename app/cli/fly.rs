@@ -1,5 +1,6 @@
 //! `aerie fly MAP --mission m.toml -o run/`: fly the mission's vehicles through the map and record what their
-//! sensors see (ROS 2 MCAP), their ground truth (TUM), collisions (JSON lines), a summary and a picture.
+//! sensors see (ROS 2 MCAP, zstd-compressed by default), their ground truth (TUM), what happened (events as JSON
+//! lines), a summary and a picture.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,7 +9,7 @@ use std::time::Instant;
 use aerie_pipeline::Error;
 use aerie_simcore::flight::Flight;
 use aerie_simcore::mission::Mission;
-use aerie_simcore::record::{plot, write_tum};
+use aerie_simcore::record::{Compression, plot, write_tum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::BadInput;
@@ -24,6 +25,14 @@ pub struct Args {
     /// already written there is replaced, its vehicles' trajectories included.
     #[arg(short, long)]
     output: PathBuf,
+    /// Chunk compression of flight.mcap: zstd, lz4 or none. Overrides the mission's `[recording]`; by default
+    /// zstd.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Compression::NAMES))]
+    compression: Option<String>,
+    /// Also write rosbag2's metadata.yaml, so that the output folder is a bag for `ros2 bag info` and `ros2 bag
+    /// play`.
+    #[arg(long)]
+    rosbag2: bool,
     /// Overrides the mission's seed.
     #[arg(long)]
     seed: Option<u64>,
@@ -57,8 +66,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let mut flight = Flight::new(map, &mission, &base)
         .map_err(|e| BadInput(format!("{}: {e}", args.mission.display())))?;
     output_folder(&args.output, &mission)?;
+    let mut recording = mission.recording;
+    if let Some(c) = &args.compression {
+        recording.compression = c.parse().map_err(BadInput)?;
+    }
+    recording.rosbag2 |= args.rosbag2;
     let mcap = args.output.join("flight.mcap");
-    flight.record_to(&mcap)?;
+    flight.record_to(&mcap, recording)?;
     let (points, uses_index) = (
         flight.simulator().map().positions.len(),
         flight.uses_beam_index(),
@@ -84,17 +98,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let summary = flight.summary();
         for v in &summary {
             eprintln!(
-                "{}: {:.1} m flown, top speed {:.2} m/s, {} LiDAR frames, {} collisions{}",
+                "{}: {:.1} m flown, top speed {:.2} m/s, {} LiDAR frames, {} collisions, {} of {} goals reached{}",
                 v.name,
                 v.path_length_m,
                 v.max_speed_m_s,
                 v.lidar_frames,
                 v.collisions,
-                if v.goals_done {
-                    ", goals done"
-                } else {
-                    ", goals NOT done"
-                }
+                v.goals_reached,
+                v.goals,
+                if v.goals_done { "" } else { " (NOT done)" }
             );
         }
         eprintln!(
@@ -166,11 +178,7 @@ fn write_outputs(
         write_tum(&out.join(format!("{name}.tum")), &poses)?;
     }
     let events_path = out.join("events.jsonl");
-    let mut events = String::new();
-    for e in flight.events() {
-        events.push_str(&serde_json::to_string(e)?);
-        events.push('\n');
-    }
+    let events = aerie_simcore::flight::events::jsonl(flight.events());
     aerie_pipeline::io::atomic::write_atomic(&events_path, |f| {
         f.write_all(events.as_bytes())
             .map_err(|e| Error::io(&events_path, e))
@@ -182,7 +190,7 @@ fn write_outputs(
         "simulated_s": flight.time(),
         "wall_s": wall_s,
         "real_time_factor": flight.time() / wall_s.max(1e-9),
-        "collisions": flight.events().len(),
+        "collisions": flight.collisions().count(),
         "vehicles": flight.summary(),
     });
     let summary_path = out.join("summary.json");
@@ -191,7 +199,7 @@ fn write_outputs(
         f.write_all(text.as_bytes())
             .map_err(|e| Error::io(&summary_path, e))
     })?;
-    let hits: Vec<[f64; 3]> = flight.events().iter().map(|e| e.point_hit).collect();
+    let hits: Vec<[f64; 3]> = flight.collisions().map(|e| e.point_hit).collect();
     plot::flight_png(
         &out.join("flight.png"),
         &flight.simulator().map(),

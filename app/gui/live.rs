@@ -7,11 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use aerie_simcore::flight::Flight;
+use aerie_simcore::flight::{Flight, FlightEvent};
 use aerie_simcore::mission::Mission;
 use aerie_simcore::render::Image;
 use aerie_simcore::simulator::Map;
-use aerie_simcore::world::CollisionEvent;
 use nalgebra::Point3;
 
 /// One vehicle, as drawn.
@@ -35,7 +34,8 @@ pub struct Snapshot {
     pub scan: Arc<Vec<[f32; 3]>>,
     pub scan_seq: u64,
     pub range: Option<Arc<Image>>,
-    pub events: Vec<CollisionEvent>,
+    /// What happened so far: take-off, goals reached, collisions, touchdown, the mission's end.
+    pub events: Vec<FlightEvent>,
     /// Time, altitude (m), speed (m/s), roll, pitch, yaw (degrees) of the first vehicle, every 0.05 s.
     pub plot: Vec<[f64; 6]>,
     pub real_time_factor: f64,

@@ -127,6 +127,7 @@ pub fn mission(app: &AerieApp) -> Result<Mission, String> {
         stop_on_collision: false,
         planner_voxel_m: None,
         obstacles: Vec::new(),
+        recording: Default::default(),
         vehicles: vec![VehicleSpec {
             name: "uav".into(),
             preset: s.vehicle.clone(),
@@ -264,7 +265,7 @@ pub fn poll(app: &mut AerieApp) {
         };
         let msg = format!(
             "flight {how}, {} collision(s), {:.1}x real time",
-            s.events.len(),
+            s.events.iter().filter(|e| e.collision().is_some()).count(),
             s.real_time_factor
         );
         match s.error.clone() {
@@ -318,7 +319,7 @@ pub fn overlay(app: &AerieApp, o: &mut Overlay) {
         o.markers
             .push((p, Color32::from_rgb(90, 200, 255), v.name.clone()));
     }
-    for e in &app.sim.snap.events {
+    for e in app.sim.snap.events.iter().filter_map(|e| e.collision()) {
         let p = std::array::from_fn(|k| (e.point_hit[k] - origin[k]) as f32);
         o.markers.push((
             p,
@@ -440,12 +441,15 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
         if let Some(e) = &s.error {
             ui.colored_label(Color32::from_rgb(255, 110, 100), e);
         }
-        ui.label(format!("{} collision(s)", s.events.len()));
+        let collisions = s.events.iter().filter(|e| e.collision().is_some()).count();
+        ui.label(format!("{collisions} collision(s); events:"));
         for e in &s.events {
-            ui.label(format!(
-                "{:.2} s at {:.2}, {:.2}, {:.2} ({})",
-                e.time_s, e.point_hit[0], e.point_hit[1], e.point_hit[2], e.what
-            ));
+            let text = RichText::new(e.describe()).monospace();
+            if e.collision().is_some() {
+                ui.colored_label(Color32::from_rgb(255, 110, 100), text);
+            } else {
+                ui.label(text);
+            }
         }
     }
     ui.add_space(8.0);

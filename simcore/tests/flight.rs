@@ -8,6 +8,7 @@ use aerie_pipeline::prepare::{Recipe, Stage, prepare};
 use aerie_pipeline::{Cloud, NoProgress};
 use aerie_simcore::flight::{Flight, FlightError};
 use aerie_simcore::mission::{Mission, PlanError};
+use aerie_simcore::record::RecordOptions;
 use aerie_simcore::simulator::Map;
 use aerie_simcore::vehicle::GRAVITY;
 use aerie_simcore::world::{ObstacleConfig, ObstacleKind, Obstacles, Shape};
@@ -216,7 +217,7 @@ fn flying_into_a_wall_is_a_collision_at_the_wall() {
         "#,
     );
     let f = fly(map_with_walls(&[(5.0, -5.0, 5.0)], &[]), &m);
-    let e = &f.events()[0];
+    let e = f.collisions().next().expect("a collision");
     let radius = 0.35;
     assert_eq!(e.what, "map");
     assert!((e.position[0] - (5.0 - radius)).abs() < 0.06, "{e:?}");
@@ -246,7 +247,7 @@ fn the_planner_reaches_a_goal_behind_a_wall() {
     );
     // A wall 8 m wide and taller than the flight: the path must go around an end.
     let f = fly(map_with_walls(&[(5.0, -4.0, 4.0)], &[]), &m);
-    assert!(f.events().is_empty(), "{:?}", f.events());
+    assert!(f.collisions().next().is_none(), "{:?}", f.events());
     let s = &f.summary()[0];
     let end = Vector3::from(s.final_position);
     assert!((end - Vector3::new(9.0, 0.0, 1.5)).norm() < 0.05, "{end}");
@@ -329,7 +330,7 @@ fn recorded(seed: u64, dir: &Path) -> Vec<u8> {
     let m = vlp_mission(seed, 0.6, "mount = [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]", 1.0);
     let mut f = Flight::new(map_with_walls(&[(5.0, -5.0, 5.0)], &[]), &m, Path::new(".")).unwrap();
     let path = dir.join(format!("flight_{seed}.mcap"));
-    f.record_to(&path).unwrap();
+    f.record_to(&path, RecordOptions::default()).unwrap();
     f.run_until(f64::INFINITY, &mut |_, _| {}).unwrap();
     f.finish_recording().unwrap();
     std::fs::read(&path).unwrap()

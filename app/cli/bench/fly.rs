@@ -12,6 +12,7 @@ use aerie_pipeline::Cloud;
 use aerie_pipeline::map::PackedMap;
 use aerie_simcore::flight::Flight;
 use aerie_simcore::mission::Mission;
+use aerie_simcore::record::Compression;
 use aerie_simcore::render::Frame;
 use aerie_simcore::simulator::Map;
 use anyhow::Context;
@@ -63,6 +64,9 @@ struct WithMap {
     /// Also record every message to DIR/run_<k>/flight.mcap, as `aerie fly` does (timed with the flight).
     #[arg(long)]
     record: Option<PathBuf>,
+    /// Chunk compression of the recording: zstd (the default of `aerie fly`), lz4 or none.
+    #[arg(long, default_value = "zstd", value_parser = clap::builder::PossibleValuesParser::new(Compression::NAMES))]
+    compression: String,
     #[command(flatten)]
     common: Common,
 }
@@ -104,13 +108,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             bench("physics", &c, &mission, None, |_| empty_world())
         }
         Case::Avia(m) => {
-            let mission = mission(&m.common, AVIA_MISSION)?;
+            let mut mission = mission(&m.common, AVIA_MISSION)?;
+            mission.recording.compression = m.compression.parse().map_err(BadInput)?;
             bench("avia", &m.common, &mission, m.record.as_deref(), |_| {
                 open(&m.map)
             })
         }
         Case::Swarm(m) => {
-            let mission = mission(&m.common, SWARM_MISSION)?;
+            let mut mission = mission(&m.common, SWARM_MISSION)?;
+            mission.recording.compression = m.compression.parse().map_err(BadInput)?;
             bench("swarm", &m.common, &mission, m.record.as_deref(), |_| {
                 open(&m.map)
             })
@@ -214,7 +220,7 @@ fn fly_once(
     flight.warm_up();
     if let Some(dir) = record {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        flight.record_to(&dir.join("flight.mcap"))?;
+        flight.record_to(&dir.join("flight.mcap"), mission.recording)?;
     }
     let setup_s = t.elapsed().as_secs_f64();
     let cpu0 = process_cpu_s();
@@ -238,7 +244,7 @@ fn fly_once(
         render_s: flight.render_time_s(),
         lidar_frames: summary.iter().map(|v| v.lidar_frames).sum(),
         lidar_points: summary.iter().map(|v| v.lidar_points).sum(),
-        collisions: flight.events().len(),
+        collisions: flight.collisions().count(),
     })
 }
 

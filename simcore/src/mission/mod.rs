@@ -22,18 +22,22 @@
 //! profile (stopping at each waypoint for [`WAYPOINT_DWELL_S`]), holds and a landing. A move flies at
 //! 90% of the speed limit so the tracking error of the controller stays under the limit.
 
+pub mod path;
 pub mod planner;
 
 use std::f64::consts::{PI, TAU};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nalgebra::Vector3;
 use serde::{Deserialize, Serialize};
 
 use crate::control::Setpoint;
+use crate::record::RecordOptions;
 use crate::render::PointsIn;
 use crate::world::ObstacleConfig;
 
+pub use path::SmoothPath;
 pub use planner::{Grid, PlanError};
 
 /// A whole mission file.
@@ -56,6 +60,10 @@ pub struct Mission {
     /// map's bounds. By default, none.
     #[serde(default)]
     pub obstacles: Vec<ObstacleConfig>,
+    /// How the recording is written, a `[recording]` table: `compression = "zstd" | "lz4" | "none"` (default
+    /// zstd), `rosbag2 = true` for rosbag2's metadata.yaml beside the MCAP.
+    #[serde(default)]
+    pub recording: RecordOptions,
     /// The vehicles, `[[vehicle]]` tables; at least one, names unique.
     #[serde(rename = "vehicle")]
     pub vehicles: Vec<VehicleSpec>,
@@ -429,6 +437,8 @@ pub enum Leg {
         /// Heading during the move, radians counter-clockwise from map +x.
         yaw: f64,
     },
+    /// Fly a planned path without stopping on the way (a `goal`).
+    Path(Arc<SmoothPath>),
     /// Hold a position from `t0` until `until`.
     Hold {
         /// Where to hold, map frame, metres.
@@ -460,33 +470,88 @@ pub const WAYPOINT_DWELL_S: f64 = 1.0;
 /// Speed of a landing descent, m/s.
 pub const LANDING_SPEED_M_S: f64 = 0.5;
 
-/// The legs of a vehicle's goals, planned from its start. `plan` turns a planned goal into a path (start,
-/// goal) -> polyline.
-pub fn timeline(
-    spec: &VehicleSpec,
-    mut plan: impl FnMut(&Vector3<f64>, &Vector3<f64>) -> Result<Vec<Vector3<f64>>, PlanError>,
-) -> Result<Vec<Leg>, PlanError> {
+/// What a timeline needs of the planner: a path around obstacles, and whether a point is in its free space (to
+/// round the path's corners there).
+pub trait Planner {
+    /// A polyline from `from` to `to` through free space; its first point is `from` and its last `to`.
+    fn plan(
+        &mut self,
+        from: &Vector3<f64>,
+        to: &Vector3<f64>,
+    ) -> Result<Vec<Vector3<f64>>, PlanError>;
+    /// Whether a vehicle centred at `p` keeps its clearance (after [`Planner::plan`] was called).
+    fn is_free(&self, p: &Vector3<f64>) -> bool;
+}
+
+/// The kind of a goal, as events name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalKind {
+    /// `kind = "waypoint"`.
+    Waypoint,
+    /// `kind = "goal"`.
+    Goal,
+    /// `kind = "hover"`.
+    Hover,
+    /// `kind = "land"`.
+    Land,
+}
+
+/// Where and when a goal of the timeline is due: the flight reports it reached when the vehicle gets there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GoalMark {
+    /// The goal's number in the mission, from 1.
+    pub index: usize,
+    /// Its kind.
+    pub kind: GoalKind,
+    /// Where the vehicle should be when it is reached (a landing: where the descent starts).
+    pub target: Vector3<f64>,
+    /// When the setpoint gets there (a hover: when it ends; a landing: when the descent starts), seconds.
+    pub due_s: f64,
+}
+
+/// A vehicle's legs, and its goals' marks in mission order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    /// The legs, one after the other.
+    pub legs: Vec<Leg>,
+    /// One per goal.
+    pub goals: Vec<GoalMark>,
+}
+
+/// The timeline of a vehicle's goals, planned from its start; `planner` plans the `goal` kinds.
+pub fn timeline(spec: &VehicleSpec, planner: &mut dyn Planner) -> Result<Timeline, PlanError> {
     let mut laid = Laid {
         legs: Vec::new(),
         at: Vector3::new(spec.start[0], spec.start[1], spec.start[2]),
         yaw: spec.start[3],
         t: 0.0,
     };
+    let mut goals = Vec::new();
     let speed_of = |s: &Option<f64>| 0.9 * s.unwrap_or(spec.max_speed_m_s).min(spec.max_speed_m_s);
-    for goal in &spec.goals {
+    for (i, goal) in spec.goals.iter().enumerate() {
         let at = laid.at;
-        let (points, speed) = match goal {
+        let kind = match goal {
             Goal::Waypoint {
                 position,
                 speed_m_s,
-            } => (vec![at, Vector3::from(*position)], speed_of(speed_m_s)),
+            } => {
+                let points = [at, Vector3::from(*position)];
+                laid.follow(&points, speed_of(speed_m_s), spec.max_accel_m_s2);
+                GoalKind::Waypoint
+            }
             Goal::Goal {
                 position,
                 speed_m_s,
-            } => (plan(&at, &Vector3::from(*position))?, speed_of(speed_m_s)),
+            } => {
+                let points = planner.plan(&at, &Vector3::from(*position))?;
+                let free = |p: &Vector3<f64>| planner.is_free(p);
+                laid.fly_path(&points, (speed_of(speed_m_s), spec.max_accel_m_s2), &free);
+                GoalKind::Goal
+            }
             Goal::Hover { duration_s } => {
                 laid.hold(laid.yaw, laid.t + duration_s.max(0.0));
-                continue;
+                GoalKind::Hover
             }
             Goal::Land {} => {
                 laid.legs.push(Leg::Land {
@@ -494,15 +559,34 @@ pub fn timeline(
                     yaw: laid.yaw,
                     t0: laid.t,
                 });
+                goals.push(GoalMark {
+                    index: i + 1,
+                    kind: GoalKind::Land,
+                    target: at,
+                    due_s: laid.t,
+                });
                 break;
             }
         };
-        laid.follow(&points, speed, spec.max_accel_m_s2);
+        // A waypoint is due when its move arrives, before the dwell that settles it.
+        let due_s = match (kind, laid.legs.last()) {
+            (GoalKind::Waypoint, Some(Leg::Hold { t0, .. })) => *t0,
+            _ => laid.t,
+        };
+        goals.push(GoalMark {
+            index: i + 1,
+            kind,
+            target: laid.at,
+            due_s,
+        });
     }
     if !matches!(laid.legs.last(), Some(Leg::Land { .. })) {
         laid.hold(laid.yaw, f64::INFINITY);
     }
-    Ok(laid.legs)
+    Ok(Timeline {
+        legs: laid.legs,
+        goals,
+    })
 }
 
 /// The legs laid so far, and where they leave the vehicle: its position, heading and time.
@@ -553,19 +637,31 @@ impl Laid {
             self.hold(self.yaw, self.t + WAYPOINT_DWELL_S);
         }
     }
+
+    /// Flies the planned polyline `points` (its first vertex where the vehicle is) without stopping on the way,
+    /// its corners rounded in free space, turning to face the way while it goes.
+    fn fly_path(
+        &mut self,
+        points: &[Vector3<f64>],
+        (speed, accel): (f64, f64),
+        is_free: &dyn Fn(&Vector3<f64>) -> bool,
+    ) {
+        let path = SmoothPath::new(
+            points,
+            (speed, accel),
+            (self.t, self.yaw, TURN_RATE_RAD_S),
+            is_free,
+        );
+        self.t += path.duration();
+        self.at = path.end();
+        self.yaw = path.end_yaw();
+        self.legs.push(Leg::Path(Arc::new(path)));
+    }
 }
 
 /// The setpoint of a timeline at time `t`, and whether the vehicle should stop its motors (landed).
 pub fn setpoint_at(legs: &[Leg], t: f64, grounded: bool) -> (Setpoint, bool) {
-    let leg = legs
-        .iter()
-        .find(|l| match l {
-            Leg::Move { segment, .. } => t < segment.t0 + segment.duration,
-            Leg::Hold { until, .. } => t < *until,
-            Leg::Land { .. } => true,
-        })
-        .or(legs.last());
-    match leg {
+    match leg_at(legs, t) {
         Some(Leg::Move { segment, yaw }) => {
             let (p, v, a) = segment.sample(t);
             (
@@ -578,6 +674,7 @@ pub fn setpoint_at(legs: &[Leg], t: f64, grounded: bool) -> (Setpoint, bool) {
                 false,
             )
         }
+        Some(Leg::Path(path)) => (path.sample(t), false),
         Some(Leg::Hold { position, yaw, .. }) => (Setpoint::hold(*position, *yaw), false),
         Some(Leg::Land { from, yaw, t0 }) => {
             let dz = LANDING_SPEED_M_S * (t - t0).max(0.0);
@@ -593,12 +690,25 @@ pub fn setpoint_at(legs: &[Leg], t: f64, grounded: bool) -> (Setpoint, bool) {
     }
 }
 
+/// The leg flown at time `t` (the last one after the timeline's end).
+pub fn leg_at(legs: &[Leg], t: f64) -> Option<&Leg> {
+    legs.iter()
+        .find(|l| match l {
+            Leg::Move { segment, .. } => t < segment.t0 + segment.duration,
+            Leg::Path(path) => t < path.t0 + path.duration(),
+            Leg::Hold { until, .. } => t < *until,
+            Leg::Land { .. } => true,
+        })
+        .or(legs.last())
+}
+
 /// When the timeline's last goal is reached (`None` for an endless hold or a landing, known only in flight).
 pub fn timeline_end(legs: &[Leg]) -> Option<f64> {
     match legs.last()? {
         Leg::Hold { t0, until, .. } if until.is_infinite() => Some(*t0),
         Leg::Hold { until, .. } => Some(*until),
         Leg::Move { segment, .. } => Some(segment.t0 + segment.duration),
+        Leg::Path(path) => Some(path.t0 + path.duration()),
         Leg::Land { .. } => None,
     }
 }

@@ -72,8 +72,15 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// Cells of `voxel_m` holding a map point, inflated by `clearance_m` (the vehicle radius plus a margin).
-    pub fn from_map(map: &MapView, voxel_m: f64, clearance_m: f64) -> Result<Grid, PlanError> {
+    /// Cells of `voxel_m` holding a map point, inflated by `clearance_m` (the vehicle radius plus a margin),
+    /// over the map's bounds grown to hold the points of `within` (the mission's starts and goals: above a
+    /// flat ground, the air a vehicle flies in is outside the map's points).
+    pub fn from_map(
+        map: &MapView,
+        voxel_m: f64,
+        clearance_m: f64,
+        within: &[Vector3<f64>],
+    ) -> Result<Grid, PlanError> {
         let origin = Vector3::from(map.origin);
         let (mut lo, mut hi) = (
             Vector3::repeat(f64::INFINITY),
@@ -83,6 +90,10 @@ impl Grid {
             let v = origin + Vector3::new(p[0] as f64, p[1] as f64, p[2] as f64);
             lo = lo.inf(&v);
             hi = hi.sup(&v);
+        }
+        for v in within {
+            lo = lo.inf(v);
+            hi = hi.sup(v);
         }
         if !(lo.x <= hi.x) {
             lo = Vector3::zeros();

@@ -11,12 +11,18 @@
 //! | `/tf` | tf2_msgs/TFMessage | `map` -> `<vehicle>/base_link` (with the odometry) |
 //! | `/tf_static` | tf2_msgs/TFMessage | `<vehicle>/base_link` -> `<vehicle>/<sensor>` (once) |
 //!
+//! Chunks are compressed with zstd by default ([`Compression`]), as `ros2 bag record` users and Foxglove's
+//! writer do; every MCAP reader (rosbag2's storage plugin, Foxglove, the `mcap` and `rosbags` Python packages)
+//! reads zstd and lz4 chunks. [`RecordOptions::rosbag2`] adds the `metadata.yaml` that makes the folder a rosbag2
+//! bag (`ros2 bag info DIR`, `ros2 bag play DIR`).
+//!
 //! Files are written through a temporary file and renamed by [`Recorder::finish`]; nothing in them depends on
 //! the wall clock, so the same flight gives byte-identical files.
 
 pub(crate) mod cdr;
 pub mod plot;
 pub mod ros2;
+mod rosbag2;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -79,6 +85,81 @@ impl RecordError {
     }
 }
 
+/// How the MCAP's chunks are compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// zstd at its default level 3: a LiDAR recording shrinks to about a third or less, at a few hundred MB/s
+    /// on one core (docs/benchmarks.md).
+    #[default]
+    Zstd,
+    /// lz4: faster than zstd, larger files.
+    Lz4,
+    /// Uncompressed chunks (what every MCAP reader, even one without codecs, can read).
+    None,
+}
+
+impl Compression {
+    /// The choices' names, as the CLI and the mission file spell them.
+    pub const NAMES: [&'static str; 3] = ["zstd", "lz4", "none"];
+
+    /// The codec's name, as the CLI and the mission file spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::Zstd => "zstd",
+            Compression::Lz4 => "lz4",
+            Compression::None => "none",
+        }
+    }
+
+    fn codec(self) -> Option<mcap::Compression> {
+        match self {
+            Compression::Zstd => Some(mcap::Compression::Zstd),
+            Compression::Lz4 => Some(mcap::Compression::Lz4),
+            Compression::None => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Compression {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Compression, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "zstd" => Ok(Compression::Zstd),
+            "lz4" => Ok(Compression::Lz4),
+            "none" => Ok(Compression::None),
+            _ => Err(format!(
+                "unknown compression {s:?}: use one of {}",
+                Compression::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// How a recording is written: the `[recording]` table of a mission, which `aerie fly --compression` and
+/// `--rosbag2` override.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordOptions {
+    /// Chunk compression. By default, zstd.
+    #[serde(default)]
+    pub compression: Compression,
+    /// Also write `metadata.yaml` beside the MCAP, so that its folder is a rosbag2 bag (`ros2 bag info` and
+    /// `ros2 bag play` take the folder). By default, false.
+    #[serde(default)]
+    pub rosbag2: bool,
+}
+
+/// A topic of the recording: its channel, type, and messages so far (for rosbag2's metadata).
+#[derive(Clone, Debug)]
+struct Topic {
+    name: String,
+    channel_id: u16,
+    type_name: String,
+    messages: u64,
+}
+
 /// An MCAP file being written.
 pub struct Recorder {
     path: PathBuf,
@@ -86,7 +167,13 @@ pub struct Recorder {
     /// Lists `tmp` for removal should the process end on a signal.
     _pending: aerie_pipeline::io::atomic::Pending,
     writer: Option<mcap::Writer<BufWriter<File>>>,
-    channels: BTreeMap<String, u16>,
+    /// Topic name -> its index in `topics`.
+    channels: BTreeMap<String, usize>,
+    options: RecordOptions,
+    /// The topics, in the order of first use.
+    topics: Vec<Topic>,
+    /// Earliest and latest log time, nanoseconds.
+    span_ns: Option<(u64, u64)>,
     sequence: u32,
 }
 
@@ -97,14 +184,18 @@ fn temp_path(path: &Path) -> PathBuf {
 
 impl Recorder {
     /// Starts writing `path` (through a temporary file beside it).
-    pub fn create(path: &Path) -> Result<Recorder, RecordError> {
+    pub fn create(path: &Path, options: RecordOptions) -> Result<Recorder, RecordError> {
         let tmp = temp_path(path);
         let file = File::create(&tmp).map_err(|e| RecordError::write(path, &e))?;
         let pending = aerie_pipeline::io::atomic::Pending::new(&tmp);
+        // One zstd worker on every machine: the bytes must not depend on how many cores it has (zstd's output
+        // is the same for any count of workers from one up, but not for none), and the flight's own work
+        // keeps the other core busy.
         let opts = mcap::WriteOptions::new()
             .profile("ros2")
             .library("aerie")
-            .compression(None);
+            .compression(options.compression.codec())
+            .compression_threads(1);
         let writer = opts.create(BufWriter::new(file)).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             RecordError::write(path, &e)
@@ -115,6 +206,9 @@ impl Recorder {
             _pending: pending,
             writer: Some(writer),
             channels: BTreeMap::new(),
+            options,
+            topics: Vec::new(),
+            span_ns: None,
             sequence: 0,
         })
     }
@@ -123,9 +217,10 @@ impl Recorder {
         RecordError::write(&self.path, e)
     }
 
-    fn channel(&mut self, topic: &str, type_name: &str) -> Result<u16, RecordError> {
-        if let Some(id) = self.channels.get(topic) {
-            return Ok(*id);
+    /// The index in `topics` of `topic`, its channel added on first use.
+    fn channel(&mut self, topic: &str, type_name: &str) -> Result<usize, RecordError> {
+        if let Some(i) = self.channels.get(topic) {
+            return Ok(*i);
         }
         let schema = ros2::schema(type_name);
         let w = self.writer.as_mut().ok_or_else(|| RecordError::Write {
@@ -136,9 +231,15 @@ impl Recorder {
         let r = w
             .add_schema(type_name, "ros2msg", schema.as_bytes())
             .and_then(|s| w.add_channel(s, topic, "cdr", &qos_metadata(topic)));
-        let id = r.map_err(|e| self.err(&e))?;
-        self.channels.insert(topic.to_string(), id);
-        Ok(id)
+        let channel_id = r.map_err(|e| self.err(&e))?;
+        self.channels.insert(topic.to_string(), self.topics.len());
+        self.topics.push(Topic {
+            name: topic.to_string(),
+            channel_id,
+            type_name: type_name.to_string(),
+            messages: 0,
+        });
+        Ok(self.topics.len() - 1)
     }
 
     /// Writes one CDR message on `topic` at simulation time `t` (log and publish time).
@@ -149,9 +250,15 @@ impl Recorder {
         t: f64,
         data: &[u8],
     ) -> Result<(), RecordError> {
-        let channel_id = self.channel(topic, type_name)?;
+        let index = self.channel(topic, type_name)?;
+        let channel_id = self.topics[index].channel_id;
+        self.topics[index].messages += 1;
         self.sequence += 1;
         let ns = (t.max(0.0) * 1e9).round() as u64;
+        self.span_ns = Some(
+            self.span_ns
+                .map_or((ns, ns), |(a, b)| (a.min(ns), b.max(ns))),
+        );
         let header = mcap::records::MessageHeader {
             channel_id,
             sequence: self.sequence,
@@ -165,7 +272,8 @@ impl Recorder {
         r.map_err(|e| self.err(&e))
     }
 
-    /// Writes the summary and renames the file into place; on failure the temporary file is removed.
+    /// Writes the summary and renames the file into place, then, if asked, rosbag2's `metadata.yaml` beside
+    /// it; on failure the temporary file is removed.
     pub fn finish(mut self) -> Result<(), RecordError> {
         let finished = match self.writer.take() {
             Some(mut w) => w.finish().map(drop).map_err(|e| self.err(&e)),
@@ -176,7 +284,37 @@ impl Recorder {
         if renamed.is_err() {
             let _ = std::fs::remove_file(&self.tmp);
         }
-        renamed
+        renamed?;
+        if self.options.rosbag2 {
+            self.write_rosbag2_metadata()?;
+        }
+        Ok(())
+    }
+
+    /// rosbag2's `metadata.yaml` in the MCAP's folder, listing the MCAP and its topics.
+    fn write_rosbag2_metadata(&self) -> Result<(), RecordError> {
+        let name = self
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("flight.mcap");
+        let topics: Vec<rosbag2::Topic<'_>> = self
+            .topics
+            .iter()
+            .map(|t| rosbag2::Topic {
+                name: &t.name,
+                type_name: &t.type_name,
+                qos: qos_metadata(&t.name)["offered_qos_profiles"].clone(),
+                messages: t.messages,
+            })
+            .collect();
+        let yaml = rosbag2::metadata_yaml(name, self.span_ns.unwrap_or((0, 0)), &topics);
+        let path = self.path.with_file_name("metadata.yaml");
+        aerie_pipeline::io::atomic::write_atomic(&path, |f| {
+            f.write_all(yaml.as_bytes())
+                .map_err(aerie_pipeline::io::atomic::io_err(&path))
+        })?;
+        Ok(())
     }
 }
 

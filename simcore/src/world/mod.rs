@@ -128,6 +128,16 @@ impl World {
         self.map.support_height(p, radius, gear, &mut self.scratch)
     }
 
+    /// Whether every map point within `radius` of `position` lies below it: what a vehicle meets when it sets
+    /// down on the ground, even uneven or sloping, where a wall or an overhang within its radius reaches above
+    /// its centre.
+    pub fn only_ground_within(&mut self, position: &Vector3<f64>, radius: f64) -> bool {
+        self.map
+            .within(position, radius, &mut self.scratch)
+            .iter()
+            .all(|q| q.z < position.z)
+    }
+
     /// Whether a vehicle of `radius` at `position` moving with `velocity` touches the map or an obstacle.
     /// Points under its gear (`gear` below the centre) count only when hit faster than [`HARD_LANDING_M_S`].
     pub fn check_collision(

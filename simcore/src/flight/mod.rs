@@ -7,6 +7,8 @@
 // `!(a <= b)` is deliberate: a NaN must fail the test it is in.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod events;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,14 +16,16 @@ use nalgebra::{Isometry3, Vector3};
 use serde::Serialize;
 
 use crate::control::{Cascaded, CascadedParams, Controller};
-use crate::mission::{self, Goal, Grid, Leg, Mission, PlanError, VehicleSpec};
-use crate::record::{RecordError, Recorder, TrackSample, ros2};
+use crate::mission::{self, Goal, GoalMark, Grid, Leg, Mission, PlanError, Planner, VehicleSpec};
+use crate::record::{RecordError, RecordOptions, Recorder, TrackSample, ros2};
 use crate::render::{BeamIndex, Frame, Occluder, RenderParams};
 use crate::sensor::{PointFields, SensorModel};
 use crate::simulator::{FrameJob, Map, SensorId, SimError, Simulator};
 use crate::trajectory::{Tum, pose_from_xyz_rpy};
 use crate::vehicle::{Imu, QuadParams, QuadState, Quadrotor, RotorCommand, VehicleError};
-use crate::world::{CollisionEvent, Obstacles, Spheres, World};
+use crate::world::{CollisionEvent, HARD_LANDING_M_S, Obstacles, Spheres, World};
+
+pub use events::FlightEvent;
 
 /// Physics and control rate, Hz.
 pub const PHYSICS_HZ: f64 = 1000.0;
@@ -117,6 +121,19 @@ fn check_near_map(v: &VehicleSpec, lo: Vector3<f64>, hi: Vector3<f64>) -> Result
     Ok(())
 }
 
+/// The start and the goal positions of a vehicle.
+fn mission_positions(v: &VehicleSpec) -> Vec<Vector3<f64>> {
+    let goals = v.goals.iter().filter_map(|g| match g {
+        Goal::Waypoint { position, .. } | Goal::Goal { position, .. } => {
+            Some(Vector3::from(*position))
+        }
+        Goal::Hover { .. } | Goal::Land {} => None,
+    });
+    std::iter::once(Vector3::new(v.start[0], v.start[1], v.start[2]))
+        .chain(goals)
+        .collect()
+}
+
 /// Loads a vehicle preset or file, a sensor preset or file (relative to `base`).
 fn resolve<T>(
     spec: &str,
@@ -157,6 +174,9 @@ struct Craft {
     next_imu: f64,
     imu_samples: u64,
     legs: Vec<Leg>,
+    /// The goals, in mission order, and how many have been reached (they are reached in order).
+    goals: Vec<GoalMark>,
+    goals_reached: usize,
     sensors: Vec<Sensor>,
     /// Body poses since the oldest frame still being collected.
     history: Vec<(f64, Isometry3<f64>)>,
@@ -164,6 +184,12 @@ struct Craft {
     track: Vec<TrackSample>,
     motors_off: bool,
     touching: bool,
+    /// Off the ground (a take-off has been reported).
+    airborne: bool,
+    /// A touchdown at its landing has been reported.
+    touched_down: bool,
+    /// Vertical velocity before the last physics step, m/s (a touchdown's speed, before the ground stops it).
+    vz_before_step: f64,
     collisions: u32,
     frames: u64,
     points: u64,
@@ -175,7 +201,7 @@ impl Craft {
         quad: Quadrotor,
         controller: Box<dyn Controller>,
         imu: Imu,
-        (legs, sensors): (Vec<Leg>, Vec<Sensor>),
+        (timeline, sensors): (mission::Timeline, Vec<Sensor>),
     ) -> Craft {
         Craft {
             name: name.to_string(),
@@ -185,12 +211,17 @@ impl Craft {
             next_imu: imu.period_s(),
             imu,
             imu_samples: 0,
-            legs,
+            legs: timeline.legs,
+            goals: timeline.goals,
+            goals_reached: 0,
             sensors,
             history: Vec::new(),
             track: Vec::new(),
             motors_off: false,
             touching: false,
+            airborne: false,
+            touched_down: false,
+            vz_before_step: 0.0,
             collisions: 0,
             frames: 0,
             points: 0,
@@ -244,8 +275,12 @@ pub struct VehicleSummary {
     pub lidar_frames: u64,
     /// Points in those frames.
     pub lidar_points: u64,
-    /// Whether it finished its goals: the timeline's end is past, or, for a landing, its motors are off.
+    /// Whether it reached every goal ([`FlightEvent::GoalReached`]).
     pub goals_done: bool,
+    /// Goals reached, of `goals`.
+    pub goals_reached: usize,
+    /// Goals in its mission.
+    pub goals: usize,
     /// Where the body centre is now, map frame, metres.
     pub final_position: [f64; 3],
 }
@@ -257,12 +292,14 @@ pub struct Flight {
     crafts: Vec<Craft>,
     step: u64,
     recorder: Option<Recorder>,
-    events: Vec<CollisionEvent>,
+    events: Vec<FlightEvent>,
     stop_on_collision: bool,
     end_s: f64,
     /// Whether the mission gave the duration (then the flight runs to `end_s` even after every vehicle landed).
     fixed_duration: bool,
     stopped: bool,
+    /// The mission ends have been reported.
+    ended: bool,
     /// Wall time spent rendering LiDAR frames so far, seconds (for benchmarks; never affects the output).
     render_s: f64,
 }
@@ -316,6 +353,38 @@ fn mount_sensors(
     Ok(sensors)
 }
 
+/// The built-in planner for a timeline: the occupancy grid of the map, built on the first `goal` and rebuilt
+/// only for a vehicle of another clearance.
+struct GridPlanner<'a> {
+    sim: &'a Simulator,
+    /// Every start and goal of the mission, inside the grid whatever the map's bounds.
+    within: &'a [Vector3<f64>],
+    voxel: f64,
+    clearance: f64,
+    grid: &'a mut Option<(f64, Grid)>,
+}
+
+impl Planner for GridPlanner<'_> {
+    fn plan(
+        &mut self,
+        from: &Vector3<f64>,
+        to: &Vector3<f64>,
+    ) -> Result<Vec<Vector3<f64>>, PlanError> {
+        if self.grid.as_ref().is_none_or(|(c, _)| *c != self.clearance) {
+            let grid = Grid::from_map(&self.sim.map(), self.voxel, self.clearance, self.within)?;
+            *self.grid = Some((self.clearance, grid));
+        }
+        match self.grid.as_ref() {
+            Some((_, g)) => g.plan(from, to),
+            None => Ok(vec![*from, *to]),
+        }
+    }
+
+    fn is_free(&self, p: &Vector3<f64>) -> bool {
+        self.grid.as_ref().is_none_or(|(_, g)| g.is_free(p))
+    }
+}
+
 impl Flight {
     /// Sets up `mission` in `map`; sensor and vehicle files are looked up relative to `base` (the mission's
     /// folder). Plans every goal now, so a goal without a path fails here, naming it.
@@ -329,27 +398,50 @@ impl Flight {
             .planner_voxel_m
             .unwrap_or((view.resolution as f64).max(0.2));
         let mut grid: Option<(f64, Grid)> = None;
+        let positions: Vec<Vector3<f64>> = mission
+            .vehicles
+            .iter()
+            .flat_map(mission_positions)
+            .collect();
         let mut crafts = Vec::new();
         for (vi, v) in mission.vehicles.iter().enumerate() {
             check_near_map(v, lo, hi)?;
             let params = vehicle_params(v, base)?;
-            let clearance = params.radius_m + 0.1;
-            let legs = mission::timeline(v, |a, b| {
-                if grid.as_ref().is_none_or(|(c, _)| *c != clearance) {
-                    grid = Some((clearance, Grid::from_map(&sim.map(), voxel, clearance)?));
-                }
-                grid.as_ref()
-                    .map_or(Ok(vec![*a, *b]), |(_, g)| g.plan(a, b))
-            })
-            .map_err(|source| FlightError::Plan {
-                vehicle: v.name.clone(),
-                source,
-            })?;
+            let mut planner = GridPlanner {
+                sim: &sim,
+                within: &positions,
+                voxel,
+                clearance: params.radius_m + 0.1,
+                grid: &mut grid,
+            };
+            let timeline =
+                mission::timeline(v, &mut planner).map_err(|source| FlightError::Plan {
+                    vehicle: v.name.clone(),
+                    source,
+                })?;
             let quad = quad_at_start(&mut world, &params, v);
             let controller = Box::new(Cascaded::new(&params, CascadedParams::default()));
             let imu = Imu::new(params.imu.clone(), mission.seed, vi as u64);
             let sensors = mount_sensors(&mut sim, (vi, v), mission.seed, base)?;
-            crafts.push(Craft::new(&v.name, quad, controller, imu, (legs, sensors)));
+            crafts.push(Craft::new(
+                &v.name,
+                quad,
+                controller,
+                imu,
+                (timeline, sensors),
+            ));
+        }
+        let mut events = Vec::new();
+        for c in &mut crafts {
+            if !c.quad.grounded() {
+                c.airborne = true;
+                events.push(FlightEvent::Takeoff {
+                    time_s: 0.0,
+                    vehicle: c.name.clone(),
+                    position: c.quad.state().position.into(),
+                    from_ground: false,
+                });
+            }
         }
         let end_s = mission.duration_s.unwrap_or_else(|| {
             crafts
@@ -365,18 +457,19 @@ impl Flight {
             crafts,
             step: 0,
             recorder: None,
-            events: Vec::new(),
+            events,
             stop_on_collision: mission.stop_on_collision,
             end_s,
             fixed_duration: mission.duration_s.is_some(),
             stopped: false,
+            ended: false,
             render_s: 0.0,
         })
     }
 
-    /// Records every message into an MCAP file at `path` from now on.
-    pub fn record_to(&mut self, path: &Path) -> Result<(), FlightError> {
-        let mut rec = Recorder::create(path)?;
+    /// Records every message into an MCAP file at `path` from now on, written as `options` say.
+    pub fn record_to(&mut self, path: &Path, options: RecordOptions) -> Result<(), FlightError> {
+        let mut rec = Recorder::create(path, options)?;
         let statics: Vec<(String, String, Isometry3<f64>)> = self
             .crafts
             .iter()
@@ -419,9 +512,15 @@ impl Flight {
         self.stopped || self.time() >= self.end_s - 0.5 / PHYSICS_HZ
     }
 
-    /// Collisions so far.
-    pub fn events(&self) -> &[CollisionEvent] {
+    /// What happened so far, in order: take-offs, goals reached, collisions, touchdowns, and (once the flight is
+    /// over) each vehicle's mission end.
+    pub fn events(&self) -> &[FlightEvent] {
         &self.events
+    }
+
+    /// The collisions so far.
+    pub fn collisions(&self) -> impl Iterator<Item = &CollisionEvent> {
+        self.events.iter().filter_map(FlightEvent::collision)
     }
 
     /// Vehicle states, in mission order.
@@ -482,12 +581,14 @@ impl Flight {
             let support = self
                 .world
                 .support_height(&s.position, p.radius_m, p.gear_height_m);
+            c.vz_before_step = s.velocity.z;
             c.quad.step(&cmd, dt, support);
         }
         self.world.obstacles.step(dt);
         self.step += 1;
         let t = self.time();
         self.check_collisions(t);
+        self.track_progress(t);
         if !self.fixed_duration && self.crafts.iter().all(|c| c.motors_off) {
             // Everyone has landed: one more second of data, then stop (a duration the mission gives holds).
             self.end_s = self.end_s.min(t + 1.0);
@@ -500,9 +601,87 @@ impl Flight {
             self.sample(i, t)?;
             self.emit(i, frames, on_frame)?;
         }
+        if self.finished() && !self.ended {
+            self.report_ends(t);
+        }
         Ok(())
     }
 
+    /// Take-offs, touchdowns at a landing, and goals reached, of every vehicle at time `t`.
+    fn track_progress(&mut self, t: f64) {
+        for c in &mut self.crafts {
+            let s = *c.quad.state();
+            if !c.airborne && !c.quad.grounded() {
+                c.airborne = true;
+                self.events.push(FlightEvent::Takeoff {
+                    time_s: t,
+                    vehicle: c.name.clone(),
+                    position: s.position.into(),
+                    from_ground: true,
+                });
+            }
+            let Some(goal) = c.goals.get(c.goals_reached) else {
+                continue;
+            };
+            let landing = goal.kind == mission::GoalKind::Land && t >= goal.due_s;
+            if landing && !c.touched_down && c.airborne && (c.quad.grounded() || c.touching) {
+                c.touched_down = true;
+                self.events.push(FlightEvent::Touchdown {
+                    time_s: t,
+                    vehicle: c.name.clone(),
+                    goal: goal.index,
+                    position: s.position.into(),
+                    vertical_speed_m_s: c.vz_before_step,
+                });
+            }
+            let reached = if goal.kind == mission::GoalKind::Land {
+                c.motors_off
+            } else {
+                t >= goal.due_s && (s.position - goal.target).norm() <= events::GOAL_REACHED_M
+            };
+            if reached {
+                self.events.push(FlightEvent::GoalReached {
+                    time_s: t,
+                    vehicle: c.name.clone(),
+                    goal: goal.index,
+                    kind: goal.kind,
+                    position: s.position.into(),
+                    target: goal.target.into(),
+                });
+                c.goals_reached += 1;
+            }
+        }
+    }
+
+    /// Each vehicle's mission end, once the flight is over.
+    fn report_ends(&mut self, t: f64) {
+        self.ended = true;
+        for c in &self.crafts {
+            let done = c.goals_reached == c.goals.len();
+            let why = if self.stopped {
+                "stopped at a collision (stop_on_collision)"
+            } else if done && c.motors_off {
+                "landed"
+            } else if done {
+                "goals done"
+            } else {
+                "duration reached"
+            };
+            self.events.push(FlightEvent::MissionEnd {
+                time_s: t,
+                vehicle: c.name.clone(),
+                goals_done: done,
+                goals_reached: c.goals_reached,
+                goals: c.goals.len(),
+                why: why.into(),
+            });
+        }
+    }
+
+    /// Contacts with the map and the obstacles. During a landing, meeting the ground under the vehicle is the
+    /// touchdown ([`Self::track_progress`]), not a collision: its gear within reach of the ground under it,
+    /// every map point within its radius below its centre (uneven or sloping ground), met no faster than a hard
+    /// landing. A wall, a ledge beside the gear or an obstacle on the way down is still a collision.
     fn check_collisions(&mut self, t: f64) {
         for c in &mut self.crafts {
             let s = c.quad.state();
@@ -515,11 +694,24 @@ impl Flight {
                 p.radius_m,
                 p.gear_height_m,
             );
+            let landing =
+                matches!(mission::leg_at(&c.legs, t), Some(Leg::Land { t0, .. }) if t >= *t0);
             match hit {
                 Some(e) if !c.touching => {
                     c.touching = true;
+                    let ground = landing
+                        && e.what == "map"
+                        && -s.velocity.z <= HARD_LANDING_M_S
+                        && self
+                            .world
+                            .support_height(&s.position, p.radius_m, p.gear_height_m)
+                            .is_some()
+                        && self.world.only_ground_within(&s.position, p.radius_m);
+                    if ground {
+                        continue;
+                    }
                     c.collisions += 1;
-                    self.events.push(e);
+                    self.events.push(FlightEvent::Collision(e));
                     if self.stop_on_collision {
                         self.stopped = true;
                     }
@@ -717,11 +909,6 @@ impl Flight {
                     .sum();
                 let max_speed = c.track.iter().map(|x| x.2.norm()).fold(0.0, f64::max);
                 let p = c.quad.state().position;
-                let end = mission::timeline_end(&c.legs);
-                let done = match end {
-                    Some(e) => self.time() >= e,
-                    None => c.motors_off,
-                };
                 VehicleSummary {
                     name: c.name.clone(),
                     path_length_m: length,
@@ -729,7 +916,9 @@ impl Flight {
                     collisions: c.collisions,
                     lidar_frames: c.frames,
                     lidar_points: c.points,
-                    goals_done: done,
+                    goals_done: c.goals_reached == c.goals.len(),
+                    goals_reached: c.goals_reached,
+                    goals: c.goals.len(),
                     final_position: [p.x, p.y, p.z],
                 }
             })
