@@ -8,7 +8,7 @@ use aerie_pipeline::prepare::{Recipe, Stage, prepare};
 use aerie_pipeline::{Cloud, NoProgress};
 use aerie_simcore::flight::{Flight, FlightError};
 use aerie_simcore::mission::{Mission, PlanError};
-use aerie_simcore::record::RecordOptions;
+use aerie_simcore::record::{Compression, RecordOptions};
 use aerie_simcore::simulator::Map;
 use aerie_simcore::vehicle::GRAVITY;
 use aerie_simcore::world::{ObstacleConfig, ObstacleKind, Obstacles, Shape};
@@ -283,6 +283,32 @@ fn an_unreachable_goal_is_an_error_naming_it() {
         "{err}"
     );
     assert!(err.to_string().contains("(6.00, 0.00, 2.00)"), "{err}");
+    // ... with the reachable point nearest to it: outside the box's wall, clear of it.
+    let nearest = |err: &FlightError| match err {
+        FlightError::Plan {
+            source:
+                PlanError::NoPath { nearest, .. } | PlanError::BadGoal { nearest, .. },
+            ..
+        } => nearest.map(Vector3::from),
+        _ => None,
+    };
+    let near = nearest(&err).expect("a suggestion");
+    let off = (near - Vector3::new(6.0, 0.0, 2.0)).abs();
+    assert!(off.max() > 1.5 + 0.45 && off.max() < 1.5 + 0.45 + 0.5, "{near}");
+    assert!(err.to_string().contains("the nearest reachable point is ("), "{err}");
+    // Too close to the floor for the clearance, and in a wall: each says which, and where to go instead.
+    for (goal, says, height) in [
+        ("[2.0, 3.0, 0.2]", "too close to the ground for the vehicle's clearance: about 0.", 0.45),
+        ("[5.0, 0.0, 2.0]", "in the map's surface", 2.0),
+    ] {
+        let map = map_with_walls(&[(5.0, -5.0, 5.0)], &[]);
+        let err = Flight::new(map, &mission(&text(goal)), Path::new("."))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains(says), "{err}");
+        let near = nearest(&err).expect("a suggestion");
+        assert!((near.z - height).abs() < 0.35, "{goal}: {near}");
+    }
     // Outside the map.
     let map = map_with_walls(&[], &[]);
     let err = Flight::new(map, &mission(&text("[500.0, 0.0, 2.0]")), Path::new("."))
@@ -325,12 +351,12 @@ fn vlp_mission(seed: u64, duration_s: f64, sensor_extra: &str, goal_x: f64) -> M
     ))
 }
 
-/// A short recorded flight with a spinning LiDAR, returning the MCAP bytes.
-fn recorded(seed: u64, dir: &Path) -> Vec<u8> {
+/// A short recorded flight with a spinning LiDAR written as `options` say, returning the MCAP bytes.
+fn recorded(seed: u64, dir: &Path, options: RecordOptions) -> Vec<u8> {
     let m = vlp_mission(seed, 0.6, "mount = [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]", 1.0);
     let mut f = Flight::new(map_with_walls(&[(5.0, -5.0, 5.0)], &[]), &m, Path::new(".")).unwrap();
     let path = dir.join(format!("flight_{seed}.mcap"));
-    f.record_to(&path, RecordOptions::default()).unwrap();
+    f.record_to(&path, options).unwrap();
     f.run_until(f64::INFINITY, &mut |_, _| {}).unwrap();
     f.finish_recording().unwrap();
     std::fs::read(&path).unwrap()
@@ -464,14 +490,67 @@ fn decode(schema: &str, data: &[u8]) {
     r.done();
 }
 
+/// Every chunk compression: the same seed gives the same bytes, every message decodes (an independent CDR
+/// reader here, and the Python packages ROS tools use), zstd and lz4 are smaller than none; with `rosbag2`, the
+/// folder opens as a bag in rosbags with the counts its metadata lists.
 #[test]
 fn the_recording_is_deterministic_and_every_message_decodes() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = recorded(5, dir.path());
-    assert_eq!(a, recorded(5, dir.path()), "same seed, same bytes");
-    assert_ne!(a, recorded(6, dir.path()));
+    let mut sizes = BTreeMap::new();
+    for compression in [Compression::Zstd, Compression::Lz4, Compression::None] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = RecordOptions {
+            compression,
+            rosbag2: compression == Compression::Zstd,
+        };
+        let a = recorded(5, dir.path(), options);
+        assert_eq!(a, recorded(5, dir.path(), options), "same seed, same bytes");
+        assert_ne!(a, recorded(6, dir.path(), options));
+        sizes.insert(compression.name(), a.len());
+        check_messages(&a);
+        // No partial file is left beside it.
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+            .collect();
+        assert!(leftovers.is_empty());
+        // rosbag2's metadata only when asked.
+        assert_eq!(dir.path().join("metadata.yaml").is_file(), options.rosbag2);
+        let Some(script) = python_checker() else {
+            continue;
+        };
+        let mut targets = vec![dir.path().join("flight_5.mcap")];
+        if options.rosbag2 {
+            // The last recording of the folder was seed 6's: record seed 5 again for the metadata to list it.
+            recorded(5, dir.path(), options);
+            targets.push(dir.path().to_path_buf());
+        }
+        for target in targets {
+            let out = std::process::Command::new("python3")
+                .arg(&script)
+                .arg(&target)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{}: {stdout}\n{}",
+                target.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(stdout.contains("\"/uav/vlp/points\": 6"), "{stdout}");
+        }
+    }
+    assert!(
+        sizes["zstd"] < sizes["none"] && sizes["lz4"] < sizes["none"],
+        "{sizes:?}"
+    );
+}
+
+/// Every message of an MCAP decodes with the independent reader, with rosbag2's QoS, in the counts of 0.6 s.
+fn check_messages(mcap_bytes: &[u8]) {
     let mut per_topic: BTreeMap<String, usize> = BTreeMap::new();
-    for m in mcap::MessageStream::new(&a).unwrap() {
+    for m in mcap::MessageStream::new(mcap_bytes).unwrap() {
         let m = m.unwrap();
         let schema = m.channel.schema.as_ref().unwrap();
         assert_eq!(
@@ -501,15 +580,11 @@ fn the_recording_is_deterministic_and_every_message_decodes() {
     assert_eq!(per_topic.get("/uav/odom"), Some(&60));
     assert_eq!(per_topic.get("/uav/vlp/points"), Some(&6));
     assert_eq!(per_topic.get("/tf_static"), Some(&1));
-    // No partial file is left beside it.
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
-        .collect();
-    assert!(leftovers.is_empty());
+}
 
-    // The Python packages ROS tools use (mcap + mcap-ros2-support, rosbags) decode every message too.
+/// The Python checker of recordings, when python3 has the packages ROS tools use (mcap + mcap-ros2-support,
+/// rosbags); required where AERIE_REQUIRE_PYTHON_PEERS=1.
+fn python_checker() -> Option<std::path::PathBuf> {
     let python_ok = std::process::Command::new("python3")
         .args(["-c", "import mcap, mcap_ros2, rosbags"])
         .output()
@@ -523,21 +598,9 @@ fn the_recording_is_deterministic_and_every_message_decodes() {
         eprintln!(
             "skipping the Python decoders: pip install mcap mcap-ros2-support rosbags to run them"
         );
-        return;
+        return None;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_mcap.py");
-    let out = std::process::Command::new("python3")
-        .arg(script)
-        .arg(dir.path().join("flight_5.mcap"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("\"/uav/vlp/points\": 6"), "{stdout}");
+    Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_mcap.py"))
 }
 
 /// `points_in = "firing"` records each point in the sensor frame at its own firing (as a driver publishes it),

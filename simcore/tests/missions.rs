@@ -311,3 +311,22 @@ fn a_goal_through_a_forest_of_pillars_is_flown_without_stopping() {
         "flew {flown:.2} m for {straight:.2} m as the crow flies"
     );
 }
+
+/// A `goal` straight from the ground: the planned path first climbs out of the ground's clearance, and the
+/// vehicle takes off along it and reaches the goal without touching anything.
+#[test]
+fn a_goal_from_the_ground_takes_off_along_the_path() {
+    let m = mission(
+        r#"
+        [[vehicle]]
+        name = "uav"
+        start = [0.0, 0.0, 0.13, 0.0]
+        [[vehicle.goal]]
+        kind = "goal"
+        position = [5.0, -3.0, 1.5]
+        "#,
+    );
+    let f = fly(flat(), &m);
+    assert_eq!(kinds(&f), ["takeoff", "goal_reached", "mission_end"], "{:#?}", f.events());
+    assert!(f.summary()[0].goals_done);
+}

@@ -15,32 +15,40 @@ use nalgebra::Vector3;
 /// Most cells a planning grid may have (about 1 GB of bookkeeping).
 const MAX_CELLS: usize = 60_000_000;
 
-/// Why no path was found; the message names the goal.
+/// Why no path was found; the message names the goal, the condition that fails, and the nearest point the
+/// vehicle can reach instead.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
-    /// The goal cannot be reached from the start: the free space between them is cut off.
+    /// The goal is in free space, but the free space around it is cut off from the start.
     #[error(
-        "no path to the goal ({:.2}, {:.2}, {:.2}): it is unreachable from the start ({:.2}, {:.2}, {:.2}) with the vehicle's clearance",
-        goal[0], goal[1], goal[2], start[0], start[1], start[2]
+        "no path to the goal ({:.2}, {:.2}, {:.2}): the free space around it is cut off from the start ({:.2}, {:.2}, \
+         {:.2}) for a vehicle needing {clearance_m:.2} m of clearance; {}",
+        goal[0], goal[1], goal[2], start[0], start[1], start[2], suggest(nearest, goal)
     )]
     NoPath {
         /// Where the path was to start, map frame, metres.
         start: [f64; 3],
         /// Where it was to end, map frame, metres.
         goal: [f64; 3],
+        /// The vehicle's radius plus the planner's margin, metres.
+        clearance_m: f64,
+        /// The reachable point nearest to the goal, if any.
+        nearest: Option<[f64; 3]>,
     },
-    /// The goal is outside the grid, or in an occupied (inflated) cell.
+    /// The goal is where the vehicle cannot be: in the map's surface, or within its clearance of it.
     #[error(
-        "the goal ({:.2}, {:.2}, {:.2}) is {what}: pick a point in free space inside the map",
-        goal[0], goal[1], goal[2]
+        "the goal ({:.2}, {:.2}, {:.2}) is {what}; {}",
+        goal[0], goal[1], goal[2], suggest(nearest, goal)
     )]
     BadGoal {
         /// The goal, map frame, metres.
         goal: [f64; 3],
-        /// Where it lies ("outside the map", "inside an obstacle ...").
-        what: &'static str,
+        /// Which condition fails, with the distances ("too close to the ground ...").
+        what: String,
+        /// The reachable point nearest to the goal, if any.
+        nearest: Option<[f64; 3]>,
     },
-    /// The start is outside the grid.
+    /// The start is outside the grid, or enclosed in the map's surface.
     #[error(
         "the start ({:.2}, {:.2}, {:.2}) is {what}",
         start[0], start[1], start[2]
@@ -63,12 +71,30 @@ pub enum PlanError {
     },
 }
 
+/// The advice that ends an unreachable goal's message.
+fn suggest(nearest: &Option<[f64; 3]>, goal: &[f64; 3]) -> String {
+    match nearest {
+        Some(p) => {
+            let d = (Vector3::from(*p) - Vector3::from(*goal)).norm();
+            format!(
+                "the nearest reachable point is ({:.2}, {:.2}, {:.2}), {d:.2} m from it",
+                p[0], p[1], p[2]
+            )
+        }
+        None => "no point is reachable from the start".into(),
+    }
+}
+
 /// An inflated occupancy grid over the map's bounds (plus a margin).
 pub struct Grid {
     lo: Vector3<f64>,
     voxel: f64,
     dims: [usize; 3],
+    /// Within the clearance of a map point.
     occupied: Vec<bool>,
+    /// Holding a map point.
+    surface: Vec<bool>,
+    clearance: f64,
 }
 
 impl Grid {
@@ -111,6 +137,8 @@ impl Grid {
             voxel: voxel_m,
             dims,
             occupied: vec![false; cells],
+            surface: Vec::new(),
+            clearance: clearance_m,
         };
         let mut raw = vec![false; cells];
         for p in map.positions {
@@ -136,6 +164,7 @@ impl Grid {
                 }
             }
         }
+        grid.surface = raw;
         Ok(grid)
     }
 
@@ -183,40 +212,147 @@ impl Grid {
     }
 
     /// The shortest grid path from `start` to `goal`, shortened by line of sight; its first point is `start`
-    /// and its last `goal`.
+    /// and its last `goal`. A start within the clearance of the ground (a vehicle standing on it) first climbs
+    /// straight up to free space.
     pub fn plan(
         &self,
         start: &Vector3<f64>,
         goal: &Vector3<f64>,
     ) -> Result<Vec<Vector3<f64>>, PlanError> {
         let (s3, g3) = ([start.x, start.y, start.z], [goal.x, goal.y, goal.z]);
-        let gi = self.index_of(goal).ok_or(PlanError::BadGoal {
-            goal: g3,
-            what: "outside the map",
-        })?;
-        if self.occupied[gi] {
-            return Err(PlanError::BadGoal {
-                goal: g3,
-                what: "inside an obstacle or too close to the map for the vehicle",
-            });
-        }
         let si = self.index_of(start).ok_or(PlanError::BadStart {
             start: s3,
             what: "outside the map",
         })?;
-        let cells = self.astar(si, gi).ok_or(PlanError::NoPath {
+        let (si, climb) = self.free_above(si).ok_or(PlanError::BadStart {
+            start: s3,
+            what: "enclosed in the map's surface: no free space above it within 3 m",
+        })?;
+        let Some(gi) = self.index_of(goal) else {
+            return Err(PlanError::BadGoal {
+                goal: g3,
+                what: "outside the map".into(),
+                nearest: None,
+            });
+        };
+        if self.occupied[gi] {
+            return Err(PlanError::BadGoal {
+                goal: g3,
+                what: self.why_occupied(goal),
+                nearest: self.nearest_reachable(si, goal),
+            });
+        }
+        let cells = self.astar(si, gi).ok_or_else(|| PlanError::NoPath {
             start: s3,
             goal: g3,
+            clearance_m: self.clearance,
+            nearest: self.nearest_reachable(si, goal),
         })?;
         let mut path: Vec<Vector3<f64>> = cells
             .iter()
             .map(|&i| self.centre(self.cell_of_index(i)))
             .collect();
-        path[0] = *start;
+        if climb {
+            path.insert(0, *start);
+        } else {
+            path[0] = *start;
+        }
         if let Some(last) = path.last_mut() {
             *last = *goal;
         }
-        Ok(self.shortcut(&path))
+        let (head, rest) = path.split_at(usize::from(climb));
+        let mut out = head.to_vec();
+        out.extend(self.shortcut(rest));
+        Ok(out)
+    }
+
+    /// The start cell, or if it is within the clearance of the map (a vehicle on the ground), the first free
+    /// cell above it within 3 m, one more cell up for room to turn; and whether it climbed.
+    fn free_above(&self, i: usize) -> Option<(usize, bool)> {
+        if !self.occupied[i] {
+            return Some((i, false));
+        }
+        let c = self.cell_of_index(i);
+        let most = (3.0 / self.voxel).ceil() as i64;
+        (1..=most).find_map(|up| {
+            let j = self.index([c[0], c[1], c[2] + up])?;
+            let above = self.index([c[0], c[1], c[2] + up + 1]).filter(|&k| !self.occupied[k]);
+            (!self.occupied[j]).then_some((above.unwrap_or(j), true))
+        })
+    }
+
+    /// Which condition an occupied goal fails: in the map's surface, too close to the ground under it, or too
+    /// close to the map beside or above it, with the distance and the clearance needed.
+    fn why_occupied(&self, goal: &Vector3<f64>) -> String {
+        let Some(nearest) = self.nearest_surface(goal) else {
+            return "within the vehicle's clearance of the map".into();
+        };
+        let d = nearest - goal;
+        let (dist, need) = (d.norm(), self.clearance);
+        if dist < 0.5 * self.voxel {
+            format!("in the map's surface (a map point within {:.2} m)", 0.5 * self.voxel)
+        } else if -d.z > d.xy().norm() {
+            format!(
+                "too close to the ground for the vehicle's clearance: about {:.2} m above the surface under it, \
+                 where it needs {need:.2} m",
+                -d.z
+            )
+        } else {
+            format!(
+                "too close to the map for the vehicle's clearance: about {dist:.2} m from it, where it needs \
+                 {need:.2} m"
+            )
+        }
+    }
+
+    /// The centre of the cell holding a map point nearest to `p`, within the clearance and a cell (distances
+    /// from it are good to half a voxel).
+    fn nearest_surface(&self, p: &Vector3<f64>) -> Option<Vector3<f64>> {
+        let c = self.cell_of(p);
+        let reach = (self.clearance / self.voxel).ceil() as i64 + 1;
+        let mut best: Option<(f64, Vector3<f64>)> = None;
+        for dz in -reach..=reach {
+            for dy in -reach..=reach {
+                for dx in -reach..=reach {
+                    let cell = [c[0] + dx, c[1] + dy, c[2] + dz];
+                    if self.index(cell).is_some_and(|j| self.surface[j]) {
+                        let q = self.centre(cell);
+                        let d = (q - p).norm();
+                        if best.is_none_or(|(b, _)| d < b) {
+                            best = Some((d, q));
+                        }
+                    }
+                }
+            }
+        }
+        best.map(|(_, q)| q)
+    }
+
+    /// The centre of the free cell reachable from cell `from` nearest to `goal` (a flood fill of the free space
+    /// around the start; only on the error path).
+    fn nearest_reachable(&self, from: usize, goal: &Vector3<f64>) -> Option<[f64; 3]> {
+        if self.occupied[from] {
+            return None;
+        }
+        let mut seen = vec![false; self.occupied.len()];
+        let mut queue = std::collections::VecDeque::from([from]);
+        seen[from] = true;
+        let mut best = (f64::INFINITY, from);
+        while let Some(i) = queue.pop_front() {
+            let c = self.cell_of_index(i);
+            let d = (self.centre(c) - goal).norm();
+            if d < best.0 {
+                best = (d, i);
+            }
+            for n in neighbours(c) {
+                if let Some(j) = self.index(n).filter(|&j| !self.occupied[j] && !seen[j]) {
+                    seen[j] = true;
+                    queue.push_back(j);
+                }
+            }
+        }
+        let p = self.centre(self.cell_of_index(best.1));
+        Some([p.x, p.y, p.z])
     }
 
     fn astar(&self, start: usize, goal: usize) -> Option<Vec<usize>> {
@@ -256,24 +392,17 @@ impl Grid {
                 return Some(path);
             }
             let c = self.cell_of_index(i);
-            for dz in -1..=1i64 {
-                for dy in -1..=1i64 {
-                    for dx in -1..=1i64 {
-                        if dx == 0 && dy == 0 && dz == 0 {
-                            continue;
-                        }
-                        let nc = [c[0] + dx, c[1] + dy, c[2] + dz];
-                        let Some(j) = self.index(nc) else { continue };
-                        if self.occupied[j] {
-                            continue;
-                        }
-                        let cost = g[i] + (((dx * dx + dy * dy + dz * dz) as f64).sqrt());
-                        if cost < g[j] {
-                            g[j] = cost;
-                            parent[j] = i;
-                            open.push(Open(cost + h(nc), j));
-                        }
-                    }
+            for nc in neighbours(c) {
+                let Some(j) = self.index(nc) else { continue };
+                if self.occupied[j] {
+                    continue;
+                }
+                let d = [nc[0] - c[0], nc[1] - c[1], nc[2] - c[2]];
+                let cost = g[i] + (((d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f64).sqrt());
+                if cost < g[j] {
+                    g[j] = cost;
+                    parent[j] = i;
+                    open.push(Open(cost + h(nc), j));
                 }
             }
         }
@@ -294,4 +423,12 @@ impl Grid {
         }
         out
     }
+}
+
+/// The 26 cells around `c`.
+fn neighbours(c: [i64; 3]) -> impl Iterator<Item = [i64; 3]> {
+    (-1..=1i64)
+        .flat_map(|dz| (-1..=1i64).flat_map(move |dy| (-1..=1i64).map(move |dx| [dx, dy, dz])))
+        .filter(|d| *d != [0, 0, 0])
+        .map(move |d| [c[0] + d[0], c[1] + d[1], c[2] + d[2]])
 }

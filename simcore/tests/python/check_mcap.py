@@ -4,9 +4,13 @@ the `mcap` reader with `mcap-ros2-support` (which parses the ros2msg schemas in 
 ROS 2 Humble typestore (which ignores them and uses the official message definitions). Prints one JSON line with
 the count per topic and exits non-zero on any failure.
 
-usage: check_mcap.py FLIGHT.mcap
+Given a folder, reads it as a rosbag2 bag (metadata.yaml beside the MCAP, `aerie fly --rosbag2`) with rosbags'
+Reader, deserialises every message and checks the counts against the metadata.
+
+usage: check_mcap.py FLIGHT.mcap | BAG_FOLDER
 """
 import json
+import os
 import sys
 
 from mcap.reader import make_reader
@@ -22,7 +26,25 @@ LAYOUTS = [
 ]
 
 
+def check_bag(folder):
+    from rosbags.rosbag2 import Reader
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    counts = {}
+    with Reader(folder) as reader:
+        for connection, _, raw in reader.messages():
+            store.deserialize_cdr(raw, connection.msgtype)
+            counts[connection.topic] = counts.get(connection.topic, 0) + 1
+        listed = {c.topic: c.msgcount for c in reader.connections}
+        assert counts == listed, (counts, listed)
+        assert reader.message_count == sum(counts.values())
+    print(json.dumps({"messages": sum(counts.values()), "topics": counts}))
+    return 0 if counts else 1
+
+
 def main(path):
+    if os.path.isdir(path):
+        return check_bag(path)
     store = get_typestore(Stores.ROS2_HUMBLE)
     counts, checked = {}, 0
     with open(path, "rb") as f:
