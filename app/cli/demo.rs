@@ -15,9 +15,9 @@ use aerie_pipeline::prepare::{Recipe, prepare};
 use aerie_pipeline::{Cloud, Error};
 use aerie_simcore::demo::{DemoConfig, DemoSite, Label, raw_scan};
 use aerie_simcore::flight::Flight;
+use aerie_simcore::flight::outputs::{RunInfo, write_run};
 use aerie_simcore::mission::{Goal, Mission};
-use aerie_simcore::record::plot::{self, Canvas};
-use aerie_simcore::record::write_tum;
+use aerie_simcore::record::plot::Canvas;
 use aerie_simcore::render::Frame;
 use aerie_simcore::scene::Surface;
 use aerie_simcore::sensor::SensorModel;
@@ -305,23 +305,13 @@ fn fly(
     }
     bar.finish_and_clear();
     flight.finish_recording()?;
-    for (name, track) in flight.tracks() {
-        let poses: Vec<_> = track.iter().map(|(t, p, _)| (*t, *p)).collect();
-        write_tum(&dir.join(format!("{name}.tum")), &poses)?;
-    }
-    let hits: Vec<[f64; 3]> = flight.collisions().map(|e| e.point_hit).collect();
-    plot::flight_png(
-        &dir.join("flight.png"),
-        &flight.simulator().map(),
-        &flight.tracks(),
-        &hits,
-    )?;
-    let events = aerie_simcore::flight::events::jsonl(flight.events());
-    let events_path = dir.join("events.jsonl");
-    aerie_pipeline::io::atomic::write_atomic(&events_path, |f| {
-        f.write_all(events.as_bytes())
-            .map_err(|e| Error::io(&events_path, e))
-    })?;
+    let info = RunInfo {
+        map: map.display().to_string(),
+        mission: dir.join("mission.toml").display().to_string(),
+        seed: mission.seed,
+        wall_s: wall.elapsed().as_secs_f64(),
+    };
+    write_run(dir, &flight, &info)?;
     let s = &flight.summary()[0];
     let wall_s = wall.elapsed().as_secs_f64();
     Ok((

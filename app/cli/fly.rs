@@ -2,14 +2,14 @@
 //! sensors see (ROS 2 MCAP, zstd-compressed by default), their ground truth (TUM), what happened (events as JSON
 //! lines), a summary and a picture.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use aerie_pipeline::Error;
 use aerie_simcore::flight::Flight;
+use aerie_simcore::flight::outputs::{RunInfo, write_run};
 use aerie_simcore::mission::Mission;
-use aerie_simcore::record::{Compression, plot, write_tum};
+use aerie_simcore::record::Compression;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::BadInput;
@@ -172,39 +172,12 @@ fn write_outputs(
     mission: &Mission,
     wall_s: f64,
 ) -> anyhow::Result<()> {
-    let out = &args.output;
-    for (name, track) in flight.tracks() {
-        let poses: Vec<_> = track.iter().map(|(t, p, _)| (*t, *p)).collect();
-        write_tum(&out.join(format!("{name}.tum")), &poses)?;
-    }
-    let events_path = out.join("events.jsonl");
-    let events = aerie_simcore::flight::events::jsonl(flight.events());
-    aerie_pipeline::io::atomic::write_atomic(&events_path, |f| {
-        f.write_all(events.as_bytes())
-            .map_err(|e| Error::io(&events_path, e))
-    })?;
-    let summary = serde_json::json!({
-        "map": args.map.display().to_string(),
-        "mission": args.mission.display().to_string(),
-        "seed": mission.seed,
-        "simulated_s": flight.time(),
-        "wall_s": wall_s,
-        "real_time_factor": flight.time() / wall_s.max(1e-9),
-        "collisions": flight.collisions().count(),
-        "vehicles": flight.summary(),
-    });
-    let summary_path = out.join("summary.json");
-    let text = serde_json::to_string_pretty(&summary)? + "\n";
-    aerie_pipeline::io::atomic::write_atomic(&summary_path, |f| {
-        f.write_all(text.as_bytes())
-            .map_err(|e| Error::io(&summary_path, e))
-    })?;
-    let hits: Vec<[f64; 3]> = flight.collisions().map(|e| e.point_hit).collect();
-    plot::flight_png(
-        &out.join("flight.png"),
-        &flight.simulator().map(),
-        &flight.tracks(),
-        &hits,
-    )?;
+    let info = RunInfo {
+        map: args.map.display().to_string(),
+        mission: args.mission.display().to_string(),
+        seed: mission.seed,
+        wall_s,
+    };
+    write_run(&args.output, flight, &info)?;
     Ok(())
 }

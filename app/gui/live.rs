@@ -2,13 +2,15 @@
 //! a multiple of real time (or as fast as it goes), pausable and steppable; what the window draws is copied into
 //! a snapshot under a mutex after each slice of simulated time.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use aerie_simcore::flight::outputs::{RunInfo, write_run};
 use aerie_simcore::flight::{Flight, FlightEvent};
 use aerie_simcore::mission::Mission;
+use aerie_simcore::record::RecordOptions;
 use aerie_simcore::render::Image;
 use aerie_simcore::simulator::Map;
 use nalgebra::Point3;
@@ -41,6 +43,15 @@ pub struct Snapshot {
     pub real_time_factor: f64,
     /// The beam index of the map is being built (seconds for millions of points) before the first slice.
     pub preparing: bool,
+    /// The folder the recording was saved into, once the flight is over.
+    pub saved: Option<PathBuf>,
+}
+
+/// Where and how a flight from the window is recorded: the folder `aerie fly -o` would write.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    pub dir: PathBuf,
+    pub options: RecordOptions,
 }
 
 struct Control {
@@ -64,7 +75,7 @@ impl Live {
     /// Starts flying `mission` in `map` (layers drawn relative to `view_origin`); `wake` repaints the window.
     pub fn start(
         map: Map,
-        mission: Mission,
+        (mission, recording): (Mission, Option<Recording>),
         view_origin: [f64; 3],
         wake: impl Fn() + Send + 'static,
     ) -> Live {
@@ -78,7 +89,7 @@ impl Live {
         let (s, c) = (Arc::clone(&shared), Arc::clone(&ctl));
         std::thread::spawn(move || {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                fly(map, &mission, view_origin, &s, &c, &wake)
+                fly(map, (&mission, recording), view_origin, &s, &c, &wake)
             }));
             let error = match outcome {
                 Ok(Ok(())) => None,
@@ -141,13 +152,19 @@ impl Drop for Live {
 
 fn fly(
     map: Map,
-    mission: &Mission,
+    (mission, recording): (&Mission, Option<Recording>),
     origin: [f64; 3],
     shared: &Mutex<Snapshot>,
     ctl: &Control,
     wake: &dyn Fn(),
 ) -> Result<(), String> {
     let mut flight = Flight::new(map, mission, Path::new(".")).map_err(|e| e.to_string())?;
+    if let Some(r) = &recording {
+        std::fs::create_dir_all(&r.dir).map_err(|e| format!("{}: {e}", r.dir.display()))?;
+        flight
+            .record_to(&r.dir.join("flight.mcap"), r.options)
+            .map_err(|e| e.to_string())?;
+    }
     let sim = flight.simulator();
     let sensor = sim.sensor_ids().next().map(|id| sim.sensor(id).clone());
     if let Ok(mut s) = shared.lock() {
@@ -207,6 +224,21 @@ fn fly(
             record(&mut snap, &flight, origin, frame_points, range, wall);
         }
         wake();
+    }
+    if let Some(r) = recording {
+        // Stopped by the user or finished: what was flown is kept, as `aerie fly` writes it.
+        flight.finish_recording().map_err(|e| e.to_string())?;
+        let info = RunInfo {
+            map: "the map open in the app".into(),
+            mission: "the app's Simulate step".into(),
+            seed: mission.seed,
+            wall_s: wall.elapsed().as_secs_f64(),
+        };
+        write_run(&r.dir, &flight, &info).map_err(|e| e.to_string())?;
+        if let Ok(mut snap) = shared.lock() {
+            snap.events = flight.events().to_vec();
+            snap.saved = Some(r.dir);
+        }
     }
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! Step 4, simulate: pick a vehicle and a sensor, click the start and the goal in the viewport, fly. The flight is
 //! a one-vehicle mission (take off, reach the goal around obstacles with the built-in planner, land) flown by the
-//! same `Flight` as `aerie fly`; the live scan is drawn over the map, the range image and the plots beside it.
+//! same `Flight` as `aerie fly`; the live scan is drawn over the map, the range image and the plots beside it, the
+//! flight's events listed as they happen. The flight can be saved into a folder as `aerie fly -o` writes it.
 
 use std::sync::Arc;
 
 use aerie_pipeline::Cloud;
 use aerie_simcore::mission::{Goal, Mission, SensorSpec, VehicleSpec};
+use aerie_simcore::record::{Compression, RecordOptions};
 use aerie_simcore::render::Image;
 use aerie_simcore::sensor::SensorModel;
 use aerie_simcore::simulator::Map;
@@ -14,7 +16,7 @@ use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Legend, Line, Plot};
 
 use super::app::AerieApp;
-use super::live::{Live, Snapshot};
+use super::live::{Live, Recording, Snapshot};
 use super::view::Overlay;
 
 /// Most points of a live scan drawn over the map (a 128-beam LiDAR returns 260k per frame).
@@ -38,6 +40,10 @@ pub struct SimState {
     pub start: Option<[f32; 3]>,
     pub goal: Option<[f32; 3]>,
     pub speed_x: f32,
+    /// Save the flight into `record_dir` (flight.mcap, trajectories, events, summary), as `aerie fly -o`.
+    pub record: bool,
+    pub record_dir: String,
+    pub recording: RecordOptions,
     live: Option<Live>,
     pub snap: Snapshot,
     scan_seq: u64,
@@ -58,6 +64,9 @@ impl SimState {
             altitude_m: settings.altitude_m,
             click_sets: settings.click_sets,
             speed_x: settings.speed_x,
+            record: settings.record,
+            record_dir: settings.record_dir,
+            recording: settings.recording,
             ..SimState::default()
         };
     }
@@ -74,6 +83,9 @@ impl Default for SimState {
             start: None,
             goal: None,
             speed_x: 1.0,
+            record: false,
+            record_dir: "run".into(),
+            recording: RecordOptions::default(),
             live: None,
             snap: Snapshot::default(),
             scan_seq: 0,
@@ -127,7 +139,7 @@ pub fn mission(app: &AerieApp) -> Result<Mission, String> {
         stop_on_collision: false,
         planner_voxel_m: None,
         obstacles: Vec::new(),
-        recording: Default::default(),
+        recording: s.recording,
         vehicles: vec![VehicleSpec {
             name: "uav".into(),
             preset: s.vehicle.clone(),
@@ -206,9 +218,19 @@ pub fn start_flight(app: &mut AerieApp) {
         Err(e) => return app.error(format!("cannot fly in this map: {e}")),
     };
     app.sim.stop();
+    let recording = app.sim.record.then(|| Recording {
+        dir: app.sim.record_dir.trim().into(),
+        options: mission.recording,
+    });
+    if recording
+        .as_ref()
+        .is_some_and(|r| r.dir.as_os_str().is_empty())
+    {
+        return app.error("choose a folder to save the recording into");
+    }
     let live = Live::start(
         map,
-        mission,
+        (mission, recording),
         app.view_origin.unwrap_or_default(),
         app.waker(),
     );
@@ -268,9 +290,13 @@ pub fn poll(app: &mut AerieApp) {
             s.events.iter().filter(|e| e.collision().is_some()).count(),
             s.real_time_factor
         );
+        let saved = s
+            .saved
+            .as_ref()
+            .map_or(String::new(), |d| format!("; saved to {}", d.display()));
         match s.error.clone() {
             Some(e) => app.error(e),
-            None => app.info(msg),
+            None => app.info(msg + &saved),
         }
     }
 }
@@ -427,6 +453,7 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     ui.label(format!("start: {}", fmt_point(app, start_point(app))));
     ui.label(format!("goal:  {}", fmt_point(app, app.sim.goal)));
     ui.separator();
+    recording_ui(&mut app.sim, ui);
     controls_ui(app, ui);
     if app.sim.has_flight() {
         let s = &app.sim.snap;
@@ -453,7 +480,37 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
         }
     }
     ui.add_space(8.0);
-    ui.label(RichText::new("To record MCAP for your SLAM, save the map and run `aerie fly MAP --mission m.toml -o run/` (see the user guide).").weak());
+    ui.label(RichText::new("For missions with several goals or vehicles, save the map and run `aerie fly MAP --mission m.toml -o run/` (see the user guide).").weak());
+}
+
+/// Whether and where the flight is saved, with the choices of `aerie fly --compression --rosbag2`.
+fn recording_ui(s: &mut SimState, ui: &mut egui::Ui) {
+    ui.checkbox(
+        &mut s.record,
+        "save the recording (MCAP, trajectories, events)",
+    );
+    if !s.record {
+        return;
+    }
+    ui.horizontal(|ui| {
+        ui.label("folder");
+        ui.text_edit_singleline(&mut s.record_dir);
+        if ui.button("Choose…").clicked()
+            && let Some(d) = rfd::FileDialog::new().pick_folder()
+        {
+            s.record_dir = d.display().to_string();
+        }
+    });
+    ui.horizontal(|ui| {
+        ui.label("compression");
+        for c in [Compression::Zstd, Compression::Lz4, Compression::None] {
+            ui.selectable_value(&mut s.recording.compression, c, c.name());
+        }
+    });
+    ui.checkbox(
+        &mut s.recording.rosbag2,
+        "rosbag2 metadata.yaml (for ros2 bag play)",
+    );
 }
 
 /// The right panel during a flight: the range image and the plots.

@@ -135,6 +135,12 @@ fn import_clean_fly_and_export_lone_star() {
     h.state_mut().sim.goal = Some(goal);
     h.state_mut().sim.sensor = "mid360".into();
     h.state_mut().sim.speed_x = 0.0;
+    // Saved as `aerie fly -o run --compression lz4` would.
+    let run = out.path().join("run");
+    h.state_mut().sim.record = true;
+    h.state_mut().sim.record_dir = run.display().to_string();
+    h.step();
+    h.get_by_label("lz4").click();
     h.step();
     h.get_by_label("Fly").click();
     run_until(&mut h, long, |a| a.sim.snap.t > 3.0 || a.sim.snap.finished);
@@ -154,6 +160,33 @@ fn import_clean_fly_and_export_lone_star() {
     );
     h.get_by_label("Stop").click();
     run_until(&mut h, long, |a| a.sim.snap.finished);
+    // The events as they happened, and the recording saved with them.
+    let events = &h.state().sim.snap.events;
+    assert!(
+        events
+            .first()
+            .is_some_and(|e| e.describe().contains("took off")),
+        "{events:?}"
+    );
+    assert_eq!(h.state().sim.snap.saved.as_deref(), Some(run.as_path()));
+    for file in [
+        "flight.mcap",
+        "events.jsonl",
+        "summary.json",
+        "uav.tum",
+        "flight.png",
+    ] {
+        assert!(run.join(file).is_file(), "{file} not saved");
+    }
+    // Each chunk record names its compression as a length-prefixed string.
+    let mcap = std::fs::read(run.join("flight.mcap")).unwrap();
+    let names = |codec: &str| {
+        let tag = [&(codec.len() as u32).to_le_bytes()[..], codec.as_bytes()].concat();
+        mcap.windows(tag.len())
+            .filter(|w| *w == tag.as_slice())
+            .count()
+    };
+    assert!(names("lz4") > 0 && names("zstd") == 0, "chunks not lz4");
 
     // Export for MARSIM.
     h.get_by_label("5  Export").click();

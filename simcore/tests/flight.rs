@@ -286,19 +286,28 @@ fn an_unreachable_goal_is_an_error_naming_it() {
     // ... with the reachable point nearest to it: outside the box's wall, clear of it.
     let nearest = |err: &FlightError| match err {
         FlightError::Plan {
-            source:
-                PlanError::NoPath { nearest, .. } | PlanError::BadGoal { nearest, .. },
+            source: PlanError::NoPath { nearest, .. } | PlanError::BadGoal { nearest, .. },
             ..
         } => nearest.map(Vector3::from),
         _ => None,
     };
     let near = nearest(&err).expect("a suggestion");
     let off = (near - Vector3::new(6.0, 0.0, 2.0)).abs();
-    assert!(off.max() > 1.5 + 0.45 && off.max() < 1.5 + 0.45 + 0.5, "{near}");
-    assert!(err.to_string().contains("the nearest reachable point is ("), "{err}");
+    assert!(
+        off.max() > 1.5 + 0.45 && off.max() < 1.5 + 0.45 + 0.5,
+        "{near}"
+    );
+    assert!(
+        err.to_string().contains("the nearest reachable point is ("),
+        "{err}"
+    );
     // Too close to the floor for the clearance, and in a wall: each says which, and where to go instead.
     for (goal, says, height) in [
-        ("[2.0, 3.0, 0.2]", "too close to the ground for the vehicle's clearance: about 0.", 0.45),
+        (
+            "[2.0, 3.0, 0.2]",
+            "too close to the ground for the vehicle's clearance: about 0.",
+            0.45,
+        ),
         ("[5.0, 0.0, 2.0]", "in the map's surface", 2.0),
     ] {
         let map = map_with_walls(&[(5.0, -5.0, 5.0)], &[]);

@@ -327,6 +327,11 @@ fn a_goal_from_the_ground_takes_off_along_the_path() {
         "#,
     );
     let f = fly(flat(), &m);
-    assert_eq!(kinds(&f), ["takeoff", "goal_reached", "mission_end"], "{:#?}", f.events());
+    assert_eq!(
+        kinds(&f),
+        ["takeoff", "goal_reached", "mission_end"],
+        "{:#?}",
+        f.events()
+    );
     assert!(f.summary()[0].goals_done);
 }

@@ -8,6 +8,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod events;
+pub mod outputs;
 
 use std::path::Path;
 use std::sync::Arc;

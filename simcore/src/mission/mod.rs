@@ -18,9 +18,10 @@
 //! position = [5.0, 0.0, 1.5]
 //! ```
 //!
-//! Each vehicle's goals become a sequence of legs planned at the start: straight moves with a smooth speed
-//! profile (stopping at each waypoint for [`WAYPOINT_DWELL_S`]), holds and a landing. A move flies at
-//! 90% of the speed limit so the tracking error of the controller stays under the limit.
+//! Each vehicle's goals become a [`Timeline`] planned at the start: legs (straight moves to waypoints with a
+//! smooth speed profile, stopping at each for [`WAYPOINT_DWELL_S`]; planned paths to goals flown without
+//! stopping, [`path`]; holds and a landing) and the goals' marks, which the flight reports as reached. Moves fly
+//! at 90% of the speed limit so the tracking error of the controller stays under the limit.
 
 pub mod path;
 pub mod planner;

@@ -1,7 +1,8 @@
 //! The built-in planner: an occupancy grid built from the map, inflated by the vehicle's radius, searched with
 //! A* (26-connected, Euclidean heuristic, so the path is optimal on the grid), then shortened by line of sight.
-//! The flight loop flies the resulting polyline with a smooth speed profile per segment
-//! ([`super::Segment`]), which is dynamically feasible for the speed and acceleration limits given.
+//! The flight loop flies the resulting polyline without stopping, its corners rounded in the grid's free space
+//! ([`super::path::SmoothPath`]). When no path exists, the error names the condition that fails and the
+//! reachable point nearest to the goal (a flood fill of the start's free space).
 
 // `!(a <= b)` is deliberate: a NaN must fail the test it is in.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -276,7 +277,9 @@ impl Grid {
         let most = (3.0 / self.voxel).ceil() as i64;
         (1..=most).find_map(|up| {
             let j = self.index([c[0], c[1], c[2] + up])?;
-            let above = self.index([c[0], c[1], c[2] + up + 1]).filter(|&k| !self.occupied[k]);
+            let above = self
+                .index([c[0], c[1], c[2] + up + 1])
+                .filter(|&k| !self.occupied[k]);
             (!self.occupied[j]).then_some((above.unwrap_or(j), true))
         })
     }
@@ -290,7 +293,10 @@ impl Grid {
         let d = nearest - goal;
         let (dist, need) = (d.norm(), self.clearance);
         if dist < 0.5 * self.voxel {
-            format!("in the map's surface (a map point within {:.2} m)", 0.5 * self.voxel)
+            format!(
+                "in the map's surface (a map point within {:.2} m)",
+                0.5 * self.voxel
+            )
         } else if -d.z > d.xy().norm() {
             format!(
                 "too close to the ground for the vehicle's clearance: about {:.2} m above the surface under it, \
