@@ -1,7 +1,13 @@
-//! The `aerie` command line: parse, run, print the error chain, exit 2 on bad input.
+//! The `aerie` command line: parse, run, print the error chain, exit 2 on bad input. With the `app` feature (the
+//! default), also the desktop app.
+
+// Without the app, the command-line helpers the app shares (report reading, export notes) go unused.
+#![cfg_attr(not(feature = "app"), allow(dead_code))]
 
 mod cli;
+#[cfg(feature = "app")]
 mod gui;
+#[cfg(feature = "app")]
 mod jobs;
 mod progress;
 mod signals;

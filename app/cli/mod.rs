@@ -102,15 +102,10 @@ enum Command {
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let Some(command) = cli.command else {
-        return crate::gui::run(crate::gui::Launch::default());
+        return open_app(None);
     };
     match command {
-        Command::App(a) => crate::gui::run(crate::gui::Launch {
-            files: a.files,
-            screenshot: a.screenshot,
-            size: a.size,
-            bench_frames: a.bench_frames.map(|n| (n, a.bench_budget)),
-        }),
+        Command::App(a) => open_app(Some(a)),
         Command::Info(a) => info::run(&a),
         Command::Convert(a) => convert::run(a),
         Command::Bench(a) => bench::run(a),
@@ -121,6 +116,31 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Fly(a) => fly::run(&a),
         Command::Demo(a) => demo::run(&a),
     }
+}
+
+/// Opens the desktop app, importing the files `args` names.
+#[cfg(feature = "app")]
+fn open_app(args: Option<AppArgs>) -> anyhow::Result<()> {
+    let Some(a) = args else {
+        return crate::gui::run(crate::gui::Launch::default());
+    };
+    crate::gui::run(crate::gui::Launch {
+        files: a.files,
+        screenshot: a.screenshot,
+        size: a.size,
+        bench_frames: a.bench_frames.map(|n| (n, a.bench_budget)),
+    })
+}
+
+/// A build without the `app` feature has no desktop app: say so and what to run instead.
+#[cfg(not(feature = "app"))]
+fn open_app(_: Option<AppArgs>) -> anyhow::Result<()> {
+    Err(BadInput(
+        "this aerie was built without the desktop app (cargo build --no-default-features): run one of its commands \
+         (`aerie --help` lists them), or build with the default features for the app"
+            .into(),
+    )
+    .into())
 }
 
 /// 2 for bad input (unreadable or malformed files, bad parameters), 1 for anything else.

@@ -296,6 +296,10 @@ fn a_goal_through_a_forest_of_pillars_is_flown_without_stopping() {
         .filter(|(t, _, _)| *t <= reached)
         .collect();
     let slow = track.iter().filter(|(_, _, v)| v.norm() < 0.1).count() as f64 / track.len() as f64;
+    eprintln!(
+        "forest: {:.1}% of {reached:.1} s below 0.1 m/s",
+        100.0 * slow
+    );
     assert!(
         slow <= 0.05,
         "{:.1}% of the time below 0.1 m/s",
@@ -306,6 +310,7 @@ fn a_goal_through_a_forest_of_pillars_is_flown_without_stopping() {
         .map(|w| (w[1].1.translation.vector - w[0].1.translation.vector).norm())
         .sum();
     let straight = (Vector3::new(6.5, 5.5, 1.5) - Vector3::new(-6.5, -6.5, 1.5)).norm();
+    eprintln!("forest: flew {flown:.2} m for {straight:.2} m as the crow flies");
     assert!(
         flown <= 1.3 * straight,
         "flew {flown:.2} m for {straight:.2} m as the crow flies"

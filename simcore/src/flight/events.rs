@@ -42,6 +42,9 @@ pub enum FlightEvent {
         position: [f64; 3],
         /// Where the goal is (a landing: where its descent started), map frame, metres.
         target: [f64; 3],
+        /// A `goal`'s planned path length, metres (the planner's shortest collision-free path).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        planned_path_m: Option<f64>,
     },
     /// The vehicle touched the map or an obstacle where it should not have.
     Collision(CollisionEvent),

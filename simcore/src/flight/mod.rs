@@ -492,7 +492,7 @@ impl Flight {
             "/tf_static",
             ros2::TF_MESSAGE,
             0.0,
-            &ros2::tf_message(0.0, &refs),
+            ros2::tf_message(0.0, &refs),
         )?;
         self.recorder = Some(rec);
         Ok(())
@@ -648,6 +648,7 @@ impl Flight {
                     kind: goal.kind,
                     position: s.position.into(),
                     target: goal.target.into(),
+                    planned_path_m: goal.planned_m,
                 });
                 c.goals_reached += 1;
             }
@@ -749,7 +750,7 @@ impl Flight {
                     gv,
                     av,
                 );
-                rec.write(&format!("/{}/imu", c.name), ros2::IMU, t, &msg)?;
+                rec.write(&format!("/{}/imu", c.name), ros2::IMU, t, msg)?;
             }
         }
         if self.step.is_multiple_of((PHYSICS_HZ / ODOM_HZ) as u64) {
@@ -757,9 +758,9 @@ impl Flight {
             if let Some(rec) = self.recorder.as_mut() {
                 let v_body = s.world_from_body.inverse() * s.velocity;
                 let odom = ros2::odometry(t, "map", base, &world_from_body, &v_body, &s.body_rates);
-                rec.write(&format!("/{}/odom", c.name), ros2::ODOMETRY, t, &odom)?;
+                rec.write(&format!("/{}/odom", c.name), ros2::ODOMETRY, t, odom)?;
                 let tf = ros2::tf_message(t, &[("map", base, world_from_body)]);
-                rec.write("/tf", ros2::TF_MESSAGE, t, &tf)?;
+                rec.write("/tf", ros2::TF_MESSAGE, t, tf)?;
             }
         }
         Ok(())
@@ -861,11 +862,11 @@ impl Flight {
             on_frame(&c.name, &frame);
             let s = &mut c.sensors[k];
             if let Some(rec) = self.recorder.as_mut() {
-                rec.write(
-                    &s.topic,
-                    ros2::POINT_CLOUD2,
-                    s.next_start + s.period,
-                    &ros2::point_cloud2(s.next_start, &s.frame_id, &frame.points, s.point_fields),
+                rec.write_cloud(
+                    (&s.topic, s.next_start + s.period),
+                    (s.next_start, &s.frame_id),
+                    frame.points,
+                    s.point_fields,
                 )?;
             }
             s.frame_index += 1;

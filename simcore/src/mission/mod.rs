@@ -509,6 +509,9 @@ pub struct GoalMark {
     pub target: Vector3<f64>,
     /// When the setpoint gets there (a hover: when it ends; a landing: when the descent starts), seconds.
     pub due_s: f64,
+    /// A `goal`'s planned path length, metres: the shortest collision-free path the planner found with the
+    /// whole map known (before its corners are rounded).
+    pub planned_m: Option<f64>,
 }
 
 /// A vehicle's legs, and its goals' marks in mission order.
@@ -529,6 +532,7 @@ pub fn timeline(spec: &VehicleSpec, planner: &mut dyn Planner) -> Result<Timelin
         t: 0.0,
     };
     let mut goals = Vec::new();
+    let mut planned_m = None;
     let speed_of = |s: &Option<f64>| 0.9 * s.unwrap_or(spec.max_speed_m_s).min(spec.max_speed_m_s);
     for (i, goal) in spec.goals.iter().enumerate() {
         let at = laid.at;
@@ -546,6 +550,7 @@ pub fn timeline(spec: &VehicleSpec, planner: &mut dyn Planner) -> Result<Timelin
                 speed_m_s,
             } => {
                 let points = planner.plan(&at, &Vector3::from(*position))?;
+                planned_m = Some(points.windows(2).map(|w| (w[1] - w[0]).norm()).sum());
                 let free = |p: &Vector3<f64>| planner.is_free(p);
                 laid.fly_path(&points, (speed_of(speed_m_s), spec.max_accel_m_s2), &free);
                 GoalKind::Goal
@@ -565,6 +570,7 @@ pub fn timeline(spec: &VehicleSpec, planner: &mut dyn Planner) -> Result<Timelin
                     kind: GoalKind::Land,
                     target: at,
                     due_s: laid.t,
+                    planned_m: None,
                 });
                 break;
             }
@@ -579,6 +585,7 @@ pub fn timeline(spec: &VehicleSpec, planner: &mut dyn Planner) -> Result<Timelin
             kind,
             target: laid.at,
             due_s,
+            planned_m: planned_m.take(),
         });
     }
     if !matches!(laid.legs.last(), Some(Leg::Land { .. })) {

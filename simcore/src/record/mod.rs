@@ -28,8 +28,13 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use nalgebra::Isometry3;
+
+use crate::render::ScanPoint;
+use crate::sensor::PointFields;
 
 /// Ground truth of a vehicle at one instant: time (s), world_from_body, velocity (world, m/s).
 pub type TrackSample = (f64, Isometry3<f64>, nalgebra::Vector3<f64>);
@@ -160,8 +165,172 @@ struct Topic {
     messages: u64,
 }
 
-/// An MCAP file being written.
+/// An MCAP file being written, on a thread of its own: the flight hands each message over and goes on while the
+/// thread encodes and compresses it (zstd's cost, about a fifth of a flight's time, runs beside the flight's
+/// work instead of after it). One thread in message order, so the bytes are the same on every run.
 pub struct Recorder {
+    path: PathBuf,
+    /// Messages to the writer; `None` once finished or after the writer failed.
+    to_writer: Option<SyncSender<Message>>,
+    /// The writer thread; it hands the file back when the messages end.
+    writer: Option<JoinHandle<Result<McapFile, RecordError>>>,
+}
+
+/// One message for the writer thread.
+struct Message {
+    topic: String,
+    type_name: &'static str,
+    t: f64,
+    payload: Payload,
+}
+
+/// What a message holds: CDR bytes, or a LiDAR frame the writer thread encodes itself (the largest messages by
+/// far, so their encoding too runs beside the flight).
+enum Payload {
+    Cdr(Vec<u8>),
+    Cloud {
+        stamp_s: f64,
+        frame_id: String,
+        points: Vec<ScanPoint>,
+        fields: PointFields,
+    },
+}
+
+impl Payload {
+    fn into_cdr(self) -> Vec<u8> {
+        match self {
+            Payload::Cdr(data) => data,
+            Payload::Cloud {
+                stamp_s,
+                frame_id,
+                points,
+                fields,
+            } => ros2::point_cloud2(stamp_s, &frame_id, &points, fields),
+        }
+    }
+}
+
+/// Messages that may wait for the writer thread: a couple of seconds of a flight's IMU, odometry and /tf, with
+/// the LiDAR frames among them (tens of MB at most), so that the flight does not wait while a frame is being
+/// compressed, and memory stays bounded when the disk is slow.
+const QUEUE: usize = 1024;
+
+impl Recorder {
+    /// Starts writing `path` (through a temporary file beside it), as `options` say.
+    pub fn create(path: &Path, options: RecordOptions) -> Result<Recorder, RecordError> {
+        let mut file = McapFile::create(path, options)?;
+        let (to_writer, messages) = sync_channel::<Message>(QUEUE);
+        let writer = std::thread::Builder::new()
+            .name("aerie-recorder".into())
+            .spawn(move || {
+                for m in messages {
+                    file.write(&m.topic, m.type_name, m.t, &m.payload.into_cdr())?;
+                }
+                Ok(file)
+            })
+            .map_err(|e| RecordError::write(path, &e))?;
+        Ok(Recorder {
+            path: path.to_path_buf(),
+            to_writer: Some(to_writer),
+            writer: Some(writer),
+        })
+    }
+
+    /// Writes one CDR message on `topic` at simulation time `t` (log and publish time). An error of the writer
+    /// (a full disk) comes back from the next call.
+    pub fn write(
+        &mut self,
+        topic: &str,
+        type_name: &'static str,
+        t: f64,
+        data: Vec<u8>,
+    ) -> Result<(), RecordError> {
+        self.send(Message {
+            topic: topic.to_string(),
+            type_name,
+            t,
+            payload: Payload::Cdr(data),
+        })
+    }
+
+    /// Writes a LiDAR frame's `points` as a `sensor_msgs/PointCloud2` ([`ros2::point_cloud2`]) on `topic` at
+    /// simulation time `t`, stamped `stamp_s` in `frame_id`, in the driver's layout `fields`.
+    pub fn write_cloud(
+        &mut self,
+        (topic, t): (&str, f64),
+        (stamp_s, frame_id): (f64, &str),
+        points: Vec<ScanPoint>,
+        fields: PointFields,
+    ) -> Result<(), RecordError> {
+        self.send(Message {
+            topic: topic.to_string(),
+            type_name: ros2::POINT_CLOUD2,
+            t,
+            payload: Payload::Cloud {
+                stamp_s,
+                frame_id: frame_id.to_string(),
+                points,
+                fields,
+            },
+        })
+    }
+
+    fn send(&mut self, message: Message) -> Result<(), RecordError> {
+        let sent = match &self.to_writer {
+            Some(tx) => tx.send(message).is_ok(),
+            None => return Err(self.finished()),
+        };
+        if sent {
+            return Ok(());
+        }
+        // The writer stopped on an error: hand it on.
+        self.to_writer = None;
+        match self.join() {
+            Err(e) => Err(e),
+            Ok(_) => Err(self.finished()),
+        }
+    }
+
+    fn finished(&self) -> RecordError {
+        RecordError::Write {
+            path: self.path.clone(),
+            message: "already finished".into(),
+            bad_path: false,
+        }
+    }
+
+    /// Waits for the writer thread and takes the file back.
+    fn join(&mut self) -> Result<McapFile, RecordError> {
+        let Some(handle) = self.writer.take() else {
+            return Err(self.finished());
+        };
+        handle.join().unwrap_or_else(|_| {
+            Err(RecordError::Write {
+                path: self.path.clone(),
+                message: "the recorder's thread stopped on an internal error".into(),
+                bad_path: false,
+            })
+        })
+    }
+
+    /// Writes what is queued and the summary, renames the file into place, then, if asked, writes rosbag2's
+    /// `metadata.yaml` beside it; on failure the temporary file is removed.
+    pub fn finish(mut self) -> Result<(), RecordError> {
+        self.to_writer = None;
+        self.join()?.finish()
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        // Abandoned (an error or a cancel): the thread ends with the queue, and the file removes itself.
+        self.to_writer = None;
+        let _ = self.join();
+    }
+}
+
+/// The MCAP file the writer thread writes.
+struct McapFile {
     path: PathBuf,
     tmp: PathBuf,
     /// Lists `tmp` for removal should the process end on a signal.
@@ -182,25 +351,23 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.partial"))
 }
 
-impl Recorder {
-    /// Starts writing `path` (through a temporary file beside it).
-    pub fn create(path: &Path, options: RecordOptions) -> Result<Recorder, RecordError> {
+impl McapFile {
+    fn create(path: &Path, options: RecordOptions) -> Result<McapFile, RecordError> {
         let tmp = temp_path(path);
         let file = File::create(&tmp).map_err(|e| RecordError::write(path, &e))?;
         let pending = aerie_pipeline::io::atomic::Pending::new(&tmp);
-        // One zstd worker on every machine: the bytes must not depend on how many cores it has (zstd's output
-        // is the same for any count of workers from one up, but not for none), and the flight's own work
-        // keeps the other core busy.
+        // zstd compresses on the recorder's own thread (no workers of its own): the bytes must not depend on how
+        // many cores the machine has, and the flight's work keeps the other cores busy.
         let opts = mcap::WriteOptions::new()
             .profile("ros2")
             .library("aerie")
             .compression(options.compression.codec())
-            .compression_threads(1);
+            .compression_threads(0);
         let writer = opts.create(BufWriter::new(file)).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             RecordError::write(path, &e)
         })?;
-        Ok(Recorder {
+        Ok(McapFile {
             path: path.to_path_buf(),
             tmp,
             _pending: pending,
@@ -243,7 +410,7 @@ impl Recorder {
     }
 
     /// Writes one CDR message on `topic` at simulation time `t` (log and publish time).
-    pub fn write(
+    fn write(
         &mut self,
         topic: &str,
         type_name: &str,
@@ -274,7 +441,7 @@ impl Recorder {
 
     /// Writes the summary and renames the file into place, then, if asked, rosbag2's `metadata.yaml` beside
     /// it; on failure the temporary file is removed.
-    pub fn finish(mut self) -> Result<(), RecordError> {
+    fn finish(mut self) -> Result<(), RecordError> {
         let finished = match self.writer.take() {
             Some(mut w) => w.finish().map(drop).map_err(|e| self.err(&e)),
             None => Ok(()),
@@ -318,7 +485,7 @@ impl Recorder {
     }
 }
 
-impl Drop for Recorder {
+impl Drop for McapFile {
     fn drop(&mut self) {
         if self.writer.is_some() {
             // Abandoned (an error or a cancel): leave no partial file.
