@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use aerie_simcore::record::Compression;
 use eframe::egui;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
@@ -139,9 +140,12 @@ fn import_clean_fly_and_export_lone_star() {
     let run = out.path().join("run");
     h.state_mut().sim.record = true;
     h.state_mut().sim.record_dir = run.display().to_string();
+    // Two frames: egui lays out a panel's new widgets in the frame after they appear.
+    h.step();
     h.step();
     h.get_by_label("lz4").click();
     h.step();
+    assert_eq!(h.state().sim.recording.compression, Compression::Lz4);
     h.get_by_label("Fly").click();
     run_until(&mut h, long, |a| a.sim.snap.t > 3.0 || a.sim.snap.finished);
     assert!(

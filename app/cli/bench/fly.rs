@@ -300,7 +300,11 @@ mod tests {
             .run_until(flight.end_time(), &mut |_: &str, _: &Frame| {})
             .unwrap();
         assert!((flight.time() - 2.0).abs() < 1e-9);
-        assert!(flight.events().is_empty());
+        assert!(
+            flight.collisions().next().is_none(),
+            "{:?}",
+            flight.events()
+        );
         let (_, s) = flight.states()[0];
         assert!((s.position.z - 20.0).abs() < 0.5, "{}", s.position.z);
     }

@@ -680,8 +680,10 @@ impl Flight {
         }
     }
 
-    /// Contacts with the map and the obstacles. During a landing, meeting the ground under the vehicle is the
-    /// touchdown ([`Self::track_progress`]), not a collision: its gear within reach of the ground under it,
+    /// Contacts with the map and the obstacles. Before take-off, the vehicle stands where the mission set it
+    /// down: touching the map there is no collision (the contact counts once it has ended and a new one
+    /// begins). During a landing, meeting the ground under the vehicle is the touchdown
+    /// ([`Self::track_progress`]), not a collision: its gear within reach of the ground under it,
     /// every map point within its radius below its centre (uneven or sloping ground), met no faster than a hard
     /// landing. A wall, a ledge beside the gear or an obstacle on the way down is still a collision.
     fn check_collisions(&mut self, t: f64) {
@@ -701,6 +703,8 @@ impl Flight {
             match hit {
                 Some(e) if !c.touching => {
                     c.touching = true;
+                    // Where the mission set it down, it stands on whatever the map has there.
+                    let standing = !c.airborne && e.what == "map";
                     let ground = landing
                         && e.what == "map"
                         && -s.velocity.z <= HARD_LANDING_M_S
@@ -709,7 +713,7 @@ impl Flight {
                             .support_height(&s.position, p.radius_m, p.gear_height_m)
                             .is_some()
                         && self.world.only_ground_within(&s.position, p.radius_m);
-                    if ground {
+                    if standing || ground {
                         continue;
                     }
                     c.collisions += 1;

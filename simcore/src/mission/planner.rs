@@ -24,7 +24,7 @@ pub enum PlanError {
     #[error(
         "no path to the goal ({:.2}, {:.2}, {:.2}): the free space around it is cut off from the start ({:.2}, {:.2}, \
          {:.2}) for a vehicle needing {clearance_m:.2} m of clearance; {}",
-        goal[0], goal[1], goal[2], start[0], start[1], start[2], suggest(nearest, goal)
+        goal[0], goal[1], goal[2], start[0], start[1], start[2], suggest(nearest.as_ref(), goal)
     )]
     NoPath {
         /// Where the path was to start, map frame, metres.
@@ -39,7 +39,7 @@ pub enum PlanError {
     /// The goal is where the vehicle cannot be: in the map's surface, or within its clearance of it.
     #[error(
         "the goal ({:.2}, {:.2}, {:.2}) is {what}; {}",
-        goal[0], goal[1], goal[2], suggest(nearest, goal)
+        goal[0], goal[1], goal[2], suggest(nearest.as_ref(), goal)
     )]
     BadGoal {
         /// The goal, map frame, metres.
@@ -73,7 +73,7 @@ pub enum PlanError {
 }
 
 /// The advice that ends an unreachable goal's message.
-fn suggest(nearest: &Option<[f64; 3]>, goal: &[f64; 3]) -> String {
+fn suggest(nearest: Option<&[f64; 3]>, goal: &[f64; 3]) -> String {
     match nearest {
         Some(p) => {
             let d = (Vector3::from(*p) - Vector3::from(*goal)).norm();
