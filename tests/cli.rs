@@ -407,8 +407,27 @@ fn the_demo_flies_its_route_without_a_collision() {
     let out = dir.path().join("demo");
     let o = aerie(&["demo", "-o", out.to_str().unwrap(), "-q"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The event log: take-off, every goal reached in order, the touchdown, the end; no collision.
     let events = std::fs::read_to_string(out.join("flight/events.jsonl")).unwrap();
-    assert!(events.trim().is_empty(), "collisions: {events}");
+    let kinds: Vec<String> = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].to_string())
+        .collect();
+    assert!(!events.contains("\"collision\""), "collisions: {events}");
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("\"takeoff\""),
+        "{events}"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("\"mission_end\""),
+        "{events}"
+    );
+    assert!(
+        events.contains("\"touchdown\"") && events.contains("\"why\":\"landed\""),
+        "{events}"
+    );
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(
         report.contains("0 collisions, goals done"),
