@@ -1,17 +1,18 @@
 //! The flight loop end to end: missions, planner, collisions, obstacles, and the recording (read back and
 //! decoded by an independent CDR reader here, and by the Python packages ROS tools use when they are installed).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use aerie_pipeline::prepare::{Recipe, Stage, prepare};
-use aerie_pipeline::{Cloud, NoProgress};
 use aerie_simcore::flight::{Flight, FlightError};
 use aerie_simcore::mission::{Mission, PlanError};
 use aerie_simcore::record::{Compression, RecordOptions};
 use aerie_simcore::simulator::Map;
 use aerie_simcore::vehicle::GRAVITY;
 use aerie_simcore::world::{ObstacleConfig, ObstacleKind, Obstacles, Shape};
+use common::{fly, map_of, mission};
 use nalgebra::Vector3;
 
 /// A 30 x 30 m floor at z = 0 (points every 0.1 m), with optional walls: (x, y0, y1) at constant x, 4 m high.
@@ -49,30 +50,7 @@ fn map_with_walls(walls: &[(f64, f64, f64)], boxes: &[([f64; 3], f64)]) -> Map {
             }
         }
     }
-    let cloud = Cloud::from_positions([0.0; 3], pts);
-    let recipe = Recipe {
-        resolution_m: 0.1,
-        stages: vec![Stage::Normals],
-        ..Recipe::default()
-    };
-    Map::try_from(
-        prepare(vec![(cloud, None)], &recipe, &NoProgress)
-            .unwrap()
-            .map,
-    )
-    .unwrap()
-}
-
-fn mission(text: &str) -> Mission {
-    let m: Mission = toml::from_str(text).unwrap();
-    m.check().unwrap();
-    m
-}
-
-fn fly(map: Map, m: &Mission) -> Flight {
-    let mut f = Flight::new(map, m, Path::new(".")).unwrap();
-    f.run_until(f64::INFINITY, &mut |_, _| {}).unwrap();
-    f
+    map_of(pts)
 }
 
 #[test]

@@ -2,13 +2,12 @@
 //! end), the landing rule (touching down on uneven ground is a landing, meeting a ledge on the way down is a
 //! collision), and goal flights that keep moving through a cluttered place.
 
-use std::path::Path;
+mod common;
 
-use aerie_pipeline::prepare::{Recipe, Stage, prepare};
-use aerie_pipeline::{Cloud, NoProgress};
 use aerie_simcore::flight::{Flight, FlightEvent};
 use aerie_simcore::mission::{GoalKind, Mission};
 use aerie_simcore::simulator::Map;
+use common::{fly, map_of, mission};
 use nalgebra::Vector3;
 
 /// A map of a 24 x 24 m ground whose height is `ground(x, y)` (points every 0.1 m), and more points.
@@ -21,31 +20,11 @@ fn map(ground: impl Fn(f64, f64) -> f64, more: Vec<[f64; 3]>) -> Map {
         }
     }
     pts.extend(more);
-    let pts: Vec<[f32; 3]> = pts.iter().map(|p| p.map(|v| v as f32)).collect();
-    let cloud = Cloud::from_positions([0.0; 3], pts);
-    let recipe = Recipe {
-        resolution_m: 0.1,
-        stages: vec![Stage::Normals],
-        ..Recipe::default()
-    };
-    let prepared = prepare(vec![(cloud, None)], &recipe, &NoProgress).unwrap();
-    Map::try_from(prepared.map).unwrap()
+    map_of(pts.iter().map(|p| p.map(|v| v as f32)).collect())
 }
 
 fn flat() -> Map {
     map(|_, _| 0.0, Vec::new())
-}
-
-fn mission(text: &str) -> Mission {
-    let m: Mission = toml::from_str(text).unwrap();
-    m.check().unwrap();
-    m
-}
-
-fn fly(map: Map, m: &Mission) -> Flight {
-    let mut f = Flight::new(map, m, Path::new(".")).unwrap();
-    f.run_until(f64::INFINITY, &mut |_, _| {}).unwrap();
-    f
 }
 
 fn kinds(f: &Flight) -> Vec<String> {
