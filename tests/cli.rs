@@ -433,4 +433,45 @@ fn the_demo_flies_its_route_without_a_collision() {
         report.contains("0 collisions, goals done"),
         "the report's flight line"
     );
+
+    // The demo's mission again with `aerie fly`, recorded as a rosbag2 folder in lz4 chunks, cut short.
+    let (map, mission, run) = (
+        out.join("demo.amap"),
+        out.join("flight/mission.toml"),
+        dir.path().join("run"),
+    );
+    let fly = |extra: &[&str]| {
+        let mut args = vec![
+            "fly",
+            map.to_str().unwrap(),
+            "--mission",
+            mission.to_str().unwrap(),
+            "-o",
+            run.to_str().unwrap(),
+            "--duration",
+            "3",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        aerie(&args)
+    };
+    let o = fly(&["--compression", "lz4", "--rosbag2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let yaml = std::fs::read_to_string(run.join("metadata.yaml")).unwrap();
+    assert!(
+        yaml.contains("storage_identifier: mcap") && yaml.contains("    - flight.mcap\n"),
+        "{yaml}"
+    );
+    let mcap = std::fs::read(run.join("flight.mcap")).unwrap();
+    assert!(mcap.windows(7).any(|w| w == b"\x03\0\0\0lz4"), "lz4 chunks");
+    let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    assert!(events.contains("\"why\":\"duration reached\""), "{events}");
+    // A codec it does not know is a slip, told before anything is flown.
+    let o = fly(&["--compression", "brotli"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("zstd, lz4, none"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
