@@ -224,6 +224,12 @@ fn meeting_a_ledge_on_the_way_down_is_a_collision() {
     let collisions: Vec<_> = f.collisions().collect();
     assert_eq!(collisions.len(), 1, "{:#?}", f.events());
     assert!(collisions[0].point_hit[0] >= 0.24, "{:?}", collisions[0]);
+    // The touchdown is on the floor, not where the ledge was met.
+    for e in f.events() {
+        if let FlightEvent::Touchdown { position, .. } = e {
+            assert!(position[2] < 0.3, "{e:?}");
+        }
+    }
 }
 
 /// Pillars 0.3 m thick on a 1.6 m grid, the goal on the far side: the vehicle weaves through without stopping

@@ -189,6 +189,8 @@ struct Craft {
     airborne: bool,
     /// A touchdown at its landing has been reported.
     touched_down: bool,
+    /// The contact going on is with the ground under it during a landing (not a collision).
+    ground_contact: bool,
     /// Vertical velocity before the last physics step, m/s (a touchdown's speed, before the ground stops it).
     vz_before_step: f64,
     collisions: u32,
@@ -222,6 +224,7 @@ impl Craft {
             touching: false,
             airborne: false,
             touched_down: false,
+            ground_contact: false,
             vz_before_step: 0.0,
             collisions: 0,
             frames: 0,
@@ -625,7 +628,7 @@ impl Flight {
                 continue;
             };
             let landing = goal.kind == mission::GoalKind::Land && t >= goal.due_s;
-            if landing && !c.touched_down && c.airborne && (c.quad.grounded() || c.touching) {
+            if landing && !c.touched_down && c.airborne && (c.quad.grounded() || c.ground_contact) {
                 c.touched_down = true;
                 self.events.push(FlightEvent::Touchdown {
                     time_s: t,
@@ -713,6 +716,7 @@ impl Flight {
                             .support_height(&s.position, p.radius_m, p.gear_height_m)
                             .is_some()
                         && self.world.only_ground_within(&s.position, p.radius_m);
+                    c.ground_contact = ground;
                     if standing || ground {
                         continue;
                     }
@@ -723,7 +727,10 @@ impl Flight {
                     }
                 }
                 Some(_) => {}
-                None => c.touching = false,
+                None => {
+                    c.touching = false;
+                    c.ground_contact = false;
+                }
             }
         }
     }
