@@ -503,7 +503,7 @@ fn recording_ui(s: &mut SimState, ui: &mut egui::Ui) {
     });
     ui.horizontal(|ui| {
         ui.label("compression");
-        for c in [Compression::Zstd, Compression::Lz4, Compression::None] {
+        for c in Compression::ALL {
             ui.selectable_value(&mut s.recording.compression, c, c.name());
         }
     });

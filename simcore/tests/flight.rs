@@ -503,6 +503,18 @@ fn the_recording_is_deterministic_and_every_message_decodes() {
         assert!(leftovers.is_empty());
         // rosbag2's metadata only when asked.
         assert_eq!(dir.path().join("metadata.yaml").is_file(), options.rosbag2);
+        if options.rosbag2 {
+            // The metadata lists the last file, seed 6's. Recorded again without rosbag2 into another file, it
+            // stays; into that file, its counts would no longer be true, so it goes.
+            let plain = RecordOptions {
+                rosbag2: false,
+                ..options
+            };
+            recorded(5, dir.path(), plain);
+            assert!(dir.path().join("metadata.yaml").exists());
+            recorded(6, dir.path(), plain);
+            assert!(!dir.path().join("metadata.yaml").exists());
+        }
         let Some(script) = python_checker() else {
             continue;
         };

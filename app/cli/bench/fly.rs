@@ -64,9 +64,10 @@ struct WithMap {
     /// Also record every message to DIR/run_<k>/flight.mcap, as `aerie fly` does (timed with the flight).
     #[arg(long)]
     record: Option<PathBuf>,
-    /// Chunk compression of the recording: zstd (the default of `aerie fly`), lz4 or none.
-    #[arg(long, default_value = "zstd", value_parser = clap::builder::PossibleValuesParser::new(Compression::NAMES))]
-    compression: String,
+    /// Chunk compression of the recording: zstd, lz4 or none. By default, the mission's (zstd unless its
+    /// `[recording]` says otherwise), as `aerie fly` does.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Compression::NAMES))]
+    compression: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -109,14 +110,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Case::Avia(m) => {
             let mut mission = mission(&m.common, AVIA_MISSION)?;
-            mission.recording.compression = m.compression.parse().map_err(BadInput)?;
+            if let Some(c) = &m.compression {
+                mission.recording.compression = c.parse().map_err(BadInput)?;
+            }
             bench("avia", &m.common, &mission, m.record.as_deref(), |_| {
                 open(&m.map)
             })
         }
         Case::Swarm(m) => {
             let mut mission = mission(&m.common, SWARM_MISSION)?;
-            mission.recording.compression = m.compression.parse().map_err(BadInput)?;
+            if let Some(c) = &m.compression {
+                mission.recording.compression = c.parse().map_err(BadInput)?;
+            }
             bench("swarm", &m.common, &mission, m.record.as_deref(), |_| {
                 open(&m.map)
             })

@@ -126,7 +126,7 @@ impl FlightEvent {
                 ..
             } => (
                 time_s,
-                format!("{vehicle}  goal {goal} ({}) reached", kind_name(*kind)),
+                format!("{vehicle}  goal {goal} ({}) reached", kind.name()),
             ),
             FlightEvent::Collision(c) => (
                 &c.time_s,
@@ -154,15 +154,6 @@ impl FlightEvent {
             ),
         };
         format!("{t:7.2} s  {what}")
-    }
-}
-
-fn kind_name(kind: GoalKind) -> &'static str {
-    match kind {
-        GoalKind::Waypoint => "waypoint",
-        GoalKind::Goal => "goal",
-        GoalKind::Hover => "hover",
-        GoalKind::Land => "land",
     }
 }
 

@@ -98,15 +98,7 @@ impl FlightError {
 /// empty space. Heights are free: a map of one point far below stands for an empty world.
 fn check_near_map(v: &VehicleSpec, lo: Vector3<f64>, hi: Vector3<f64>) -> Result<(), FlightError> {
     let margin = (hi.x - lo.x).max(hi.y - lo.y).max(100.0);
-    let start = [v.start[0], v.start[1], v.start[2]];
-    let goals = v.goals.iter().enumerate().filter_map(|(i, g)| match g {
-        Goal::Waypoint { position, .. } | Goal::Goal { position, .. } => {
-            Some((format!("goal {}", i + 1), *position))
-        }
-        Goal::Hover { .. } | Goal::Land {} => None,
-    });
-    for (what, p) in std::iter::once(("start".to_string(), start)).chain(goals) {
-        let p = Vector3::from(p);
+    for (what, p) in mission_positions(v) {
         let outside = (p - p.sup(&lo).inf(&hi)).xy().norm();
         if outside > margin {
             return Err(FlightError::FarFromMap {
@@ -122,15 +114,16 @@ fn check_near_map(v: &VehicleSpec, lo: Vector3<f64>, hi: Vector3<f64>) -> Result
     Ok(())
 }
 
-/// The start and the goal positions of a vehicle.
-fn mission_positions(v: &VehicleSpec) -> Vec<Vector3<f64>> {
-    let goals = v.goals.iter().filter_map(|g| match g {
+/// The start and the goal positions of a vehicle, each named as messages name it ("start", "goal 2").
+fn mission_positions(v: &VehicleSpec) -> Vec<(String, Vector3<f64>)> {
+    let goals = v.goals.iter().enumerate().filter_map(|(i, g)| match g {
         Goal::Waypoint { position, .. } | Goal::Goal { position, .. } => {
-            Some(Vector3::from(*position))
+            Some((format!("goal {}", i + 1), Vector3::from(*position)))
         }
         Goal::Hover { .. } | Goal::Land {} => None,
     });
-    std::iter::once(Vector3::new(v.start[0], v.start[1], v.start[2]))
+    let start = Vector3::new(v.start[0], v.start[1], v.start[2]);
+    std::iter::once(("start".to_string(), start))
         .chain(goals)
         .collect()
 }
@@ -405,7 +398,7 @@ impl Flight {
         let positions: Vec<Vector3<f64>> = mission
             .vehicles
             .iter()
-            .flat_map(mission_positions)
+            .flat_map(|v| mission_positions(v).into_iter().map(|(_, p)| p))
             .collect();
         let mut crafts = Vec::new();
         for (vi, v) in mission.vehicles.iter().enumerate() {

@@ -498,6 +498,18 @@ pub enum GoalKind {
     Land,
 }
 
+impl GoalKind {
+    /// The kind as the mission file spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            GoalKind::Waypoint => "waypoint",
+            GoalKind::Goal => "goal",
+            GoalKind::Hover => "hover",
+            GoalKind::Land => "land",
+        }
+    }
+}
+
 /// Where and when a goal of the timeline is due: the flight reports it reached when the vehicle gets there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GoalMark {

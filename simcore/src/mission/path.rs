@@ -156,9 +156,10 @@ impl Geometry {
     }
 
     fn radius_at(&self, s: f64) -> f64 {
-        self.pieces
-            .get(self.starts.partition_point(|&x| x <= s).saturating_sub(1))
-            .map_or(f64::INFINITY, Piece::radius)
+        if self.pieces.is_empty() {
+            return f64::INFINITY;
+        }
+        self.piece_at(s).0.radius()
     }
 }
 

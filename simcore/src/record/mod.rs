@@ -94,8 +94,8 @@ impl RecordError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
-    /// zstd at its default level 3: a LiDAR recording shrinks to about a third or less, at a few hundred MB/s
-    /// on one core (docs/benchmarks.md).
+    /// zstd at its default level 3: the hall loop's OS0-64 recording shrinks to 0.675 of its size, at about
+    /// 220 MB/s on one core (docs/benchmarks.md; LiDAR points are float32 with noise in their low bits).
     #[default]
     Zstd,
     /// lz4: faster than zstd, larger files.
@@ -105,6 +105,8 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// Every choice, in the order of [`Compression::NAMES`].
+    pub const ALL: [Compression; 3] = [Compression::Zstd, Compression::Lz4, Compression::None];
     /// The choices' names, as the CLI and the mission file spell them.
     pub const NAMES: [&'static str; 3] = ["zstd", "lz4", "none"];
 
@@ -130,15 +132,15 @@ impl std::str::FromStr for Compression {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Compression, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "zstd" => Ok(Compression::Zstd),
-            "lz4" => Ok(Compression::Lz4),
-            "none" => Ok(Compression::None),
-            _ => Err(format!(
-                "unknown compression {s:?}: use one of {}",
-                Compression::NAMES.join(", ")
-            )),
-        }
+        Compression::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!(
+                    "unknown compression {s:?}: use one of {}",
+                    Compression::NAMES.join(", ")
+                )
+            })
     }
 }
 
@@ -161,13 +163,13 @@ pub struct RecordOptions {
 struct Topic {
     name: String,
     channel_id: u16,
-    type_name: String,
+    type_name: &'static str,
     messages: u64,
 }
 
 /// An MCAP file being written, on a thread of its own: the flight hands each message over and goes on while the
-/// thread encodes and compresses it (zstd's cost, about a fifth of a flight's time, runs beside the flight's
-/// work instead of after it). One thread in message order, so the bytes are the same on every run.
+/// thread encodes and compresses it (zstd's 4-6 s of CPU in the 85 s hall loop run beside the flight's work
+/// instead of in it). One thread in message order, so the bytes are the same on every run.
 pub struct Recorder {
     path: PathBuf,
     /// Messages to the writer; `None` once finished or after the writer failed.
@@ -210,9 +212,10 @@ impl Payload {
     }
 }
 
-/// Messages that may wait for the writer thread: a couple of seconds of a flight's IMU, odometry and /tf, with
-/// the LiDAR frames among them (tens of MB at most), so that the flight does not wait while a frame is being
-/// compressed, and memory stays bounded when the disk is slow.
+/// Messages that may wait for the writer thread: about two seconds of one vehicle's IMU, odometry and /tf, with
+/// its LiDAR frames among them (a couple of dozen frames at most, since every vehicle also sends 400 small
+/// messages a second), so that the flight does not wait while a frame is being compressed, and memory stays
+/// bounded when the disk is slow.
 const QUEUE: usize = 1024;
 
 impl Recorder {
@@ -385,7 +388,7 @@ impl McapFile {
     }
 
     /// The index in `topics` of `topic`, its channel added on first use.
-    fn channel(&mut self, topic: &str, type_name: &str) -> Result<usize, RecordError> {
+    fn channel(&mut self, topic: &str, type_name: &'static str) -> Result<usize, RecordError> {
         if let Some(i) = self.channels.get(topic) {
             return Ok(*i);
         }
@@ -403,7 +406,7 @@ impl McapFile {
         self.topics.push(Topic {
             name: topic.to_string(),
             channel_id,
-            type_name: type_name.to_string(),
+            type_name,
             messages: 0,
         });
         Ok(self.topics.len() - 1)
@@ -413,7 +416,7 @@ impl McapFile {
     fn write(
         &mut self,
         topic: &str,
-        type_name: &str,
+        type_name: &'static str,
         t: f64,
         data: &[u8],
     ) -> Result<(), RecordError> {
@@ -454,6 +457,23 @@ impl McapFile {
         renamed?;
         if self.options.rosbag2 {
             self.write_rosbag2_metadata()?;
+        } else {
+            self.remove_stale_rosbag2_metadata()?;
+        }
+        Ok(())
+    }
+
+    /// A `metadata.yaml` beside the MCAP from an earlier recording made with `rosbag2` that lists this file: its
+    /// counts are no longer true, and `ros2 bag play` would trust them, so it goes.
+    fn remove_stale_rosbag2_metadata(&self) -> Result<(), RecordError> {
+        let path = self.path.with_file_name("metadata.yaml");
+        let name = self.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let lists_this = std::fs::read_to_string(&path).is_ok_and(|text| {
+            text.starts_with("rosbag2_bagfile_information:")
+                && text.contains(&format!("relative_file_paths:\n    - {name}\n"))
+        });
+        if lists_this {
+            std::fs::remove_file(&path).map_err(|e| RecordError::write(&path, &e))?;
         }
         Ok(())
     }
@@ -470,7 +490,7 @@ impl McapFile {
             .iter()
             .map(|t| rosbag2::Topic {
                 name: &t.name,
-                type_name: &t.type_name,
+                type_name: t.type_name,
                 qos: qos_metadata(&t.name)["offered_qos_profiles"].clone(),
                 messages: t.messages,
             })
