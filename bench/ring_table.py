@@ -6,7 +6,7 @@ Usage: python3 bench/ring_table.py SCAN.pcd [--height-mm H] [--offset-mm N] [--m
 
 Prints, for rays assumed to start H mm above the scan's origin from a beam origin N mm out from the axis along the
 column's azimuth (Ouster's beam-origin offset), the elevation of each ring (the median elevation of the points
-within 0.3 deg of it, refined from the 64-ring table in ../shared/data/SOURCES.md) as a TOML array for a sensor
+within 0.3 deg of it, refined from the 64-ring table published with the shared data) as a TOML array for a sensor
 preset's `elevations_deg`, and how sharp the rings are (median |elevation - ring|).
 
 A scan taken while the sensor moved and deskewed afterwards (points moved into the sensor frame at one instant,
