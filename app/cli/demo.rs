@@ -1,5 +1,5 @@
 //! `aerie demo [-o DIR]`: the whole product on a built-in scene, without data of one's own. Scans the procedural
-//! demo scene (`simcore/presets/demo/scene.toml`) into a raw LAZ as a terrestrial scanner would, prepares it
+//! demo scene (`maps/demo/scene.toml`) into a raw LAZ as a terrestrial scanner would, prepares it
 //! into a map, exports it for MARSIM (PCD) and GIS (LAZ), flies an Avia-equipped quad through the forest and the
 //! building's corridor (`examples/missions/demo.toml`) recording ROS 2 MCAP, and writes DIR/report.html with
 //! pictures and the figures of every step.
@@ -396,7 +396,7 @@ img{{max-width:100%;border:1px solid #ccc}} td{{padding:4px 8px;vertical-align:t
 tr:nth-child(even){{background:#eee}} code{{background:#eee;padding:1px 4px}}</style></head><body>
 <h1>Aerie demo</h1>
 <p>A procedural site (forest, building with a corridor, poles and wires, parked vehicles;
-<code>simcore/presets/demo/scene.toml</code>) was scanned by a simulated terrestrial scanner from five stations,
+<code>maps/demo/scene.toml</code>) was scanned by a simulated terrestrial scanner from five stations,
 with range noise, stray points, mixed points on edges and a person walking through. The raw scan was cleaned and
 packed into a map, exported for MARSIM and GIS,
 and a quadrotor with a Livox Avia flew through it, recording ROS 2 data. Total time {total_s:.1} s.</p>

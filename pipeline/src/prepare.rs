@@ -479,4 +479,26 @@ mod tests {
             .is_ok()
         );
     }
+
+    /// The example recipes shipped in maps/recipes/ parse, and default.toml is the default written out.
+    #[test]
+    fn shipped_recipes_parse() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../maps/recipes");
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let recipe = Recipe::from_toml(&text, &path).unwrap_or_else(|e| panic!("{e}"));
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name == "default.toml" {
+                assert_eq!(recipe, Recipe::default());
+            }
+            names.push(name);
+        }
+        names.sort();
+        assert!(
+            names.len() >= 3 && names.contains(&"default.toml".to_string()),
+            "{names:?}"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! The built-in demo: a procedural site and a simulated terrestrial laser scan of it, the raw input a new user
 //! without data of their own starts from (`aerie demo`).
 //!
-//! The site is described by `presets/demo/scene.toml` in this crate ([`DemoSpec`], shipped inside the program) and
+//! The site is described by `maps/demo/scene.toml` ([`DemoSpec`], shipped inside the program) and
 //! laid out from a seed at run time ([`DemoSite`]): uneven ground, a small forest, a building with a corridor through
 //! it, poles and wires, parked vehicles, all exact surfaces from [`crate::scene`]. [`raw_scan`] scans it from several
 //! stations with the artefacts of a real scan (range noise, stray outliers, density falling with range, mixed points
@@ -83,7 +83,7 @@ impl DemoError {
 pub struct DemoConfig {
     /// Seed of the layout and of the scan's noise and artefacts. By default 1.
     pub seed: u64,
-    /// The site and the scan. By default the shipped `presets/demo/scene.toml`.
+    /// The site and the scan. By default the shipped `maps/demo/scene.toml`.
     pub spec: DemoSpec,
 }
 

@@ -1,5 +1,6 @@
-//! The demo scene's description: `presets/demo/scene.toml` in this crate, embedded at compile time (like the sensor
-//! presets) so the program needs no data directory, and parsed into a [`DemoSpec`]. Units as the file says: metres,
+//! The demo scene's description: `maps/demo/scene.toml` at the repository's top (where the program's shipped
+//! scenes and recipes live), embedded at compile time so the program needs no data directory, and parsed into a
+//! [`DemoSpec`]. Units as the file says: metres,
 //! seconds, degrees; every field is required, so the shipped file documents them all.
 
 // `!(a > b)` is deliberate: a NaN must fail the test it is in.
@@ -9,10 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use super::DemoError;
 
-/// The shipped description, `presets/demo/scene.toml`.
-pub const BUILTIN_TOML: &str = include_str!("../../presets/demo/scene.toml");
+/// The shipped description, `maps/demo/scene.toml`.
+pub const BUILTIN_TOML: &str = include_str!("../../../maps/demo/scene.toml");
 
-/// A demo scene and the scan of it, as `presets/demo/scene.toml` describes them.
+/// A demo scene and the scan of it, as `maps/demo/scene.toml` describes them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DemoSpec {
@@ -199,10 +200,10 @@ pub struct ScanSpec {
 }
 
 impl DemoSpec {
-    /// The shipped description (`presets/demo/scene.toml`).
+    /// The shipped description (`maps/demo/scene.toml`).
     pub fn builtin() -> DemoSpec {
         // The shipped file is checked by a test; failing here would be a build defect, not a user error.
-        DemoSpec::from_toml(BUILTIN_TOML).unwrap_or_else(|e| panic!("presets/demo/scene.toml: {e}"))
+        DemoSpec::from_toml(BUILTIN_TOML).unwrap_or_else(|e| panic!("maps/demo/scene.toml: {e}"))
     }
 
     /// Parse and check a description.
