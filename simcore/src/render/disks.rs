@@ -30,20 +30,20 @@ use aerie_pipeline::features::spacing::spacing_all;
 use aerie_pipeline::map::MapView;
 
 /// Largest disk radius, in units of rho.
-pub(crate) const MAX_SCALE: f32 = 3.0;
+pub(super) const MAX_SCALE: f32 = 3.0;
 /// Number of radius classes: class c is a radius of rho * (1 + c * [`CLASS_STEP`]).
-pub(crate) const CLASSES: u32 = 16;
+pub(super) const CLASSES: u32 = 16;
 const CLASS_STEP: f32 = (MAX_SCALE - 1.0) / (CLASSES - 1) as f32;
 
 /// The disk radius of class `class`, in units of rho.
 #[inline(always)]
-pub(crate) fn scale_of(class: u32) -> f32 {
+pub(super) fn scale_of(class: u32) -> f32 {
     1.0 + class as f32 * CLASS_STEP
 }
 
 /// [`scale_of`] for four classes at once (given as floats).
 #[inline(always)]
-pub(crate) fn scale_of_x4(class: wide::f32x4) -> wide::f32x4 {
+pub(super) fn scale_of_x4(class: wide::f32x4) -> wide::f32x4 {
     wide::f32x4::splat(1.0) + class * wide::f32x4::splat(CLASS_STEP)
 }
 
@@ -62,7 +62,7 @@ fn class_of(scale: f32) -> u8 {
 /// thickness below `gamma_max`) whose surface spacing (stored in the map, or searched for when it is not)
 /// exceeds r_map. Empty when no point needs a wider disk (or the map has no plane thickness). Deterministic:
 /// the neighbour search's results do not depend on the number of threads.
-pub(crate) fn disk_classes(map: &MapView, r_map: f32, gamma_max: f32) -> Vec<u8> {
+pub(super) fn disk_classes(map: &MapView, r_map: f32, gamma_max: f32) -> Vec<u8> {
     let Some(gamma) = map.gamma.filter(|g| g.len() == map.positions.len()) else {
         return Vec::new();
     };

@@ -1,12 +1,61 @@
-//! What a rendered [`Frame`] turns into: a point cloud (sensor or map frame) and range or depth images laid
+//! A rendered [`Frame`] and what it turns into: a point cloud (sensor or map frame) and range or depth images laid
 //! out the way the sensor's own driver lays them out (rings by columns for spinning LiDARs, pixels for depth
 //! cameras, azimuth across and elevation down for Livox).
 
 use aerie_pipeline::{Cloud, Columns};
-use nalgebra::Point3;
+use nalgebra::{Isometry3, Point3};
 
-use super::Frame;
+use super::params::Method;
 use crate::sensor::{Pattern, RingZero, SensorModel};
+
+/// One return of a rendered scan.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScanPoint {
+    /// Position, metres, in the sensor frame that [`RenderParams::points_in`](super::RenderParams::points_in) names (by default at the frame
+    /// start, the motion during the frame compensated).
+    pub xyz: [f32; 3],
+    /// Measured range along the beam, metres (noise included).
+    pub range_m: f32,
+    /// Simulated reflectivity R0 * cos(incidence), 0..1.
+    pub intensity: f32,
+    /// Firing time since the frame start, seconds.
+    pub time_s: f32,
+    /// The beam's ring: laser of a spinning LiDAR (numbered from the end its `ring_zero` says), line of a Livox,
+    /// row of a depth camera ([`Beam::ring`](crate::sensor::Beam::ring)).
+    pub ring: u16,
+    /// Index of the beam in the scan pattern.
+    pub beam: u32,
+}
+
+/// A rendered frame. Its conversions to a point cloud and to range and depth images are below.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Frame {
+    /// Returns, in beam order.
+    pub points: Vec<ScanPoint>,
+    /// Number of beams fired (returned or not).
+    pub beams: usize,
+    /// Start of the frame on the trajectory's clock, seconds.
+    pub start_s: f64,
+    /// Pose of the sensor in whose frame `points` are given: at the frame start, or at its last firing with
+    /// [`PointsIn::FrameEnd`](super::PointsIn::FrameEnd). With [`PointsIn::Firing`](super::PointsIn::Firing) the pose at the frame start, though each point is in
+    /// the sensor frame at its own firing.
+    pub world_from_sensor: Isometry3<f64>,
+    /// The renderer that produced the frame (never `Auto`).
+    pub method: Method,
+    /// Present when [`RenderParams::debug`](super::RenderParams::debug) is set.
+    pub debug: Option<FrameDebug>,
+}
+
+/// Per-beam results before noise, dropout and range limits, for analysis.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameDebug {
+    /// Geometric range of each beam (index as in the pattern), `None` where the beam hit nothing.
+    pub range_m: Vec<Option<f32>>,
+    /// Number of time slices (splat renderer) used.
+    pub time_slices: u32,
+    /// Number of map points rasterised (splat renderer, after culling and level of detail).
+    pub points_rasterised: u64,
+}
 
 /// A single-channel image, row-major, top row first. Pixels without a return hold 0.
 #[derive(Clone, Debug, PartialEq)]

@@ -19,7 +19,7 @@ const CHUNK: usize = 1024;
 
 /// The jittered unit direction of each beam in the sensor frame (angular noise of `sigma` radians, none when
 /// it is not positive), into `out`.
-pub(crate) fn jittered_dirs(
+pub(super) fn jittered_dirs(
     beams: &[Beam],
     seed: u64,
     frame_index: u64,

@@ -4,7 +4,7 @@
 
 /// Where a beam hit: range along the (jittered) ray, the map point, and cos(incidence).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Hit {
+pub(super) struct Hit {
     pub t: f32,
     pub point: u32,
     pub cos_incidence: f32,
@@ -12,7 +12,7 @@ pub(crate) struct Hit {
 
 /// A plane thickness in millimetres, saturating; `u16::MAX` for none (infinite or NaN).
 #[inline]
-pub(crate) fn gamma_mm(gamma: f32) -> u16 {
+pub(super) fn gamma_mm(gamma: f32) -> u16 {
     if gamma.is_finite() {
         (gamma * 1000.0).round().clamp(0.0, 65534.0) as u16
     } else {
@@ -31,7 +31,7 @@ const LAYER_CAP: usize = 16;
 /// The result depends only on the set of hits offered, not on their order (so not on how a renderer walks
 /// its cells): hits are kept up to `cap` (the largest window) behind the nearest so far, and the nearest
 /// hit's window is applied when the layer is resolved.
-pub(crate) struct Layer {
+pub(super) struct Layer {
     /// Depth of the layer behind the nearest hit: `k * gamma / cos(incidence)` of the nearest hit's point,
     /// at most `cap`.
     window: f32,

@@ -1,9 +1,8 @@
 //! The sensor's pose over one frame, sampled once and read per beam: every beam is cast from the pose at its
 //! own firing time.
 
-use nalgebra::{Matrix3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Matrix3, UnitQuaternion, Vector3};
 
-use super::{BadPose, finite_pose};
 use crate::trajectory::Trajectory;
 
 /// Sensor poses over a frame: the trajectory sampled at knots (relative to the map origin), interpolated per
@@ -12,7 +11,7 @@ use crate::trajectory::Trajectory;
 /// theta^2 / 8 for theta between knots: 3e-7 at 1 rad/s, the 64 knots of a 10 Hz frame), and beam directions are
 /// normalised where they are used. It costs a tenth of building a matrix from a blended quaternion per beam,
 /// which was ~10% of a flight's rendering.
-pub(crate) struct PoseTable {
+pub(super) struct PoseTable {
     /// Beam time of the first knot and knot spacing, seconds (relative to the frame start).
     t0: f64,
     dt: f64,
@@ -25,7 +24,7 @@ pub(crate) struct PoseTable {
 
 /// The pose of the sensor at one instant, relative to the map origin.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct LocalPose {
+pub(super) struct LocalPose {
     /// Row-major map_from_sensor rotation.
     pub rot: [[f32; 3]; 3],
     pub rot64: Matrix3<f64>,
@@ -151,5 +150,37 @@ impl PoseTable {
             }
             _ => LocalPose::from_matrix(*m0, *o0),
         }
+    }
+}
+
+/// A frame cannot be placed: the trajectory gave a pose that is not finite at a time the frame needs.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+#[error(
+    "the trajectory's pose at t = {t_s} s is not finite (NaN or infinite position or rotation); check the poses \
+     it is made from"
+)]
+pub struct BadPose {
+    /// When, on the trajectory's clock, seconds.
+    pub t_s: f64,
+}
+
+/// The pose at `t_s`, or [`BadPose`] when any of its numbers is not finite (a NaN would otherwise give a frame
+/// with no returns and no word why).
+pub(super) fn finite_pose(
+    trajectory: &dyn Trajectory,
+    t_s: f64,
+) -> Result<Isometry3<f64>, BadPose> {
+    let pose = trajectory.world_from_sensor(t_s);
+    let q = pose.rotation.coords;
+    let finite = pose
+        .translation
+        .vector
+        .iter()
+        .chain(q.iter())
+        .all(|v| v.is_finite());
+    if finite {
+        Ok(pose)
+    } else {
+        Err(BadPose { t_s })
     }
 }

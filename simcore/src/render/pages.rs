@@ -19,7 +19,7 @@ use rayon::prelude::*;
 const HUGE_PAGE: usize = 2 << 20;
 
 /// A fixed-length table of plain-old-data values, on huge pages where the system allows it.
-pub(crate) struct HugeVec<T> {
+pub(super) struct HugeVec<T> {
     storage: Storage<T>,
     len: usize,
 }

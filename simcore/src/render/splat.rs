@@ -9,7 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::{Ctx, Fov, Hit, Layer, LocalPose, MIN_COS_PLANE, dot, mat_vec, sub, wrap_pi};
+use super::ctx::{Ctx, MIN_COS_PLANE};
+use super::layer::{Hit, Layer};
+use super::motion::LocalPose;
+use super::prepared::{Fov, wrap_pi};
+use super::vec3::{cross, dot, mat_vec, sub};
 
 const EMPTY: u64 = u64::MAX;
 /// Level of detail: points read per image pixel that a far bucket covers.
@@ -230,7 +234,7 @@ impl Image {
         }
         // Minor axis m (the normal's projection, foreshortened by cos(incidence)), major axis mm.
         let m = [mp[0] / mlen, mp[1] / mlen, mp[2] / mlen];
-        let mm = super::cross(vh, m);
+        let mm = cross(vh, m);
         let (ca, sa) = (vh[0] / hxy, vh[1] / hxy);
         let (ce, se) = (hxy, vh[2]);
         let e_az = [-sa, ca, 0.0];
@@ -296,7 +300,7 @@ struct Job {
 }
 
 /// Renders all beams; returns per-beam hits, the number of time slices and of rasterised points.
-pub(crate) fn render(ctx: &Ctx) -> (Vec<Option<Hit>>, u32, u64) {
+pub(super) fn render(ctx: &Ctx) -> (Vec<Option<Hit>>, u32, u64) {
     let beams = ctx.beams;
     let mut hits: Vec<Option<Hit>> = vec![None; beams.len()];
     let by_time = &ctx.prepared.by_time;

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 /// The map's points moved onto their surfaces, or `None` when the map stores no offsets (then the points are
 /// the surface).
-pub(crate) fn surface_positions(map: &MapView) -> Option<Vec<[f32; 3]>> {
+pub(super) fn surface_positions(map: &MapView) -> Option<Vec<[f32; 3]>> {
     let offsets = map.surface_offset?;
     let normals = map.normals?;
     let n = map.positions.len();

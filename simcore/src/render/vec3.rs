@@ -3,7 +3,7 @@
 
 /// `v` normalised (unit x when degenerate).
 #[inline]
-pub(crate) fn unit(v: [f32; 3]) -> [f32; 3] {
+pub(super) fn unit(v: [f32; 3]) -> [f32; 3] {
     let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
     if n > 0.0 && n.is_finite() {
         [v[0] / n, v[1] / n, v[2] / n]
@@ -16,39 +16,39 @@ pub(crate) fn unit(v: [f32; 3]) -> [f32; 3] {
 /// where `f32::min`'s care for NaN costs five, in the steps every cell of a march and every pixel of the range
 /// bound take.
 #[inline(always)]
-pub(crate) fn min_of(a: f32, b: f32) -> f32 {
+pub(super) fn min_of(a: f32, b: f32) -> f32 {
     if a < b { a } else { b }
 }
 
 /// The larger of two values that are never NaN (see [`min_of`]).
 #[inline(always)]
-pub(crate) fn max_of(a: f32, b: f32) -> f32 {
+pub(super) fn max_of(a: f32, b: f32) -> f32 {
     if a > b { a } else { b }
 }
 
 #[inline]
-pub(crate) fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
+pub(super) fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
 #[inline]
-pub(crate) fn add(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+pub(super) fn add(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
     [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
 }
 
 #[inline]
-pub(crate) fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+pub(super) fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 
 /// Row-major 3x3 matrix times vector.
 #[inline]
-pub(crate) fn mat_vec(m: &[[f32; 3]; 3], v: [f32; 3]) -> [f32; 3] {
+pub(super) fn mat_vec(m: &[[f32; 3]; 3], v: [f32; 3]) -> [f32; 3] {
     [dot(m[0], v), dot(m[1], v), dot(m[2], v)]
 }
 
 #[inline]
-pub(crate) fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+pub(super) fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
     [
         a[1] * b[2] - a[2] * b[1],
         a[2] * b[0] - a[0] * b[2],

@@ -20,8 +20,9 @@
 
 use rayon::prelude::*;
 
-use super::beam::BeamIndex;
-use super::{Ctx, max_of, min_of};
+use super::index::BeamIndex;
+use crate::render::ctx::Ctx;
+use crate::render::vec3::{max_of, min_of};
 
 /// Per face's major axis, its other two axes in the order of the face's (u, v) coordinates.
 const OTHER: [(usize, usize); 3] = [(1, 2), (2, 0), (0, 1)];
@@ -46,7 +47,7 @@ const EPS: f32 = 1e-5;
 
 /// The span of range, per direction from one origin, in which a beam can meet the map (a cube map: `n * n`
 /// pixels on each face the beams look into, each with its nearest and farthest distance).
-pub(crate) struct RangeBound {
+pub(super) struct RangeBound {
     n: usize,
     half_n: f32,
     /// Per face (`2 * axis + negative`), its place among the stored faces, or `NONE`: a direction on a face
@@ -64,7 +65,7 @@ impl RangeBound {
     pub fn for_frame(ctx: &Ctx, index: &BeamIndex, reach: f32) -> Option<RangeBound> {
         let beams = ctx.beams.len();
         let (origin, spread) = ctx.origin_spread();
-        // Blocks beyond the beams' reach hold no hit they could return (`beam::cast` ends there too).
+        // Blocks beyond the beams' reach hold no hit they could return (`march::cast` ends there too).
         let blocks = NearBlocks::within(index, origin, spread, reach);
         if beams < MIN_BEAMS_PER_BLOCK * blocks.0.len() {
             return None;
