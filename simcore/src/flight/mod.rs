@@ -3,6 +3,10 @@
 //! each IMU at its own rate, odometry at 100 Hz, each sensor once per frame. A LiDAR frame is rendered when
 //! its period has passed, from the poses the body actually took during it (motion distortion, per-beam time),
 //! with the obstacles and the other vehicles as occluders. Deterministic for a seed.
+//!
+//! [`Flight`] here is the loop's public face: set up, record, run, read. Beside it: `setup.rs` turns a mission
+//! into vehicles, sensors and timelines; `craft.rs` is a vehicle's state in flight; `step.rs` is one physics
+//! step and what happens in it; [`events`] is what happened; [`outputs`] writes the data files of a flight.
 
 // `!(a <= b)` is deliberate: a NaN must fail the test it is in.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
