@@ -371,5 +371,10 @@ mod tests {
         assert!(count(COLOURS[1]) > 300, "{}", count(COLOURS[1]));
         assert!(count(COLLISION) > 20, "{}", count(COLLISION));
         assert!(count(TEXT) > 500, "{}", count(TEXT));
+        // To look at it: AERIE_SCREENSHOT_DIR=DIR cargo test --bin aerie plots.
+        if let Some(keep) = std::env::var_os("AERIE_SCREENSHOT_DIR").map(std::path::PathBuf::from) {
+            std::fs::create_dir_all(&keep).unwrap();
+            std::fs::copy(&path, keep.join("flight_two_vehicles.png")).unwrap();
+        }
     }
 }
