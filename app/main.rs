@@ -9,6 +9,7 @@ mod cli;
 mod gui;
 #[cfg(feature = "app")]
 mod jobs;
+mod plots;
 mod progress;
 mod signals;
 

@@ -17,13 +17,13 @@ use aerie_simcore::demo::{DemoConfig, DemoSite, Label, raw_scan};
 use aerie_simcore::flight::Flight;
 use aerie_simcore::flight::outputs::{RunInfo, write_run};
 use aerie_simcore::mission::{Goal, Mission};
-use aerie_simcore::record::plot::Canvas;
 use aerie_simcore::render::Frame;
 use aerie_simcore::scene::Surface;
 use aerie_simcore::sensor::SensorModel;
 use aerie_simcore::simulator::Map;
 use anyhow::Context;
 
+use crate::plots;
 use crate::progress::TerminalProgress;
 
 /// The demo flight (`examples/missions/demo.toml` is the same mission for the default site).
@@ -149,7 +149,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let flight_dir = out.join("flight");
     let (summary, frame) = fly(&amap_path, &mission, &flight_dir, args.quiet)?;
     if let Some(frame) = &frame {
-        scan_png(frame, &out.join("scan.png"))?;
+        let sensor = SensorModel::preset("avia")?;
+        plots::scene::range_image_png(&frame.range_image(&sensor), &out.join("scan.png"))?;
     }
     let flown = Step {
         name: "fly (MCAP)",
@@ -183,7 +184,7 @@ fn scan_step(out: &Path) -> anyhow::Result<(Step, Cloud, Mission)> {
     let raw_path = out.join("raw/demo_scan.laz");
     io::write(&scan.cloud, &raw_path, None, &WriteOptions::default())
         .with_context(|| format!("cannot write {}", raw_path.display()))?;
-    top_view(&scan.cloud, &out.join("raw.png"))?;
+    plots::scene::top_view_png(&scan.cloud, &out.join("raw.png"))?;
     let by = |l: Label| scan.report.points_by_label.get(&l).copied().unwrap_or(0);
     let step = Step {
         name: "scan (raw LAZ)",
@@ -224,7 +225,7 @@ fn prepare_step(out: &Path, raw: Cloud, quiet: bool) -> anyhow::Result<(Step, Pa
     };
     super::prepare::write_map(&prepared.map, &summary, &amap_path)?;
     let map_cloud = prepared.map.to_cloud()?;
-    top_view(&map_cloud, &out.join("map.png"))?;
+    plots::scene::top_view_png(&map_cloud, &out.join("map.png"))?;
     let mut figures = String::new();
     for r in &prepared.reports {
         let _ = write!(
@@ -312,6 +313,7 @@ fn fly(
         wall_s: wall.elapsed().as_secs_f64(),
     };
     write_run(dir, &flight, &info)?;
+    plots::flight::write(dir, &flight)?;
     let s = &flight.summary()[0];
     let wall_s = wall.elapsed().as_secs_f64();
     Ok((
@@ -329,52 +331,6 @@ fn fly(
         ),
         kept,
     ))
-}
-
-/// A cloud from above, grey by height.
-fn top_view(cloud: &Cloud, path: &Path) -> anyhow::Result<()> {
-    let Some((lo, hi)) = cloud.bounds() else {
-        return Ok(());
-    };
-    let (w, h) = (900usize, 600usize);
-    let s = ((w - 20) as f64 / (hi[0] - lo[0])).min((h - 20) as f64 / (hi[1] - lo[1]));
-    let mut c = Canvas::new(w, h, [20, 20, 24]);
-    let o = cloud.origin;
-    for p in cloud.positions() {
-        let (x, y, z) = (o[0] + p[0] as f64, o[1] + p[1] as f64, o[2] + p[2] as f64);
-        let g = (50.0 + 200.0 * ((z - lo[2]) / (hi[2] - lo[2]).max(1e-6)).clamp(0.0, 1.0)) as u8;
-        c.set(
-            (10.0 + (x - lo[0]) * s) as i64,
-            (h as f64 - 10.0 - (y - lo[1]) * s) as i64,
-            [g, g, (g as f64 * 0.9) as u8],
-        );
-    }
-    c.write_png(path)?;
-    Ok(())
-}
-
-/// One LiDAR frame as its range image (near bright, far dark), scaled up 3 times.
-fn scan_png(frame: &Frame, path: &Path) -> anyhow::Result<()> {
-    let sensor = SensorModel::preset("avia")?;
-    let img = frame.range_image(&sensor);
-    let k = 3;
-    let mut c = Canvas::new(img.width * k, img.height * k, [0, 0, 0]);
-    for y in 0..img.height {
-        for x in 0..img.width {
-            let r = img.get(x, y);
-            if r > 0.0 {
-                let v = (255.0 * (1.0 - (r / 40.0).min(1.0)).powf(0.7)) as u8;
-                let col = [v, (v as f64 * 0.85) as u8, 255 - v / 2];
-                for dy in 0..k {
-                    for dx in 0..k {
-                        c.set((x * k + dx) as i64, (y * k + dy) as i64, col);
-                    }
-                }
-            }
-        }
-    }
-    c.write_png(path)?;
-    Ok(())
 }
 
 fn report_html(steps: &[Step], total_s: f64) -> String {

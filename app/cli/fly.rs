@@ -179,5 +179,6 @@ fn write_outputs(
         wall_s,
     };
     write_run(&args.output, flight, &info)?;
+    crate::plots::flight::write(&args.output, flight)?;
     Ok(())
 }

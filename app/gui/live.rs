@@ -235,6 +235,7 @@ fn fly(
             wall_s: wall.elapsed().as_secs_f64(),
         };
         write_run(&r.dir, &flight, &info).map_err(|e| e.to_string())?;
+        crate::plots::flight::write(&r.dir, &flight).map_err(|e| format!("{e:#}"))?;
         if let Ok(mut snap) = shared.lock() {
             snap.events = flight.events().to_vec();
             snap.saved = Some(r.dir);

@@ -1,7 +1,8 @@
-//! A flown mission's output folder, as `aerie fly`, the demo and the app's Simulate step write it:
-//! `<vehicle>.tum` (ground truth), `events.jsonl` ([`super::FlightEvent`]), `summary.json` and `flight.png`,
-//! each through a temporary file. `flight.mcap` (and rosbag2's `metadata.yaml`) are the recorder's
-//! ([`super::Flight::record_to`]).
+//! A flown mission's data files, as `aerie fly`, the demo and the app's Simulate step write them:
+//! `<vehicle>.tum` (ground truth), `events.jsonl` ([`super::FlightEvent`]) and `summary.json`, each through a
+//! temporary file. `flight.mcap` (and rosbag2's `metadata.yaml`) are the recorder's
+//! ([`super::Flight::record_to`]). The picture of the flight (`flight.png`) is the application's: simcore draws
+//! no pictures.
 
 use std::io::Write;
 use std::path::Path;
@@ -9,7 +10,7 @@ use std::path::Path;
 use aerie_pipeline::io::atomic::{io_err, write_atomic};
 
 use super::{Flight, FlightError, events};
-use crate::record::{plot, write_tum};
+use crate::record::write_tum;
 
 /// Where a flight came from and how long it took, for summary.json.
 #[derive(Clone, Debug)]
@@ -24,7 +25,7 @@ pub struct RunInfo {
     pub wall_s: f64,
 }
 
-/// Writes the trajectories, events, summary and picture of `flight` into `dir` (which must exist).
+/// Writes the trajectories, events and summary of `flight` into `dir` (which must exist).
 pub fn write_run(dir: &Path, flight: &Flight, info: &RunInfo) -> Result<(), FlightError> {
     for (name, track) in flight.tracks() {
         let poses: Vec<_> = track.iter().map(|(t, p, _)| (*t, *p)).collect();
@@ -43,13 +44,6 @@ pub fn write_run(dir: &Path, flight: &Flight, info: &RunInfo) -> Result<(), Flig
     });
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n";
     write_text(&dir.join("summary.json"), &text)?;
-    let hits: Vec<[f64; 3]> = flight.collisions().map(|e| e.point_hit).collect();
-    plot::flight_png(
-        &dir.join("flight.png"),
-        &flight.simulator().map(),
-        &flight.tracks(),
-        &hits,
-    )?;
     Ok(())
 }
 

@@ -20,7 +20,6 @@
 //! the wall clock, so the same flight gives byte-identical files.
 
 pub(crate) mod cdr;
-pub mod plot;
 pub mod ros2;
 mod rosbag2;
 

@@ -28,7 +28,7 @@ impl ImuParams {
     pub(crate) fn validate(&self) -> Result<(), VehicleError> {
         // The flight reads the IMU once per physics step at most: a higher rate would come out at the physics
         // rate with the noise sized for the asked one.
-        let most = crate::flight::PHYSICS_HZ;
+        let most = super::PHYSICS_HZ;
         if !(self.rate_hz.is_finite() && self.rate_hz > 0.0 && self.rate_hz <= most) {
             return Err(VehicleError::Invalid {
                 field: "imu.rate_hz".into(),

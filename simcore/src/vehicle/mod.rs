@@ -17,6 +17,11 @@ pub use imu::{Imu, ImuParams, ImuSample};
 /// Standard gravity, m/s^2.
 pub const GRAVITY: f64 = 9.80665;
 
+/// The rate a quadrotor is stepped at (one [`Quadrotor::step`] of RK4 and one controller update each), Hz: the
+/// flight loop's physics rate (`flight::PHYSICS_HZ` is this constant). Defined with the vehicle, whose
+/// parameters are checked against it (an IMU sampled faster than its body is stepped would repeat samples).
+pub const PHYSICS_HZ: f64 = 1000.0;
+
 /// The largest vehicle radius a description may give, metres: beyond the largest multirotors (a 50 m radius is
 /// a typo, and would set the vehicle on top of whatever lies within it).
 pub const MAX_RADIUS_M: f64 = 5.0;
