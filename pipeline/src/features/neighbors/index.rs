@@ -431,6 +431,8 @@ impl Neighbors {
     /// The original index of each point in the index's own (cell) order, the order of
     /// [`Neighbors::knn_all_in_cell_order`]'s results; the rest of the index is freed. With [`scatter`], a
     /// caller puts those results into point order without holding the index and two result arrays at once.
+    ///
+    /// [`scatter`]: super::scatter
     pub(crate) fn into_order(self) -> Vec<u32> {
         self.order
     }

@@ -84,6 +84,8 @@ pub struct Neighbors {
     fine: f64,
     /// Fine cells per metre: a point's fine coordinate is `(p - lo) * per_fine`, floored and clamped
     /// ([`fine_coord`]).
+    ///
+    /// [`fine_coord`]: morton::fine_coord
     per_fine: f64,
     /// Main level: main cells have side `fine * 2^main`.
     main: u32,
@@ -100,6 +102,8 @@ pub struct Neighbors {
     /// x of each sorted position within its main cell, in 1/256 of the cell (the low byte of its [`coarse`]
     /// coordinate): within a main cell the points are sorted by it, so the points of a cell within an x range
     /// are one run, found by binary search.
+    ///
+    /// [`coarse`]: morton::coarse
     sx: Vec<u8>,
     /// y of each sorted position within its main cell, in 1/256 of the cell. (z is computed where needed:
     /// storing it measured no faster.)

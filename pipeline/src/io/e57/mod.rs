@@ -50,6 +50,8 @@ pub fn read_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Cloud
 }
 
 /// Read an E57 file held in `data` as one cloud per scan (poses applied, each with one [`ScanInfo`]).
+///
+/// [`ScanInfo`]: crate::ScanInfo
 pub fn read_scans_bytes(data: &[u8], path: &Path, _opts: &ReadOptions) -> Result<Vec<Cloud>> {
     let (scans, info) = decode(data, path)?;
     scans

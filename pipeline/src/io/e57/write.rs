@@ -28,6 +28,8 @@ const MAX_COORD_STEPS: f64 = 4_294_967_295.0;
 /// (else 16-bit), time as f64 `timeStamp`, extras `row` / `column` as `rowIndex` / `columnIndex`, return
 /// number / count as `returnIndex` / `returnCount`. `opts.fields` selects among `intensity`, `color`,
 /// `time`, `row`, `column`, `return_number`.
+///
+/// [`ScanInfo`]: crate::ScanInfo
 pub fn write(cloud: &Cloud, path: &Path, opts: &WriteOptions) -> Result<()> {
     let groups = scan_groups(cloud, path);
     write_atomic(path, |file| {

@@ -220,6 +220,8 @@ impl Layout {
     /// The layout reading only what `opts` does not skip, with the names of what the file holds but is not
     /// read in `dropped`: modelled attributes in [`Cloud`]'s field order, then extra dimensions in the order
     /// (and under the names) a full read gives them.
+    ///
+    /// [`Cloud`]: crate::Cloud
     pub(super) fn skipping(mut self, opts: &ReadOptions) -> Layout {
         let mut dropped = Vec::new();
         // In `Cloud`'s field order: what a LAS point format holds, and what extra bytes may hold ([`Role`]).
@@ -257,6 +259,8 @@ impl Layout {
 
     /// The names of the extra dimensions this layout reads, in the order [`Columns::into_cloud`] adds them and
     /// made unique the same way.
+    ///
+    /// [`Columns::into_cloud`]: super::decode::Columns::into_cloud
     fn extra_names(&self) -> Vec<String> {
         let mut names = Vec::new();
         let mut add = |name: &str| names.push(unique_name(&names, name));

@@ -80,6 +80,8 @@ pub enum SectionKind {
     /// Classification (`u8`); optional.
     Classification = 8,
     /// The metadata, UTF-8 TOML ([`MapMetadata`]); required.
+    ///
+    /// [`MapMetadata`]: super::MapMetadata
     Metadata = 9,
     /// Sampling spacing of the surface, metres (`f32`, 0: not inside a surface); optional, since 1.1.
     Spacing = 10,
