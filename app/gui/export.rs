@@ -4,57 +4,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use aerie_pipeline::Cloud;
-use aerie_pipeline::io::{Encoding, Format};
+use aerie_pipeline::export::{Exported, PRESETS, export, not_an_input};
+use aerie_pipeline::io::Format;
 use eframe::egui::{self, RichText};
 
 use super::app::AerieApp;
 use super::widgets::{Dialog, path_field};
-use crate::cli::export::{Exported, Target, write};
 
 use crate::jobs::Job;
-
-/// The choices offered: label, format, encoding, target, file extension.
-pub const CHOICES: [(&str, Format, Option<Encoding>, Target, &str); 9] = [
-    (
-        "MARSIM map (binary PCD, x y z)",
-        Format::Pcd,
-        Some(Encoding::Binary),
-        Target::Marsim,
-        "pcd",
-    ),
-    (
-        "PCD binary (ROS, PCL: float x y z)",
-        Format::Pcd,
-        Some(Encoding::Binary),
-        Target::Ros,
-        "pcd",
-    ),
-    (
-        "PCD compressed",
-        Format::Pcd,
-        Some(Encoding::Compressed),
-        Target::Generic,
-        "pcd",
-    ),
-    (
-        "PLY binary (with normals)",
-        Format::Ply,
-        Some(Encoding::Binary),
-        Target::Generic,
-        "ply",
-    ),
-    ("LAS", Format::Las, None, Target::Generic, "las"),
-    ("LAZ", Format::Laz, None, Target::Generic, "laz"),
-    ("E57", Format::E57, None, Target::Generic, "e57"),
-    ("XYZ text", Format::Xyz, None, Target::Generic, "xyz"),
-    (
-        "KITTI .bin (x y z intensity)",
-        Format::Kitti,
-        None,
-        Target::Generic,
-        "bin",
-    ),
-];
 
 /// The file written, its points, and what the export did besides (offset, warnings).
 pub type Written = (PathBuf, usize, Exported);
@@ -70,13 +27,15 @@ pub struct ExportState {
 /// over a file the app read, and a name whose extension is the chosen format's.
 pub fn start(app: &mut AerieApp, path: PathBuf) {
     let Some(m) = &app.map else { return };
-    let (label, format, encoding, target, ext) = CHOICES[app.export.choice];
+    let preset = PRESETS[app.export.choice];
     if let Some(named) = Format::from_path(&path)
-        && named != format
+        && named != preset.format
     {
         app.error(format!(
-            "{} names another format than {label}: name it .{ext}",
-            path.display()
+            "{} names another format than {}: name it .{}",
+            path.display(),
+            preset.label,
+            preset.extension()
         ));
         return;
     }
@@ -86,13 +45,13 @@ pub fn start(app: &mut AerieApp, path: PathBuf) {
         .map(|f| f.path.as_path())
         .chain(m.path.as_deref())
         .collect();
-    if let Err(e) = crate::cli::not_an_input(&path, &inputs) {
+    if let Err(e) = not_an_input(&path, &inputs) {
         app.error(e.to_string());
         return;
     }
     let cloud: Arc<Cloud> = Arc::clone(&m.cloud);
     app.export.job = Some(Job::spawn("export", app.waker(), move |_| {
-        let done = write(&cloud, &path, Some(format), encoding, None, target)?;
+        let done = export(&cloud, &path, &preset.options())?;
         Ok((path, cloud.len(), done))
     }));
 }
@@ -103,8 +62,8 @@ pub fn poll(app: &mut AerieApp) {
         match r {
             Ok((p, n, done)) => {
                 let note = done
-                    .shift
-                    .map(|s| format!("; {}", crate::cli::export::shift_note(s)))
+                    .shift_note()
+                    .map(|s| format!("; {s}"))
                     .unwrap_or_default();
                 app.info(format!("exported {n} points to {}{note}", p.display()));
                 for w in done.warnings {
@@ -119,10 +78,10 @@ pub fn poll(app: &mut AerieApp) {
 pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
     ui.heading("Export the map");
     let before = app.export.choice;
-    for (i, c) in CHOICES.iter().enumerate() {
-        ui.radio_value(&mut app.export.choice, i, c.0);
+    for (i, preset) in PRESETS.iter().enumerate() {
+        ui.radio_value(&mut app.export.choice, i, preset.label);
     }
-    let ext = CHOICES[app.export.choice].4;
+    let ext = PRESETS[app.export.choice].extension();
     if app.export.choice != before {
         // The path follows the format chosen, so that the file holds what its name says.
         let path = PathBuf::from(app.export.path.trim());

@@ -14,9 +14,9 @@ use eframe::egui::{self, RichText};
 
 use super::app::{AerieApp, Imported, MapDoc, Step};
 use super::view::PointLayer;
-use crate::cli::prepare::{StoredReport, read_report};
-use crate::cli::same_file;
 use crate::jobs::Job;
+use aerie_pipeline::MapReport;
+use aerie_pipeline::export::same_file;
 
 /// What a file turned out to be.
 pub enum Loaded {
@@ -29,8 +29,8 @@ pub enum Loaded {
         path: PathBuf,
         packed: Box<PackedMap>,
         cloud: Cloud,
-        /// The report beside it, carried over when the map is saved again.
-        report: Option<StoredReport>,
+        /// The report beside it (none, or one that does not read), carried over when the map is saved again.
+        report: Result<Option<Box<MapReport>>, String>,
     },
 }
 
@@ -40,10 +40,11 @@ pub struct ImportState {
     pub path_text: String,
 }
 
-/// The file extensions the dialog offers.
-const EXTENSIONS: [&str; 11] = [
-    "las", "laz", "e57", "ply", "pcd", "xyz", "txt", "csv", "pts", "bin", "amap",
-];
+/// The file extensions the dialog offers: every scan format's, and a map's.
+fn extensions() -> Vec<&'static str> {
+    let scans = io::Format::ALL.into_iter().flat_map(io::Format::extensions);
+    scans.copied().chain(["amap"]).collect()
+}
 
 /// Reads `paths` in the background; each file fails on its own, with its name in the message.
 pub fn start(app: &mut AerieApp, paths: Vec<PathBuf>) {
@@ -55,7 +56,7 @@ pub fn start(app: &mut AerieApp, paths: Vec<PathBuf>) {
         let mut out = Vec::new();
         for p in paths {
             progress.stage(&format!("read {}", file_name(&p)), 0);
-            out.push(load(&p).map_err(|e| crate::cli::error_text(&e)));
+            out.push(load(&p).map_err(|e| crate::errors::error_text(&e)));
             // A reader does not stop part-way; what was read while Cancel was pressed is dropped.
             if progress.is_cancelled() {
                 anyhow::bail!("cancelled: no file of this import was added");
@@ -75,7 +76,10 @@ fn load(path: &Path) -> anyhow::Result<Loaded> {
             path: path.to_path_buf(),
             packed: Box::new(file.to_packed_map()),
             cloud: file.to_cloud(),
-            report: read_report(path),
+            report: match MapReport::read_beside(path) {
+                Ok(report) => Ok(report.map(Box::new)),
+                Err(e) => Err(e.to_string()),
+            },
         });
     }
     // Imported scans are kept for the map (the viewer colours by height, intensity or RGB): read without what a
@@ -247,7 +251,7 @@ fn add_map(
     path: PathBuf,
     packed: Box<PackedMap>,
     cloud: Cloud,
-    report: Option<StoredReport>,
+    report: Result<Option<Box<MapReport>>, String>,
 ) {
     let layer = layer_for(app, &cloud);
     app.info(format!(
@@ -261,20 +265,26 @@ fn add_map(
         ));
         Recipe::default()
     });
-    let report = report.unwrap_or_else(|| StoredReport {
-        points_in: cloud.len(),
-        ..StoredReport::default()
+    let report = report.unwrap_or_else(|e| {
+        app.info(format!(
+            "warning: {e}: the map opens without the report of its preparation"
+        ));
+        None
     });
+    let (points_in, seconds, reports, warnings) = match report.map(|r| *r) {
+        Some(r) => (r.points_in, r.seconds, r.stages, r.warnings),
+        None => (cloud.len(), 0.0, Vec::new(), Vec::new()),
+    };
     app.map = Some(MapDoc {
-        points_in: report.points_in,
+        points_in,
         packed: Arc::new(*packed),
         cloud: Arc::new(cloud),
-        reports: report.stages,
-        warnings: report.warnings,
+        reports,
+        warnings,
         recipe,
         layer,
         path: Some(path),
-        seconds: report.seconds,
+        seconds,
     });
     app.step = Step::Map;
 }
@@ -302,7 +312,7 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
         {
             let asked = std::time::Instant::now();
             match rfd::FileDialog::new()
-                .add_filter("scans and maps", &EXTENSIONS)
+                .add_filter("scans and maps", &extensions())
                 .pick_files()
             {
                 Some(paths) => start(app, paths),

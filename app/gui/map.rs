@@ -11,8 +11,9 @@ use egui_plot::{Bar, BarChart, Plot};
 
 use super::app::{AerieApp, MapDoc, Step};
 use super::widgets::{Dialog, path_field};
-use crate::cli::prepare::{PrepareSummary, write_map};
 use crate::jobs::Job;
+use aerie_pipeline::export::write_map;
+use aerie_pipeline::report::PrepareSummary;
 
 /// Histograms of the current map.
 pub struct MapStats {

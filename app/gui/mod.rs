@@ -1,7 +1,7 @@
 //! The desktop app: one window in which a user goes from raw scans to a validated, exported map.
 //!
 //! Shaped like rerun's viewer: thin over the data crates. Every operation is the same library call the CLI makes
-//! (`io::read`, `prepare`, `cli::prepare::write_map`, `flight::Flight`, `cli::export::write`), run as a
+//! (`io::read`, `prepare`, `export::write_map`, `flight::Flight`, `export::export`), run as a
 //! [`crate::jobs::Job`] on a background thread so the window never freezes. The panels on the left follow the
 //! workflow top to bottom (import, clean, map, simulate, export); the viewport fills the rest.
 //!
