@@ -50,10 +50,15 @@ impl Default for Settings {
 
 /// The step panels, one per step of the workflow.
 pub struct Panels {
+    /// Step 1.
     pub import: ImportPanel,
+    /// Step 2.
     pub clean: CleanPanel,
+    /// Step 3.
     pub map: MapPanel,
+    /// Step 4.
     pub simulate: SimPanel,
+    /// Step 5.
     pub export: ExportPanel,
 }
 
@@ -99,16 +104,22 @@ impl Panels {
 
 /// The desktop app.
 pub struct AerieApp {
-    pub(super) settings: Settings,
+    settings: Settings,
+    /// The step shown.
     pub(super) step: Step,
+    /// The files, the map, the view origin.
     pub(super) doc: Document,
+    /// The step panels.
     pub(super) panels: Panels,
+    /// The viewport's layers of `doc`.
     pub(super) layers: Layers,
+    /// The viewport's camera and drawing state.
     pub(super) view: Viewport,
-    pub(super) gpu: bool,
+    /// The messages, oldest first.
     pub(super) log: Vec<LogLine>,
-    pub(super) pick: Option<(Pick, String)>,
-    pub(super) show_raw: bool,
+    gpu: bool,
+    pick: Option<(Pick, String)>,
+    show_raw: bool,
     ctx: egui::Context,
     capture: Capture,
 }

@@ -131,7 +131,7 @@ impl SimPanel {
 }
 
 /// The mission the window's settings describe, in the map frame.
-pub fn mission(s: &SimPanel, origin: [f64; 3]) -> Result<Mission, String> {
+fn mission(s: &SimPanel, origin: [f64; 3]) -> Result<Mission, String> {
     let world = |p: [f32; 3], up: f64| {
         [
             origin[0] + p[0] as f64,
