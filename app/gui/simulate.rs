@@ -34,21 +34,30 @@ pub enum ClickSets {
 
 /// The simulate step: the flight's settings, the points clicked, the flight running.
 pub struct SimPanel {
+    /// The vehicle preset flown.
     pub vehicle: String,
+    /// The sensor preset carried.
     pub sensor: String,
+    /// The vehicle's speed limit, m/s.
     pub max_speed_m_s: f64,
     /// Flight height above the clicked points, metres.
     pub altitude_m: f64,
+    /// Which point a click in the viewport sets.
     pub click_sets: ClickSets,
-    /// View-local points the user clicked.
+    /// Where the vehicle starts, view-local, if the user clicked it (else the map's default start).
     pub start: Option<[f32; 3]>,
+    /// Where it flies to, view-local.
     pub goal: Option<[f32; 3]>,
+    /// Multiple of real time the flight runs at; 0 for as fast as it goes.
     pub speed_x: f32,
     /// Save the flight into `record_dir` (flight.mcap, trajectories, events, summary), as `aerie fly -o`.
     pub record: bool,
+    /// The folder the flight is saved into.
     pub record_dir: String,
+    /// How the recording is written (compression, rosbag2 metadata).
     pub recording: RecordOptions,
     live: Option<Live>,
+    /// The flight as last seen.
     pub snap: Snapshot,
     scan_seq: u64,
     range_tex: Option<egui::TextureHandle>,
@@ -57,26 +66,6 @@ pub struct SimPanel {
     auto_start: (Option<u64>, Option<[f32; 3]>),
     /// The document's origin epoch the clicked points belong to.
     origin_epoch: u64,
-}
-
-impl SimPanel {
-    /// The map was closed (the view origin forgotten): drop the clicked points and the last flight, keep the vehicle and sensor settings.
-    fn forget_map(&mut self) {
-        let settings = std::mem::take(self);
-        *self = SimPanel {
-            vehicle: settings.vehicle,
-            sensor: settings.sensor,
-            max_speed_m_s: settings.max_speed_m_s,
-            altitude_m: settings.altitude_m,
-            click_sets: settings.click_sets,
-            speed_x: settings.speed_x,
-            record: settings.record,
-            record_dir: settings.record_dir,
-            recording: settings.recording,
-            origin_epoch: settings.origin_epoch,
-            ..SimPanel::default()
-        };
-    }
 }
 
 impl Default for SimPanel {
@@ -127,6 +116,25 @@ impl SimPanel {
         if let Some(l) = &self.live {
             l.stop();
         }
+    }
+
+    /// The view origin was forgotten (everything closed): drop the clicked points and the last flight, keep the
+    /// vehicle and sensor settings.
+    fn forget_map(&mut self) {
+        let settings = std::mem::take(self);
+        *self = SimPanel {
+            vehicle: settings.vehicle,
+            sensor: settings.sensor,
+            max_speed_m_s: settings.max_speed_m_s,
+            altitude_m: settings.altitude_m,
+            click_sets: settings.click_sets,
+            speed_x: settings.speed_x,
+            record: settings.record,
+            record_dir: settings.record_dir,
+            recording: settings.recording,
+            origin_epoch: settings.origin_epoch,
+            ..SimPanel::default()
+        };
     }
 }
 
