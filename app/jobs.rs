@@ -88,7 +88,7 @@ impl<T: Send + 'static> Job<T> {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&p)));
             let result = match outcome {
                 Ok(Ok(v)) => Ok(v),
-                Ok(Err(e)) => Err(crate::cli::error_text(&e)),
+                Ok(Err(e)) => Err(crate::errors::error_text(&e)),
                 Err(panic) => Err(format!(
                     "{job_name} failed with an internal error: {}",
                     panic_message(&panic)

@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::export::Target;
+use aerie_pipeline::export::{ExportOptions, Target, export, write_map};
 use aerie_pipeline::io::{self, WriteOptions};
 use aerie_pipeline::prepare::{Recipe, prepare};
 use aerie_pipeline::{Cloud, Error};
@@ -216,14 +216,14 @@ fn prepare_step(out: &Path, raw: Cloud, quiet: bool) -> anyhow::Result<(Step, Pa
     let prepared = prepare(vec![(raw, None)], &recipe, &progress)?;
     progress.finish();
     let amap_path = out.join("demo.amap");
-    let summary = super::prepare::PrepareSummary {
+    let summary = aerie_pipeline::report::PrepareSummary {
         recipe: &recipe,
         reports: &prepared.reports,
         warnings: &prepared.warnings,
         points_in,
         seconds: t.elapsed().as_secs_f64(),
     };
-    super::prepare::write_map(&prepared.map, &summary, &amap_path)?;
+    write_map(&prepared.map, &summary, &amap_path)?;
     let map_cloud = prepared.map.to_cloud()?;
     plots::scene::top_view_png(&map_cloud, &out.join("map.png"))?;
     let mut figures = String::new();
@@ -246,9 +246,13 @@ fn prepare_step(out: &Path, raw: Cloud, quiet: bool) -> anyhow::Result<(Step, Pa
 fn export_step(out: &Path, map_cloud: &Cloud) -> anyhow::Result<Step> {
     let t = Instant::now();
     let marsim = out.join("export/demo_marsim.pcd");
-    super::export::write(map_cloud, &marsim, None, None, None, Target::Marsim)?;
+    let for_marsim = ExportOptions {
+        target: Target::Marsim,
+        ..ExportOptions::default()
+    };
+    export(map_cloud, &marsim, &for_marsim)?;
     let laz = out.join("export/demo_map.laz");
-    super::export::write(map_cloud, &laz, None, None, None, Target::Generic)?;
+    export(map_cloud, &laz, &ExportOptions::default())?;
     Ok(Step {
         name: "export",
         seconds: t.elapsed().as_secs_f64(),

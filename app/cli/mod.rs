@@ -1,19 +1,26 @@
 //! Subcommands of `aerie`, one module each. Each parses its own arguments (clap derive) and calls the
 //! library crates; no algorithm lives here.
+//!
+//! Everything here is private to the command line but [`main`]: the desktop app calls the libraries (and the
+//! shared [`crate::errors`]), never this module, so an import of it from the app does not compile.
 
 mod bench;
 mod choices;
 mod convert;
 mod demo;
-pub(crate) mod export;
+mod export;
 mod fly;
 mod info;
-pub(crate) mod prepare;
+mod prepare;
 mod report;
 mod scan;
 mod sensors;
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+
+use crate::errors::Hint;
 
 /// Aerie: prepare LiDAR maps, simulate scans in them, convert between scan formats.
 #[derive(Parser, Debug)]
@@ -25,7 +32,7 @@ use clap::{Parser, Subcommand};
     propagate_version = true,
     after_help = "Without a command, aerie opens the desktop app (`aerie app FILE...` imports files at once)."
 )]
-pub struct Cli {
+struct Cli {
     /// Without a subcommand, the desktop app opens.
     #[command(subcommand)]
     command: Option<Command>,
@@ -33,7 +40,7 @@ pub struct Cli {
 
 /// `aerie app [FILE...]`: open the desktop app, importing the files given.
 #[derive(clap::Args, Debug)]
-pub struct AppArgs {
+struct AppArgs {
     /// Scan files or maps (.amap) to import at once.
     files: Vec<std::path::PathBuf>,
     /// Take a screenshot of the window once the files have loaded, write it here (PNG) and close.
@@ -100,7 +107,23 @@ enum Command {
     Bench(bench::Args),
 }
 
-pub fn run(cli: Cli) -> anyhow::Result<()> {
+/// The command line: parses the arguments, runs the command, prints the error chain; exits 2 for bad input, 1
+/// for any other error. A closed pipe (`aerie info x | head`) is not an error worth reporting.
+pub fn main() -> ExitCode {
+    let Err(err) = run(Cli::parse()) else {
+        return ExitCode::SUCCESS;
+    };
+    if err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    }) {
+        return ExitCode::SUCCESS;
+    }
+    print_error(&err);
+    ExitCode::from(exit_code(&err))
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     let Some(command) = cli.command else {
         return open_app(None);
     };
@@ -144,8 +167,11 @@ fn open_app(_: Option<AppArgs>) -> anyhow::Result<()> {
 }
 
 /// 2 for bad input (unreadable or malformed files, bad parameters), 1 for anything else.
-pub fn exit_code(err: &anyhow::Error) -> u8 {
+fn exit_code(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<aerie_pipeline::export::ExportError>() {
+            return if e.is_bad_input() { 2 } else { 1 };
+        }
         if let Some(e) = cause.downcast_ref::<aerie_pipeline::Error>() {
             return if e.is_bad_input() { 2 } else { 1 };
         }
@@ -168,7 +194,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 
 /// An error in what the user asked for, detected by the CLI itself.
 #[derive(Debug)]
-pub struct BadInput(pub String);
+struct BadInput(String);
 
 impl std::fmt::Display for BadInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -180,14 +206,14 @@ impl std::error::Error for BadInput {}
 
 /// Warns of what the reader of `cloud` read past (data after the points its header declares), quiet or not:
 /// points may be missing.
-pub fn warn_read(cloud: &aerie_pipeline::Cloud) {
+fn warn_read(cloud: &aerie_pipeline::Cloud) {
     for w in &cloud.meta.read_warnings {
         eprintln!("warning: {w}");
     }
 }
 
 /// Warns of what writing `cloud` to `out` (in `format`, or the one its extension names) left out.
-pub fn warn_losses(
+fn warn_losses(
     cloud: &aerie_pipeline::Cloud,
     out: &std::path::Path,
     format: Option<aerie_pipeline::io::Format>,
@@ -224,7 +250,7 @@ fn check_resolution(map: &std::path::Path, resolution: Option<f64>) -> Result<()
 /// `--resolution` checked first, and shows what preparing a scan file warned about: nobody sees that
 /// prepare's report, and a scan much sparser than the resolution otherwise only shows as beams that return
 /// nowhere.
-pub fn open_map(
+fn open_map(
     path: &std::path::Path,
     resolution: Option<f64>,
 ) -> anyhow::Result<aerie_simcore::simulator::Map> {
@@ -242,7 +268,7 @@ pub fn open_map(
 /// (when `uses_index` says a sensor's renderer needs it), so that the frames' times and a flight's real-time
 /// factor are the frames' own; for a large map, the wait is told before it and the time and memory after.
 /// `warm_up` builds it ([`aerie_simcore::Simulator::warm_up`]).
-pub fn build_beam_index(
+fn build_beam_index(
     points: usize,
     uses_index: bool,
     quiet: bool,
@@ -273,7 +299,7 @@ const BIG_MAP_POINTS: usize = 1_000_000;
 /// The output file of `convert` and `export`: their last argument, or `-o FILE` as `prepare` and `scan` take it
 /// (a user who has just run those types `-o` here too).
 #[derive(clap::Args, Debug)]
-pub struct OutputFile {
+struct OutputFile {
     /// Output file (or `-o FILE`); its extension names the format (.pcd .ply .las .laz .e57 .xyz .bin) unless
     /// --format is given.
     #[arg(value_name = "OUTPUT", required_unless_present = "output")]
@@ -284,7 +310,7 @@ pub struct OutputFile {
 }
 
 impl OutputFile {
-    pub fn path(&self) -> &std::path::Path {
+    fn path(&self) -> &std::path::Path {
         // clap requires one of the two.
         self.output
             .as_deref()
@@ -293,11 +319,14 @@ impl OutputFile {
     }
 }
 
-/// Checks an output file before any work: not one of `inputs` ([`not_an_input`]), and a folder in its path that
-/// does not exist yet is said to be created (a typo in `-o` would otherwise leave the result in a new folder
-/// without a word).
-pub fn check_output(output: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), BadInput> {
-    not_an_input(output, inputs)?;
+/// Checks an output file before any work: not one of `inputs` ([`aerie_pipeline::export::not_an_input`]), and a
+/// folder in its path that does not exist yet is said to be created (a typo in `-o` would otherwise leave the
+/// result in a new folder without a word).
+fn check_output(
+    output: &std::path::Path,
+    inputs: &[&std::path::Path],
+) -> Result<(), aerie_pipeline::export::ExportError> {
+    aerie_pipeline::export::not_an_input(output, inputs)?;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         note_new_folder(dir);
     }
@@ -305,7 +334,7 @@ pub fn check_output(output: &std::path::Path, inputs: &[&std::path::Path]) -> Re
 }
 
 /// Says that the folder `dir` is created, when it does not exist yet.
-pub fn note_new_folder(dir: &std::path::Path) {
+fn note_new_folder(dir: &std::path::Path) {
     if !dir.exists() {
         eprintln!(
             "note: the folder {} does not exist; it is created",
@@ -314,54 +343,9 @@ pub fn note_new_folder(dir: &std::path::Path) {
     }
 }
 
-/// Refuses to write `output` over one of `inputs` (the same file by any path): a slip such as
-/// `aerie convert scan.las scan.las` would otherwise replace the user's data with a converted copy, which loses
-/// whatever the output format cannot hold.
-pub fn not_an_input(output: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), BadInput> {
-    match inputs.iter().find(|i| same_file(output, i)) {
-        Some(input) => Err(BadInput(format!(
-            "the output {} is the input {}: write to another file",
-            output.display(),
-            input.display()
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Whether two paths name one existing file (hard links and symbolic links included).
-pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        ma.dev() == mb.dev() && ma.ino() == mb.ino()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (ma, mb);
-        matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
-    }
-}
-
-/// A suggestion for the command line, attached as context to an error: which flag fixes it. The libraries describe
-/// problems in their own terms (the app shows the same errors, and has no flags); only the command line knows its
-/// flags, so it adds them here. [`print_error`] prints the hint after the causes.
-#[derive(Debug)]
-pub struct Hint(pub String);
-
-impl std::fmt::Display for Hint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Hint {}
-
 /// For `map_err`: when the error is the library's "cannot tell the format", adds a [`Hint`] naming `flag`, the
 /// option of this subcommand that names the format.
-pub fn format_hint<E: Into<anyhow::Error>>(flag: &'static str) -> impl FnOnce(E) -> anyhow::Error {
+fn format_hint<E: Into<anyhow::Error>>(flag: &'static str) -> impl FnOnce(E) -> anyhow::Error {
     move |e| {
         let e = e.into();
         let unknown = e.chain().any(|c| {
@@ -381,57 +365,14 @@ pub fn format_hint<E: Into<anyhow::Error>>(flag: &'static str) -> impl FnOnce(E)
 }
 
 /// Prints an error for the terminal: the outermost message, each cause, then the hint if there is one.
-pub fn print_error(err: &anyhow::Error) {
-    for line in error_lines(err) {
+fn print_error(err: &anyhow::Error) {
+    for line in crate::errors::error_lines(err) {
         eprintln!("{line}");
     }
 }
 
-/// The error on one line, for a status line: its causes joined by ": ", none repeated (see [`error_lines`]).
-pub fn error_text(err: &anyhow::Error) -> String {
-    let (mut parts, hint) = causes(err);
-    parts.extend(hint);
-    parts.join(": ")
-}
-
-/// The lines [`print_error`] prints.
-fn error_lines(err: &anyhow::Error) -> Vec<String> {
-    let (causes, hint) = causes(err);
-    let mut lines: Vec<String> = causes
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| {
-            if i == 0 {
-                format!("error: {c}")
-            } else {
-                format!("  caused by: {c}")
-            }
-        })
-        .collect();
-    if let Some(hint) = hint {
-        lines.push(format!("  hint: {hint}"));
-    }
-    lines
-}
-
-/// The error's causes, outermost first, and its hint. A cause whose text the one before already holds (an error
-/// that shows its source in its own message, as `path: source` does) is not repeated.
-fn causes(err: &anyhow::Error) -> (Vec<String>, Option<String>) {
-    // A context shows in the chain as its own message (the wrapper type is anyhow's), so the hint's layer is
-    // recognised by its text.
-    let hint = err.downcast_ref::<Hint>().map(ToString::to_string);
-    let mut causes: Vec<String> = Vec::new();
-    for cause in err.chain().map(ToString::to_string) {
-        if Some(&cause) == hint.as_ref() || causes.last().is_some_and(|l| l.contains(&cause)) {
-            continue;
-        }
-        causes.push(cause);
-    }
-    (causes, hint)
-}
-
 /// Parse `N` comma-separated numbers, e.g. a pose `x,y,z,roll,pitch,yaw`.
-pub fn parse_numbers<const N: usize>(s: &str) -> Result<[f64; N], String> {
+fn parse_numbers<const N: usize>(s: &str) -> Result<[f64; N], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.len() != N {
         return Err(format!(
@@ -452,55 +393,10 @@ pub fn parse_numbers<const N: usize>(s: &str) -> Result<[f64; N], String> {
 }
 
 /// `scan.pcd`, 3 -> `scan_000003.pcd`: names of a numbered series of outputs.
-pub fn numbered(path: &std::path::Path, index: u64) -> std::path::PathBuf {
+fn numbered(path: &std::path::Path, index: u64) -> std::path::PathBuf {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("out");
     match path.extension().and_then(|s| s.to_str()) {
         Some(ext) => path.with_file_name(format!("{stem}_{index:06}.{ext}")),
         None => path.with_file_name(format!("{stem}_{index:06}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An error that shows its source in its own message, as the readers' do.
-    #[derive(Debug)]
-    struct PathError {
-        path: String,
-        source: std::io::Error,
-    }
-
-    impl std::fmt::Display for PathError {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "{}: {}", self.path, self.source)
-        }
-    }
-
-    impl std::error::Error for PathError {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.source)
-        }
-    }
-
-    #[test]
-    fn a_cause_already_in_the_message_is_not_repeated() {
-        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
-        let err = anyhow::Error::new(PathError {
-            path: "/x.tum".into(),
-            source: io,
-        });
-        assert_eq!(
-            error_lines(&err),
-            ["error: /x.tum: No such file or directory"]
-        );
-        let err = err.context("reading the trajectory");
-        assert_eq!(
-            error_lines(&err),
-            [
-                "error: reading the trajectory",
-                "  caused by: /x.tum: No such file or directory"
-            ]
-        );
     }
 }

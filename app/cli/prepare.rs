@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use aerie_pipeline::export::{not_an_input, same_file, write_map};
 use aerie_pipeline::filters::TransformParams;
 use aerie_pipeline::io::{self, Format};
-use aerie_pipeline::map::PackedMap;
-use aerie_pipeline::map::amap;
 use aerie_pipeline::prepare::{Recipe, Stage, map_read_options, prepare};
-use aerie_pipeline::{Cloud, Error, Progress, StageReport};
+use aerie_pipeline::report::{MapReport, PrepareSummary};
+use aerie_pipeline::{Cloud, Error, Progress};
 use anyhow::Context;
 
 use super::choices::{DownsampleArg, FormatArg, SorCompatArg};
@@ -68,7 +68,7 @@ pub struct Args {
 }
 
 /// The recipe from the file (or the default) with the flags applied.
-pub fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
+fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
     let mut recipe = match &args.recipe {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
@@ -118,67 +118,6 @@ pub fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
     Ok(recipe)
 }
 
-/// What the report beside a map says of its preparation.
-pub struct PrepareSummary<'a> {
-    pub recipe: &'a Recipe,
-    pub reports: &'a [StageReport],
-    pub warnings: &'a [String],
-    pub points_in: usize,
-    pub seconds: f64,
-}
-
-/// Writes the map and its report beside it (`map.report.json`); the one way the CLI and the app save a map.
-pub fn write_map(
-    map: &PackedMap,
-    summary: &PrepareSummary,
-    output: &Path,
-) -> anyhow::Result<PathBuf> {
-    let report_file = report_path(output);
-    let json = serde_json::json!({
-        "map": output.display().to_string(),
-        "points_in": summary.points_in,
-        "points_out": map.len(),
-        "seconds": summary.seconds,
-        "recipe": summary.recipe,
-        "stages": summary.reports,
-        "warnings": summary.warnings,
-    });
-    let text = serde_json::to_string_pretty(&json)?;
-    aerie_pipeline::io::atomic::write_atomic(&report_file, |f| {
-        use std::io::Write;
-        f.write_all(text.as_bytes())
-            .map_err(|e| Error::io(&report_file, e))
-    })?;
-    // The report first: a report path the user cannot write fails before the map is, so a failed prepare leaves
-    // neither; a map that cannot be written takes its new report with it.
-    if let Err(e) = amap::write(map, output) {
-        let _ = std::fs::remove_file(&report_file);
-        return Err(e.into());
-    }
-    Ok(report_file)
-}
-
-/// `map.amap` -> `map.report.json`.
-pub fn report_path(map: &Path) -> PathBuf {
-    map.with_extension("report.json")
-}
-
-/// What [`write_map`] wrote beside a map, read back so that a map opened and saved again keeps its report.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct StoredReport {
-    pub points_in: usize,
-    pub seconds: f64,
-    pub stages: Vec<StageReport>,
-    pub warnings: Vec<String>,
-}
-
-/// The report beside `map`, when there is one that reads.
-pub fn read_report(map: &Path) -> Option<StoredReport> {
-    let text = std::fs::read_to_string(report_path(map)).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
 /// The inputs: the files on the command line, then the recipe's with their transforms.
 fn input_files(
     args: &Args,
@@ -217,10 +156,10 @@ fn input_files(
 /// The output is a .amap that overwrites no input (nor does its report), and no input is given twice.
 fn check_paths(args: &Args, inputs: &[&Path]) -> anyhow::Result<()> {
     super::check_output(&args.output, inputs)?;
-    super::not_an_input(&report_path(&args.output), inputs)?;
+    not_an_input(&MapReport::path_for(&args.output), inputs)?;
     // The same file twice would double every point (an E57's scans are one file).
     for (i, a) in inputs.iter().enumerate() {
-        if let Some(b) = inputs[..i].iter().find(|b| super::same_file(a, b)) {
+        if let Some(b) = inputs[..i].iter().find(|b| same_file(a, b)) {
             return Err(super::BadInput(format!(
                 "{} is given twice (also as {}): each input is read once",
                 a.display(),

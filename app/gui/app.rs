@@ -1,56 +1,39 @@
-//! The app's state and frame loop: the workflow panel on the left, the viewport in the centre, flight plots on
-//! the right while a flight exists, the status line with the running job at the bottom.
+//! The app: the document, the step panels and the viewport, and the frame loop that drives them. Panels read
+//! the document and send actions; [`AerieApp::apply`] is the one place where actions change the document and
+//! the app. The workflow panel is on the left, the viewport in the centre, the flight's plots on the right while
+//! a flight exists, the status line with the running job at the bottom.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use aerie_pipeline::map::PackedMap;
+use aerie_pipeline::Cloud;
 use aerie_pipeline::prepare::Recipe;
-use aerie_pipeline::{Cloud, StageReport};
 use eframe::egui::{self, Color32, RichText};
 use serde::{Deserialize, Serialize};
 
+use super::Launch;
+use super::action::{Action, Actions, Step};
+use super::capture::Capture;
+use super::clean::CleanPanel;
+use super::document::{Document, LogLine};
+use super::export::ExportPanel;
+use super::import::ImportPanel;
+use super::layers::{Layers, SLOT_MAP};
+use super::map::MapPanel;
+use super::panel::{Cx, JobStatus, Panel};
+use super::simulate::SimPanel;
 use super::view::{ColorMode, Overlay, Pick, PointLayer, Viewport};
-use super::{Launch, clean, export, import, map, simulate};
-
-/// The workflow's steps, in order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Step {
-    #[default]
-    Import,
-    Clean,
-    Map,
-    Simulate,
-    Export,
-}
-
-impl Step {
-    const ALL: [Step; 5] = [
-        Step::Import,
-        Step::Clean,
-        Step::Map,
-        Step::Simulate,
-        Step::Export,
-    ];
-
-    fn label(self) -> &'static str {
-        match self {
-            Step::Import => "1  Import",
-            Step::Clean => "2  Clean",
-            Step::Map => "3  Map",
-            Step::Simulate => "4  Simulate",
-            Step::Export => "5  Export",
-        }
-    }
-}
 
 /// What is kept between runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
+    /// Files opened lately, newest first (the import panel's).
     pub recent: Vec<PathBuf>,
+    /// How the viewport colours points.
     pub color: ColorMode,
+    /// How wide points are drawn.
     pub point_size_px: f32,
+    /// The cleaning recipe (the clean panel's).
     pub recipe: Recipe,
 }
 
@@ -65,118 +48,80 @@ impl Default for Settings {
     }
 }
 
-/// A scan file the user brought.
-pub struct Imported {
-    pub path: PathBuf,
-    pub cloud: Arc<Cloud>,
-    /// `aerie info`'s text for it.
-    pub info: String,
-    pub layer: PointLayer,
-    /// Points the cleaning preview would remove.
-    pub removed: Option<Arc<Vec<bool>>>,
+/// The step panels, one per step of the workflow.
+pub struct Panels {
+    /// Step 1.
+    pub import: ImportPanel,
+    /// Step 2.
+    pub clean: CleanPanel,
+    /// Step 3.
+    pub map: MapPanel,
+    /// Step 4.
+    pub simulate: SimPanel,
+    /// Step 5.
+    pub export: ExportPanel,
 }
 
-/// The prepared map.
-pub struct MapDoc {
-    pub packed: Arc<PackedMap>,
-    pub cloud: Arc<Cloud>,
-    pub reports: Vec<StageReport>,
-    pub warnings: Vec<String>,
-    pub points_in: usize,
-    pub recipe: Recipe,
-    pub layer: PointLayer,
-    /// Where it was saved or opened from.
-    pub path: Option<PathBuf>,
-    pub seconds: f64,
-}
-
-/// A line of the message log.
-pub struct LogLine {
-    pub error: bool,
-    pub text: String,
-}
-
-/// Slots of the viewport's layers.
-pub const SLOT_MAP: usize = 1000;
-
-pub struct AerieApp {
-    pub(super) settings: Settings,
-    pub(super) step: Step,
-    pub(super) files: Vec<Imported>,
-    pub(super) map: Option<MapDoc>,
-    pub(super) view: Viewport,
-    /// Every layer is drawn relative to this point (the first file's origin), so f32 keeps millimetres.
-    pub(super) view_origin: Option<[f64; 3]>,
-    pub(super) gpu: bool,
-    pub(super) log: Vec<LogLine>,
-    pub(super) pick: Option<(Pick, String)>,
-    pub(super) show_raw: bool,
-    pub(super) import: import::ImportState,
-    pub(super) clean: clean::CleanState,
-    pub(super) mapstep: map::MapState,
-    pub(super) sim: simulate::SimState,
-    pub(super) export: export::ExportState,
-    pub(super) ctx: egui::Context,
-    screenshot: Option<PathBuf>,
-    shot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
-    idle_frames: u32,
-    bench: Option<FrameBench>,
-}
-
-/// `aerie app --bench-frames N`: frame times of the viewport, orbiting, first thinned (moving) then in full.
-struct FrameBench {
-    frames: u32,
-    /// Points per frame while orbiting in the first phase.
-    budget: usize,
-    last: Option<std::time::Instant>,
-    moving: Vec<f64>,
-    full: Vec<f64>,
-}
-
-impl FrameBench {
-    fn step(&mut self, app_view: &mut Viewport, points: usize, ctx: &egui::Context) -> bool {
-        let now = std::time::Instant::now();
-        if let Some(last) = self.last {
-            let ms = (now - last).as_secs_f64() * 1e3;
-            let phase = if self.moving.len() < self.frames as usize {
-                &mut self.moving
-            } else {
-                &mut self.full
-            };
-            phase.push(ms);
-        }
-        if self.last.is_none() {
-            app_view.adaptive = false;
-            app_view.budget = self.budget;
-        }
-        self.last = Some(now);
-        if self.moving.len() == self.frames as usize {
-            // Second phase: every point, every frame.
-            app_view.budget = usize::MAX;
-        }
-        app_view.camera.orbit(4.0, 0.0);
-        ctx.request_repaint();
-        if self.full.len() < self.frames as usize {
-            return false;
-        }
-        let median = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        println!(
-            "viewport: {points} points loaded, {} px; orbiting at {} points per frame: median {:.1} ms/frame; every point every frame: median {:.1} ms/frame ({} frames each)",
-            app_view.last_rect.map_or("?".into(), |r| format!(
-                "{:.0}x{:.0}",
-                r.width() * ctx.pixels_per_point(),
-                r.height() * ctx.pixels_per_point()
-            )),
-            self.budget,
-            median(&mut self.moving),
-            median(&mut self.full),
-            self.frames
-        );
-        true
+impl Panels {
+    /// Every panel, in the order of the workflow.
+    fn all(&self) -> [&dyn Panel; 5] {
+        [
+            &self.import,
+            &self.clean,
+            &self.map,
+            &self.simulate,
+            &self.export,
+        ]
     }
+
+    /// Every panel, in the order of the workflow, to change.
+    fn all_mut(&mut self) -> [&mut dyn Panel; 5] {
+        [
+            &mut self.import,
+            &mut self.clean,
+            &mut self.map,
+            &mut self.simulate,
+            &mut self.export,
+        ]
+    }
+
+    /// The panel of `step`.
+    fn of(&mut self, step: Step) -> &mut dyn Panel {
+        match step {
+            Step::Import => &mut self.import,
+            Step::Clean => &mut self.clean,
+            Step::Map => &mut self.map,
+            Step::Simulate => &mut self.simulate,
+            Step::Export => &mut self.export,
+        }
+    }
+
+    /// Whether any panel has work running.
+    fn busy(&self) -> bool {
+        self.all().iter().any(|p| p.busy())
+    }
+}
+
+/// The desktop app.
+pub struct AerieApp {
+    settings: Settings,
+    /// The step shown.
+    pub(super) step: Step,
+    /// The files, the map, the view origin.
+    pub(super) doc: Document,
+    /// The step panels.
+    pub(super) panels: Panels,
+    /// The viewport's layers of `doc`.
+    pub(super) layers: Layers,
+    /// The viewport's camera and drawing state.
+    pub(super) view: Viewport,
+    /// The messages, oldest first.
+    pub(super) log: Vec<LogLine>,
+    gpu: bool,
+    pick: Option<(Pick, String)>,
+    show_raw: bool,
+    ctx: egui::Context,
+    capture: Capture,
 }
 
 impl AerieApp {
@@ -198,111 +143,115 @@ impl AerieApp {
             _ => false,
         };
         let mut app = AerieApp {
-            clean: clean::CleanState::new(settings.recipe.clone()),
+            panels: Panels {
+                import: ImportPanel::new(settings.recent.clone()),
+                clean: CleanPanel::new(settings.recipe.clone()),
+                map: MapPanel::default(),
+                simulate: SimPanel::default(),
+                export: ExportPanel::default(),
+            },
             settings,
             step: Step::Import,
-            files: Vec::new(),
-            map: None,
+            doc: Document::default(),
+            layers: Layers::default(),
             view,
-            view_origin: None,
             gpu,
             log: Vec::new(),
             pick: None,
             show_raw: true,
-            import: import::ImportState::default(),
-            mapstep: map::MapState::default(),
-            sim: simulate::SimState::default(),
-            export: export::ExportState::default(),
             ctx: cc.egui_ctx.clone(),
-            screenshot: launch.screenshot,
-            shot: Arc::default(),
-            bench: launch.bench_frames.map(|(frames, budget)| FrameBench {
-                frames: frames.max(1),
-                budget,
-                last: None,
-                moving: Vec::new(),
-                full: Vec::new(),
-            }),
-            idle_frames: 0,
+            capture: Capture::new(launch.screenshot, launch.bench_frames),
         };
         if !launch.files.is_empty() {
-            import::start(&mut app, launch.files);
+            app.with_panels(|panels, cx| panels.import.start(launch.files, cx));
         }
         app
     }
 
-    /// A closure that wakes the window (for jobs).
-    pub(super) fn waker(&self) -> impl Fn() + Send + Sync + 'static {
-        let ctx = self.ctx.clone();
-        move || ctx.request_repaint()
-    }
-
+    /// Logs a message (the tests' way to put one in the status bar).
+    #[cfg(test)]
     pub(super) fn info(&mut self, text: impl Into<String>) {
-        self.log.push(LogLine {
-            error: false,
-            text: text.into(),
-        });
-    }
-
-    pub(super) fn error(&mut self, text: impl Into<String>) {
-        self.log.push(LogLine {
-            error: true,
-            text: text.into(),
-        });
+        self.log.push(LogLine::info(text));
     }
 
     /// Whether any background work is running.
     pub fn busy(&self) -> bool {
-        self.import.job.is_some()
-            || self.clean.busy()
-            || self.mapstep.job.is_some()
-            || self.export.job.is_some()
-            || self.sim.running()
+        self.panels.busy()
     }
 
-    /// The origin layers are drawn from; set by the first data loaded.
-    pub(super) fn origin_for(&mut self, cloud: &Cloud) -> [f64; 3] {
-        *self.view_origin.get_or_insert(cloud.origin)
-    }
-
-    /// Rebuilds every layer in the current colour mode.
-    pub(super) fn recolor(&mut self) {
-        let origin = self.view_origin.unwrap_or_default();
-        let mode = self.settings.color;
-        for f in &mut self.files {
-            let mask = f
-                .removed
-                .as_ref()
-                .map(|m| (m.as_slice(), clean::REMOVED_COLOR));
-            f.layer = PointLayer::from_cloud(&f.cloud, origin, mode, mask);
-            f.layer.point_size_px = self.settings.point_size_px;
+    /// Runs `f` over the panels with what they may see of the app, then applies the actions they sent.
+    fn with_panels<R>(&mut self, f: impl FnOnce(&mut Panels, &mut Cx<'_>) -> R) -> R {
+        let mut actions = Actions::default();
+        let busy = self.busy();
+        let mut cx = Cx {
+            doc: &self.doc,
+            busy,
+            egui: &self.ctx,
+            actions: &mut actions,
+        };
+        let r = f(&mut self.panels, &mut cx);
+        for action in actions.take() {
+            self.apply(action);
         }
-        if let Some(m) = &mut self.map {
-            m.layer = PointLayer::from_cloud(&m.cloud, origin, mode, None);
-            m.layer.point_size_px = self.settings.point_size_px;
+        self.sync_layers();
+        r
+    }
+
+    /// Does what a panel asked: the one place where the document and the app's own state change.
+    fn apply(&mut self, action: Action) {
+        match action {
+            Action::Log(line) => self.log.push(line),
+            Action::GoTo(step) => self.step = step,
+            Action::FrameAll => {
+                self.sync_layers();
+                self.frame_all();
+            }
+            Action::ShowRaw(show) => self.show_raw = show,
+            Action::AddScan { path, cloud, info } => {
+                let said = self.doc.add_scan(path, *cloud, info);
+                self.log.extend(said);
+            }
+            Action::RemoveFile(index) => {
+                self.doc.remove_file(index);
+            }
+            Action::SetMap(map) => self.doc.set_map(*map),
+            Action::CloseMap => {
+                self.doc.close_map();
+            }
+            Action::MapSaved(path) => self.doc.map_saved(path),
+            Action::ShowRemoved(masks) => self.doc.show_removed(masks),
+            Action::ClearRemoved => self.doc.clear_removed(),
         }
     }
 
-    fn layers(&self) -> Vec<(usize, &PointLayer)> {
+    /// Rebuilds the layers whose file, map or colouring changed.
+    fn sync_layers(&mut self) {
+        let (color, size) = (self.settings.color, self.settings.point_size_px);
+        self.layers.sync(&self.doc, color, size);
+    }
+
+    /// The layers the viewport shows now, with their slots.
+    fn shown_layers(&self) -> Vec<(usize, &PointLayer)> {
         let mut out = Vec::new();
-        let show_map = self.map.is_some() && !matches!(self.step, Step::Import | Step::Clean);
+        let show_map = self.doc.map().is_some() && !matches!(self.step, Step::Import | Step::Clean);
         if !show_map || self.show_raw && self.step != Step::Simulate {
-            out.extend(self.files.iter().enumerate().map(|(i, f)| (i, &f.layer)));
+            out.extend(self.layers.files().enumerate());
         }
-        if let Some(m) = &self.map
-            && (show_map || self.files.is_empty())
+        if let Some(m) = self.layers.map()
+            && (show_map || self.doc.files().is_empty())
         {
-            out.push((SLOT_MAP, &m.layer));
+            out.push((SLOT_MAP, m));
         }
         out
     }
 
-    fn poll_jobs(&mut self) {
-        import::poll(self);
-        clean::poll(self);
-        map::poll(self);
-        export::poll(self);
-        simulate::poll(self);
+    /// Takes in what every panel's background work has finished.
+    fn poll_panels(&mut self) {
+        self.with_panels(|panels, cx| {
+            for p in panels.all_mut() {
+                p.poll(cx);
+            }
+        });
     }
 
     fn workflow_panel(&mut self, ui: &mut egui::Ui) {
@@ -311,8 +260,8 @@ impl AerieApp {
             for s in Step::ALL {
                 let enabled = match s {
                     Step::Import => true,
-                    Step::Clean => !self.files.is_empty(),
-                    Step::Map | Step::Simulate | Step::Export => self.map.is_some(),
+                    Step::Clean => !self.doc.files().is_empty(),
+                    Step::Map | Step::Simulate | Step::Export => self.doc.map().is_some(),
                 };
                 let b =
                     ui.add_enabled(enabled, egui::Button::selectable(self.step == s, s.label()));
@@ -322,21 +271,18 @@ impl AerieApp {
             }
         });
         ui.separator();
-        egui::ScrollArea::vertical().show(ui, |ui| match self.step {
-            Step::Import => import::ui(self, ui),
-            Step::Clean => clean::ui(self, ui),
-            Step::Map => map::ui(self, ui),
-            Step::Simulate => simulate::ui(self, ui),
-            Step::Export => export::ui(self, ui),
+        let step = self.step;
+        self.with_panels(|panels, cx| {
+            egui::ScrollArea::vertical().show(ui, |ui| panels.of(step).ui(ui, cx));
         });
     }
 
     fn status_bar(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
-            if let Some((name, fraction, cancel)) = self.running_job() {
+            if let Some((i, job)) = self.running_job() {
                 ui.spinner();
-                ui.label(name);
-                if let Some(f) = fraction {
+                ui.label(job.name);
+                if let Some(f) = job.fraction {
                     ui.add(
                         egui::ProgressBar::new(f)
                             .desired_width(200.0)
@@ -344,7 +290,7 @@ impl AerieApp {
                     );
                 }
                 if ui.button("Cancel").clicked() {
-                    cancel(self);
+                    self.panels.all_mut()[i].cancel();
                 }
                 ui.separator();
             }
@@ -371,29 +317,13 @@ impl AerieApp {
         });
     }
 
-    #[allow(clippy::type_complexity)]
-    fn running_job(&self) -> Option<(String, Option<f32>, fn(&mut AerieApp))> {
-        if let Some(j) = &self.import.job {
-            return Some((
-                format!("{}: {}", j.name, j.progress().stage_name()),
-                j.progress().fraction(),
-                |a| {
-                    if let Some(j) = &a.import.job {
-                        j.cancel();
-                    }
-                },
-            ));
-        }
-        if let Some((name, f)) = self.clean.running() {
-            return Some((name, f, |a| a.clean.cancel()));
-        }
-        if let Some(j) = &self.mapstep.job {
-            return Some((j.name.clone(), None, |_| {}));
-        }
-        if let Some(j) = &self.export.job {
-            return Some((j.name.clone(), None, |_| {}));
-        }
-        None
+    /// The first job running, in the order of the workflow, and its panel's index.
+    fn running_job(&self) -> Option<(usize, JobStatus)> {
+        self.panels
+            .all()
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| p.job().map(|j| (i, j)))
     }
 
     fn view_options(&mut self, ui: &mut egui::Ui) {
@@ -419,9 +349,9 @@ impl AerieApp {
             let size_before = self.settings.point_size_px;
             ui.add(egui::Slider::new(&mut self.settings.point_size_px, 1.0..=6.0).text("point px"));
             if before != self.settings.color || size_before != self.settings.point_size_px {
-                self.recolor();
+                self.sync_layers();
             }
-            if self.map.is_some() && !self.files.is_empty() {
+            if self.doc.map().is_some() && !self.doc.files().is_empty() {
                 ui.checkbox(&mut self.show_raw, "raw scans");
             }
             self.cut_ui(ui);
@@ -443,7 +373,7 @@ impl AerieApp {
         if toggled {
             self.view.cut_above = on.then(|| self.default_cut());
         }
-        let o = self.view_origin.unwrap_or_default()[2];
+        let o = self.doc.origin()[2];
         if let Some(z) = &mut self.view.cut_above {
             let mut world = o + f64::from(*z);
             if ui
@@ -458,7 +388,7 @@ impl AerieApp {
     /// A first cut height: 60% of the way up what is shown, below the roof of a hall.
     fn default_cut(&self) -> f32 {
         let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
-        for (_, l) in self.layers() {
+        for (_, l) in self.shown_layers() {
             for p in l.points.iter().step_by((l.len() / 50_000).max(1)) {
                 lo = lo.min(p.pos[2]);
                 hi = hi.max(p.pos[2]);
@@ -473,11 +403,11 @@ impl AerieApp {
 
     /// The clouds the viewport shows now.
     fn shown_clouds(&self) -> impl Iterator<Item = &Cloud> {
-        self.layers()
+        self.shown_layers()
             .into_iter()
             .filter_map(|(slot, _)| match slot {
-                SLOT_MAP => self.map.as_ref().map(|m| m.cloud.as_ref()),
-                i => self.files.get(i).map(|f| f.cloud.as_ref()),
+                SLOT_MAP => self.doc.map().map(|m| m.cloud.as_ref()),
+                i => self.doc.files().get(i).map(|f| f.cloud.as_ref()),
             })
     }
 
@@ -485,7 +415,7 @@ impl AerieApp {
     pub(super) fn frame_all(&mut self) {
         let mut lo = [f32::INFINITY; 3];
         let mut hi = [f32::NEG_INFINITY; 3];
-        for (_, l) in self.layers() {
+        for (_, l) in self.shown_layers() {
             for p in l.points.iter().step_by((l.len() / 50_000).max(1)) {
                 for k in 0..3 {
                     lo[k] = lo[k].min(p.pos[k]);
@@ -499,13 +429,12 @@ impl AerieApp {
     }
 
     fn pick_text(&self, pick: &Pick) -> String {
-        let origin = self.view_origin.unwrap_or_default();
+        let origin = self.doc.origin();
         let world: [f64; 3] = std::array::from_fn(|k| origin[k] + pick.pos[k] as f64);
         let mut t = format!("x {:.3}  y {:.3}  z {:.3}", world[0], world[1], world[2]);
         let cloud = match pick.slot {
-            SLOT_MAP => self.map.as_ref().map(|m| &m.cloud),
-            i if i < self.files.len() => Some(&self.files[i].cloud),
-            _ => None,
+            SLOT_MAP => self.doc.map().map(|m| &m.cloud),
+            i => self.doc.files().get(i).map(|f| &f.cloud),
         };
         if let Some(c) = cloud {
             let i = pick.source_index as usize;
@@ -531,9 +460,11 @@ impl AerieApp {
     fn viewport(&mut self, ui: &mut egui::Ui) {
         self.view_options(ui);
         let mut overlay = Overlay::default();
-        simulate::overlay(self, &mut overlay);
+        self.panels
+            .simulate
+            .overlay(&self.doc, self.step, &mut overlay);
         let layers: Vec<(usize, PointLayer)> = self
-            .layers()
+            .shown_layers()
             .into_iter()
             .map(|(s, l)| (s, l.clone()))
             .collect();
@@ -549,7 +480,7 @@ impl AerieApp {
         if let Some(p) = r.clicked {
             let text = self.pick_text(&p);
             if self.step == Step::Simulate {
-                simulate::clicked(self, p.pos);
+                self.panels.simulate.viewport_clicked(p.pos);
             }
             self.pick = Some((p, text));
         }
@@ -574,120 +505,53 @@ impl AerieApp {
                 .collect()
         });
         if !dropped.is_empty() {
-            import::start(self, dropped);
+            self.with_panels(|panels, cx| panels.import.start(dropped, cx));
         }
     }
 
-    /// Screenshot runs: once everything has loaded and a few frames were drawn, take the picture, then close.
-    fn screenshot_step(&mut self, ctx: &egui::Context) {
-        let Some(path) = self.screenshot.clone() else {
-            return;
-        };
-        let taken = self.shot.lock().ok().and_then(|mut s| s.take());
-        if let Some(image) = taken {
-            if let Err(e) = save_png(&path, &image) {
-                eprintln!(
-                    "error: cannot write the screenshot {}: {e:#}",
-                    path.display()
-                );
-            }
-            self.screenshot = None;
-            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-            return;
-        }
+    /// Unattended runs (`--screenshot`, `--bench-frames`): their step after each frame.
+    fn capture_step(&mut self, ctx: &egui::Context) {
         let drawn = !self.gpu || self.view.complete();
-        self.idle_frames = if self.busy() || !drawn {
-            0
-        } else {
-            self.idle_frames + 1
-        };
-        if self.idle_frames == 10 {
-            let slot = Arc::clone(&self.shot);
-            let wake = ctx.clone();
-            ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
-                egui::ScreenshotCallback::new(move |image| {
-                    if let Ok(mut s) = slot.lock() {
-                        *s = Some(image);
-                    }
-                    wake.request_repaint();
-                }),
-            ));
-        }
-        ctx.request_repaint();
+        self.capture.screenshot_step(ctx, !self.busy() && drawn);
+        let points = (!self.busy() && !self.doc.is_empty())
+            .then(|| self.doc.points_in_files() + self.doc.map().map_or(0, |m| m.cloud.len()));
+        self.capture.bench_step(ctx, &mut self.view, points);
     }
-}
-
-impl AerieApp {
-    fn bench_step(&mut self, ctx: &egui::Context) {
-        if self.bench.is_none() || self.busy() || self.files.is_empty() && self.map.is_none() {
-            if self.bench.is_some() {
-                ctx.request_repaint();
-            }
-            return;
-        }
-        let points = self.files.iter().map(|f| f.cloud.len()).sum::<usize>()
-            + self.map.as_ref().map_or(0, |m| m.cloud.len());
-        let done = self
-            .bench
-            .as_mut()
-            .is_some_and(|b| b.step(&mut self.view, points, ctx));
-        if done {
-            self.bench = None;
-            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-        }
-    }
-}
-
-fn save_png(path: &std::path::Path, image: &egui::ColorImage) -> anyhow::Result<()> {
-    let [w, h] = image.size;
-    let rgba: Vec<u8> = image.pixels.iter().flat_map(Color32::to_array).collect();
-    aerie_pipeline::io::atomic::write_atomic(path, |f| {
-        let mut enc = png::Encoder::new(f, w as u32, h as u32);
-        enc.set_color(png::ColorType::Rgba);
-        enc.set_depth(png::BitDepth::Eight);
-        let mut wr = enc
-            .write_header()
-            .map_err(|e| aerie_pipeline::Error::io(path, std::io::Error::other(e)))?;
-        wr.write_image_data(&rgba)
-            .map_err(|e| aerie_pipeline::Error::io(path, std::io::Error::other(e)))?;
-        Ok(())
-    })?;
-    Ok(())
 }
 
 impl eframe::App for AerieApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let ctx = ui.ctx().clone();
-        self.poll_jobs();
+        self.poll_panels();
         self.dropped_files(&ctx);
         egui::Panel::bottom("status").show(ui, |ui| self.status_bar(ui));
         egui::Panel::left("workflow")
             .default_size(360.0)
             .resizable(true)
             .show(ui, |ui| self.workflow_panel(ui));
-        if self.sim.has_flight() {
+        if self.panels.simulate.has_flight() {
             egui::Panel::right("flight")
                 .default_size(360.0)
                 .resizable(true)
-                .show(ui, |ui| simulate::side_panel(self, ui));
+                .show(ui, |ui| self.panels.simulate.side_panel(ui));
         }
         egui::CentralPanel::default().show(ui, |ui| self.viewport(ui));
         if self.busy() {
             ctx.request_repaint_after(std::time::Duration::from_millis(100));
         }
-        self.screenshot_step(&ctx);
-        self.bench_step(&ctx);
+        self.capture_step(&ctx);
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        if self.screenshot.is_none() {
-            self.settings.recipe = self.clean.recipe.clone();
+        if !self.capture.screenshot_pending() {
+            self.settings.recipe = self.panels.clean.recipe.clone();
+            self.settings.recent = self.panels.import.recent.clone();
             eframe::set_value(storage, eframe::APP_KEY, &self.settings);
         }
     }
 
     fn on_exit(&mut self) {
-        self.sim.stop();
+        self.panels.simulate.stop();
     }
 }
 

@@ -12,14 +12,13 @@ use aerie_pipeline::filters::{DownsampleMethod, SorCompat};
 use aerie_pipeline::prepare::{Prepared, Recipe, Stage, prepare};
 use eframe::egui::{self, RichText};
 
-use super::app::{AerieApp, MapDoc, Step};
-use super::view::PointLayer;
+use super::action::{Action, Step};
+use super::document::MapDoc;
+use super::panel::{Cx, JobStatus, Panel};
 use super::widgets::{Dialog, path_field};
 use crate::jobs::Job;
 
-/// Colour of the points a stage would remove.
-pub const REMOVED_COLOR: [u8; 3] = [255, 40, 200];
-
+/// What a preparation gives back.
 pub struct PrepareOutcome {
     prepared: Prepared,
     points_in: usize,
@@ -27,18 +26,23 @@ pub struct PrepareOutcome {
     recipe: Recipe,
 }
 
-pub struct CleanState {
+/// The clean step: the recipe, the outlier preview and the preparation.
+pub struct CleanPanel {
+    /// The recipe edited (kept between runs).
     pub recipe: Recipe,
+    /// The recipe file typed in or chosen.
     pub recipe_path: String,
     preview: Option<Job<Vec<Vec<bool>>>>,
-    pub prepare: Option<Job<PrepareOutcome>>,
-    /// Points the preview would remove, of how many.
-    pub preview_counts: Option<(usize, usize)>,
+    prepare: Option<Job<PrepareOutcome>>,
+    /// Points the preview would remove, of how many, and the files they were counted in
+    /// ([`Document::files_revision`](super::document::Document::files_revision)).
+    preview_counts: Option<(usize, usize, u64)>,
 }
 
-impl CleanState {
-    pub fn new(recipe: Recipe) -> CleanState {
-        CleanState {
+impl CleanPanel {
+    /// The panel, with the recipe of the last run.
+    pub fn new(recipe: Recipe) -> CleanPanel {
+        CleanPanel {
             recipe,
             recipe_path: String::new(),
             preview: None,
@@ -47,129 +51,96 @@ impl CleanState {
         }
     }
 
-    pub fn busy(&self) -> bool {
-        self.preview.is_some() || self.prepare.is_some()
+    /// Points the preview would remove, of how many, while the files are those it ran on.
+    pub fn preview_counts(&self, doc: &super::document::Document) -> Option<(usize, usize)> {
+        self.preview_counts
+            .filter(|c| c.2 == doc.files_revision())
+            .map(|(removed, total, _)| (removed, total))
     }
 
-    pub fn running(&self) -> Option<(String, Option<f32>)> {
-        let p = self
-            .prepare
-            .as_ref()
-            .map(|j| (j.name.as_str(), j.progress()));
-        let p = p.or(self
-            .preview
-            .as_ref()
-            .map(|j| (j.name.as_str(), j.progress())));
-        p.map(|(name, pr)| (format!("{name}: {}", pr.stage_name()), pr.fraction()))
-    }
-
-    pub fn cancel(&self) {
-        if let Some(j) = &self.preview {
-            j.cancel();
-        }
-        if let Some(j) = &self.prepare {
-            j.cancel();
-        }
-    }
-
-    /// The files changed: an old preview no longer applies.
-    pub fn inputs_changed(&mut self) {
-        self.preview_counts = None;
-    }
-}
-
-/// Runs outlier removal's decision (not the removal) on every file, to show what it would drop.
-pub fn start_preview(app: &mut AerieApp) {
-    let clouds: Vec<_> = app.files.iter().map(|f| Arc::clone(&f.cloud)).collect();
-    let params: SorParams = app.clean.recipe.filters.sor.clone();
-    app.clean.preview = Some(Job::spawn("outlier preview", app.waker(), move |p| {
-        clouds
+    /// Runs outlier removal's decision (not the removal) on every file, to show what it would drop.
+    fn start_preview(&mut self, cx: &Cx<'_>) {
+        let clouds: Vec<_> = cx
+            .doc
+            .files()
             .iter()
-            .map(|c| Ok(sor_mask(c, &params, p)?.0))
-            .collect()
-    }));
-}
+            .map(|f| Arc::clone(&f.cloud))
+            .collect();
+        let params: SorParams = self.recipe.filters.sor.clone();
+        self.preview = Some(Job::spawn("outlier preview", cx.waker(), move |p| {
+            clouds
+                .iter()
+                .map(|c| Ok(sor_mask(c, &params, p)?.0))
+                .collect()
+        }));
+    }
 
-/// Prepares the map from every imported file.
-pub fn start_prepare(app: &mut AerieApp) {
-    let inputs: Vec<_> = app.files.iter().map(|f| Arc::clone(&f.cloud)).collect();
-    let recipe = app.clean.recipe.clone();
-    app.clean.prepare = Some(Job::spawn("prepare map", app.waker(), move |p| {
-        let started = Instant::now();
-        let points_in = inputs.iter().map(|c| c.len()).sum();
-        let clouds = inputs.iter().map(|c| ((**c).clone(), None)).collect();
-        let prepared = prepare(clouds, &recipe, p)?;
-        Ok(PrepareOutcome {
-            prepared,
-            points_in,
-            seconds: started.elapsed().as_secs_f64(),
-            recipe,
-        })
-    }));
-}
+    /// Prepares the map from every imported file.
+    fn start_prepare(&mut self, cx: &Cx<'_>) {
+        let inputs: Vec<_> = cx
+            .doc
+            .files()
+            .iter()
+            .map(|f| Arc::clone(&f.cloud))
+            .collect();
+        let recipe = self.recipe.clone();
+        self.prepare = Some(Job::spawn("prepare map", cx.waker(), move |p| {
+            let started = Instant::now();
+            let points_in = inputs.iter().map(|c| c.len()).sum();
+            let clouds = inputs.iter().map(|c| ((**c).clone(), None)).collect();
+            let prepared = prepare(clouds, &recipe, p)?;
+            Ok(PrepareOutcome {
+                prepared,
+                points_in,
+                seconds: started.elapsed().as_secs_f64(),
+                recipe,
+            })
+        }));
+    }
 
-pub fn poll(app: &mut AerieApp) {
-    if let Some(r) = app.clean.preview.as_mut().and_then(Job::poll) {
-        app.clean.preview = None;
-        match r {
-            Ok(masks) => show_preview(app, masks),
-            Err(e) => app.error(e),
+    fn show_preview(&mut self, keep_masks: &[Vec<bool>], cx: &mut Cx<'_>) {
+        let (mut removed, mut total) = (0, 0);
+        let mut drops = Vec::new();
+        for keep in keep_masks.iter().take(cx.doc.files().len()) {
+            let drop: Vec<bool> = keep.iter().map(|k| !k).collect();
+            removed += drop.iter().filter(|d| **d).count();
+            total += drop.len();
+            drops.push(drop);
         }
-    }
-    if let Some(r) = app.clean.prepare.as_mut().and_then(Job::poll) {
-        app.clean.prepare = None;
-        match r {
-            Ok(out) => finished(app, out),
-            Err(e) => app.error(e),
-        }
+        cx.send(Action::ShowRemoved(drops));
+        self.preview_counts = Some((removed, total, cx.doc.files_revision()));
+        cx.info(format!(
+            "outlier removal would drop {removed} of {total} points (shown in magenta)"
+        ));
     }
 }
 
-fn show_preview(app: &mut AerieApp, keep_masks: Vec<Vec<bool>>) {
-    let (mut removed, mut total) = (0, 0);
-    for (f, keep) in app.files.iter_mut().zip(keep_masks) {
-        let drop: Vec<bool> = keep.iter().map(|k| !k).collect();
-        removed += drop.iter().filter(|d| **d).count();
-        total += drop.len();
-        f.removed = Some(Arc::new(drop));
-    }
-    app.clean.preview_counts = Some((removed, total));
-    app.info(format!(
-        "outlier removal would drop {removed} of {total} points (shown in magenta)"
-    ));
-    app.recolor();
-}
-
-fn finished(app: &mut AerieApp, out: PrepareOutcome) {
+fn finished(out: PrepareOutcome, cx: &mut Cx<'_>) {
     let cloud = match out.prepared.map.to_cloud() {
         Ok(c) => c,
-        Err(e) => return app.error(format!("cannot show the prepared map: {e}")),
+        Err(e) => return cx.error(format!("cannot show the prepared map: {e}")),
     };
-    let origin = app.origin_for(&cloud);
-    let mut layer = PointLayer::from_cloud(&cloud, origin, app.settings.color, None);
-    layer.point_size_px = app.settings.point_size_px;
-    app.info(format!(
+    cx.info(format!(
         "prepared a map of {} points from {} in {:.1} s",
         cloud.len(),
         out.points_in,
         out.seconds
     ));
     for w in &out.prepared.warnings {
-        app.info(format!("warning: {w}"));
+        cx.info(format!("warning: {w}"));
     }
-    app.map = Some(MapDoc {
+    cx.send(Action::SetMap(Box::new(MapDoc {
         points_in: out.points_in,
         reports: out.prepared.reports.clone(),
         warnings: out.prepared.warnings.clone(),
         packed: Arc::new(out.prepared.map),
         cloud: Arc::new(cloud),
         recipe: out.recipe,
-        layer,
         path: None,
         seconds: out.seconds,
-    });
-    app.show_raw = false;
-    app.step = Step::Map;
+    })));
+    cx.send(Action::ShowRaw(false));
+    cx.send(Action::GoTo(Step::Map));
 }
 
 fn stage_toggle(ui: &mut egui::Ui, recipe: &mut Recipe, stage: Stage, label: &str) -> bool {
@@ -267,108 +238,157 @@ fn stage_name(stage: Stage) -> String {
         .unwrap_or_else(|| format!("{stage:?}"))
 }
 
-fn recipe_file_ui(app: &mut AerieApp, ui: &mut egui::Ui) {
-    ui.horizontal(|ui| {
-        path_field(
-            ui,
-            &mut app.clean.recipe_path,
-            "recipe.toml",
-            "toml",
-            Dialog::Open,
-        );
-        if ui.button("Load").clicked() {
-            let p = PathBuf::from(app.clean.recipe_path.trim());
-            match std::fs::read_to_string(&p)
-                .map_err(|e| Error::io(&p, e))
-                .and_then(|t| Recipe::from_toml(&t, &p))
-            {
-                Ok(r) => {
-                    app.clean.recipe = r;
-                    app.info(format!("loaded recipe {}", p.display()));
+impl CleanPanel {
+    fn recipe_file_ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+        ui.horizontal(|ui| {
+            path_field(
+                ui,
+                &mut self.recipe_path,
+                "recipe.toml",
+                "toml",
+                Dialog::Open,
+            );
+            if ui.button("Load").clicked() {
+                let p = PathBuf::from(self.recipe_path.trim());
+                match std::fs::read_to_string(&p)
+                    .map_err(|e| Error::io(&p, e))
+                    .and_then(|t| Recipe::from_toml(&t, &p))
+                {
+                    Ok(r) => {
+                        self.recipe = r;
+                        cx.info(format!("loaded recipe {}", p.display()));
+                    }
+                    Err(e) => cx.error(e.to_string()),
                 }
-                Err(e) => app.error(e.to_string()),
             }
-        }
-        if ui.button("Save").clicked() {
-            let p = PathBuf::from(app.clean.recipe_path.trim());
-            let r = app.clean.recipe.to_toml().and_then(|text| {
-                aerie_pipeline::io::atomic::write_atomic(&p, |f| {
-                    std::io::Write::write_all(f, text.as_bytes()).map_err(|e| Error::io(&p, e))
-                })
-            });
-            match r {
-                Ok(()) => app.info(format!("saved recipe {}", p.display())),
-                Err(e) => app.error(e.to_string()),
+            if ui.button("Save").clicked() {
+                let p = PathBuf::from(self.recipe_path.trim());
+                let r = self.recipe.to_toml().and_then(|text| {
+                    aerie_pipeline::io::atomic::write_atomic(&p, |f| {
+                        std::io::Write::write_all(f, text.as_bytes()).map_err(|e| Error::io(&p, e))
+                    })
+                });
+                match r {
+                    Ok(()) => cx.info(format!("saved recipe {}", p.display())),
+                    Err(e) => cx.error(e.to_string()),
+                }
             }
-        }
-    });
-}
+        });
+    }
 
-pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
-    ui.heading("Clean");
-    let n: usize = app.files.iter().map(|f| f.cloud.len()).sum();
-    ui.label(format!("{} file(s), {n} points in", app.files.len()));
-    ui.add_space(4.0);
-    recipe_ui(ui, &mut app.clean.recipe);
-    ui.add_space(4.0);
-    ui.label(RichText::new("Recipe file (the same TOML as `aerie prepare --recipe`)").weak());
-    recipe_file_ui(app, ui);
-    ui.separator();
-    let idle = !app.clean.busy();
-    ui.horizontal(|ui| {
+    /// Preview and clear the outliers, run the cleaning.
+    fn run_ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+        let idle = !self.busy();
+        ui.horizontal(|ui| {
+            if ui
+                .add_enabled(
+                    idle && self.recipe.stages.contains(&Stage::Sor),
+                    egui::Button::new("Preview outliers"),
+                )
+                .clicked()
+            {
+                self.start_preview(cx);
+            }
+            if cx.doc.files().iter().any(|f| f.removed.is_some())
+                && ui.button("Clear preview").clicked()
+            {
+                cx.send(Action::ClearRemoved);
+                self.preview_counts = None;
+            }
+        });
+        if let Some((removed, total)) = self.preview_counts(cx.doc) {
+            ui.label(format!(
+                "would remove {removed} of {total} points (magenta)"
+            ));
+        }
         if ui
             .add_enabled(
-                idle && app.clean.recipe.stages.contains(&Stage::Sor),
-                egui::Button::new("Preview outliers"),
+                idle,
+                egui::Button::new(RichText::new("Run cleaning").strong()),
             )
             .clicked()
         {
-            start_preview(app);
-        }
-        if app.files.iter().any(|f| f.removed.is_some()) && ui.button("Clear preview").clicked() {
-            for f in &mut app.files {
-                f.removed = None;
+            match self.recipe.validate() {
+                Ok(()) => self.start_prepare(cx),
+                Err(e) => cx.error(e.to_string()),
             }
-            app.clean.preview_counts = None;
-            app.recolor();
-        }
-    });
-    if let Some((removed, total)) = app.clean.preview_counts {
-        ui.label(format!(
-            "would remove {removed} of {total} points (magenta)"
-        ));
-    }
-    if ui
-        .add_enabled(
-            idle,
-            egui::Button::new(RichText::new("Run cleaning").strong()),
-        )
-        .clicked()
-    {
-        match app.clean.recipe.validate() {
-            Ok(()) => start_prepare(app),
-            Err(e) => app.error(e.to_string()),
         }
     }
-    if let Some(m) = &app.map
-        && !m.reports.is_empty()
-    {
+}
+
+impl Panel for CleanPanel {
+    fn poll(&mut self, cx: &mut Cx<'_>) {
+        if let Some(r) = self.preview.as_mut().and_then(Job::poll) {
+            self.preview = None;
+            match r {
+                Ok(masks) => self.show_preview(&masks, cx),
+                Err(e) => cx.error(e),
+            }
+        }
+        if let Some(r) = self.prepare.as_mut().and_then(Job::poll) {
+            self.prepare = None;
+            match r {
+                Ok(out) => finished(out, cx),
+                Err(e) => cx.error(e),
+            }
+        }
+    }
+
+    fn job(&self) -> Option<JobStatus> {
+        let p = self
+            .prepare
+            .as_ref()
+            .map(|j| (j.name.as_str(), j.progress()));
+        let p = p.or(self
+            .preview
+            .as_ref()
+            .map(|j| (j.name.as_str(), j.progress())));
+        p.map(|(name, pr)| JobStatus {
+            name: format!("{name}: {}", pr.stage_name()),
+            fraction: pr.fraction(),
+        })
+    }
+
+    fn cancel(&mut self) {
+        if let Some(j) = &self.preview {
+            j.cancel();
+        }
+        if let Some(j) = &self.prepare {
+            j.cancel();
+        }
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+        ui.heading("Clean");
+        let n = cx.doc.points_in_files();
+        ui.label(format!("{} file(s), {n} points in", cx.doc.files().len()));
+        ui.add_space(4.0);
+        recipe_ui(ui, &mut self.recipe);
+        ui.add_space(4.0);
+        ui.label(RichText::new("Recipe file (the same TOML as `aerie prepare --recipe`)").weak());
+        self.recipe_file_ui(ui, cx);
         ui.separator();
-        ui.label(
-            RichText::new(format!(
-                "points in {} -> points out {}",
-                m.points_in,
-                m.packed.len()
-            ))
-            .strong(),
-        );
-        if m.points_in != n && !app.files.is_empty() {
-            ui.colored_label(
-                ui.visuals().warn_fg_color,
-                "The map was made from other inputs than these: run cleaning again to make it from them.",
+        self.run_ui(ui, cx);
+        if let Some(m) = cx.doc.map()
+            && !m.reports.is_empty()
+        {
+            ui.separator();
+            ui.label(
+                RichText::new(format!(
+                    "points in {} -> points out {}",
+                    m.points_in,
+                    m.packed.len()
+                ))
+                .strong(),
             );
+            if m.points_in != n && !cx.doc.files().is_empty() {
+                ui.colored_label(
+                    ui.visuals().warn_fg_color,
+                    "The map was made from other inputs than these: run cleaning again to make it from them.",
+                );
+            }
+            report_table(ui, &m.reports);
         }
-        report_table(ui, &m.reports);
     }
 }
 
@@ -387,4 +407,37 @@ pub fn report_table(ui: &mut egui::Ui, reports: &[aerie_pipeline::StageReport]) 
             ui.end_row();
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use egui_kittest::kittest::Queryable;
+
+    use super::super::panel::testing::{doc_with_map, harness};
+    use super::*;
+
+    #[test]
+    fn the_panel_shows_the_inputs_and_the_last_preparation() {
+        let mut h = harness(CleanPanel::new(Recipe::default()), doc_with_map());
+        h.run_steps(2);
+        h.get_by_label("1 file(s), 400 points in");
+        h.get_by_label("points in 400 -> points out 400");
+        assert!(h.state().actions.sent().is_empty());
+    }
+
+    #[test]
+    fn a_bad_recipe_is_an_error_not_a_job() {
+        let mut recipe = Recipe::default();
+        // No control shows it: the downsampling cell differs from the map's resolution.
+        recipe.filters.downsample.resolution_m = 0.77;
+        let mut h = harness(CleanPanel::new(recipe), doc_with_map());
+        h.run_steps(2);
+        h.get_by_label("Run cleaning").click();
+        h.run_steps(2);
+        assert!(!h.state().panel.busy());
+        assert!(
+            matches!(&h.state().actions.sent()[0], Action::Log(l) if l.error),
+            "a recipe that does not validate is refused"
+        );
+    }
 }

@@ -4,148 +4,152 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use aerie_pipeline::Cloud;
-use aerie_pipeline::io::{Encoding, Format};
+use aerie_pipeline::export::{Exported, PRESETS, export, not_an_input};
+use aerie_pipeline::io::Format;
 use eframe::egui::{self, RichText};
 
-use super::app::AerieApp;
+use super::panel::{Cx, JobStatus, Panel};
 use super::widgets::{Dialog, path_field};
-use crate::cli::export::{Exported, Target, write};
 
 use crate::jobs::Job;
-
-/// The choices offered: label, format, encoding, target, file extension.
-pub const CHOICES: [(&str, Format, Option<Encoding>, Target, &str); 9] = [
-    (
-        "MARSIM map (binary PCD, x y z)",
-        Format::Pcd,
-        Some(Encoding::Binary),
-        Target::Marsim,
-        "pcd",
-    ),
-    (
-        "PCD binary (ROS, PCL: float x y z)",
-        Format::Pcd,
-        Some(Encoding::Binary),
-        Target::Ros,
-        "pcd",
-    ),
-    (
-        "PCD compressed",
-        Format::Pcd,
-        Some(Encoding::Compressed),
-        Target::Generic,
-        "pcd",
-    ),
-    (
-        "PLY binary (with normals)",
-        Format::Ply,
-        Some(Encoding::Binary),
-        Target::Generic,
-        "ply",
-    ),
-    ("LAS", Format::Las, None, Target::Generic, "las"),
-    ("LAZ", Format::Laz, None, Target::Generic, "laz"),
-    ("E57", Format::E57, None, Target::Generic, "e57"),
-    ("XYZ text", Format::Xyz, None, Target::Generic, "xyz"),
-    (
-        "KITTI .bin (x y z intensity)",
-        Format::Kitti,
-        None,
-        Target::Generic,
-        "bin",
-    ),
-];
 
 /// The file written, its points, and what the export did besides (offset, warnings).
 pub type Written = (PathBuf, usize, Exported);
 
+/// The export step: the format chosen, the path, the job writing it.
 #[derive(Default)]
-pub struct ExportState {
+pub struct ExportPanel {
+    /// Index of the preset chosen in [`PRESETS`].
     pub choice: usize,
+    /// Where to write.
     pub path: String,
-    pub job: Option<Job<Written>>,
+    job: Option<Job<Written>>,
 }
 
-/// Writes the map as the chosen format to `path` in the background, after the checks `aerie export` makes: not
-/// over a file the app read, and a name whose extension is the chosen format's.
-pub fn start(app: &mut AerieApp, path: PathBuf) {
-    let Some(m) = &app.map else { return };
-    let (label, format, encoding, target, ext) = CHOICES[app.export.choice];
-    if let Some(named) = Format::from_path(&path)
-        && named != format
-    {
-        app.error(format!(
-            "{} names another format than {label}: name it .{ext}",
-            path.display()
-        ));
-        return;
+impl ExportPanel {
+    /// Writes the map as the chosen format to `path` in the background, after the checks `aerie export` makes:
+    /// not over a file the app read, and a name whose extension is the chosen format's.
+    fn start(&mut self, path: PathBuf, cx: &mut Cx<'_>) {
+        let Some(m) = cx.doc.map() else { return };
+        let preset = PRESETS[self.choice];
+        if let Some(named) = Format::from_path(&path)
+            && named != preset.format
+        {
+            cx.error(format!(
+                "{} names another format than {}: name it .{}",
+                path.display(),
+                preset.label,
+                preset.extension()
+            ));
+            return;
+        }
+        let inputs: Vec<&std::path::Path> = cx
+            .doc
+            .files()
+            .iter()
+            .map(|f| f.path.as_path())
+            .chain(m.path.as_deref())
+            .collect();
+        if let Err(e) = not_an_input(&path, &inputs) {
+            cx.error(e.to_string());
+            return;
+        }
+        let cloud: Arc<Cloud> = Arc::clone(&m.cloud);
+        self.job = Some(Job::spawn("export", cx.waker(), move |_| {
+            let done = export(&cloud, &path, &preset.options())?;
+            Ok((path, cloud.len(), done))
+        }));
     }
-    let inputs: Vec<&std::path::Path> = app
-        .files
-        .iter()
-        .map(|f| f.path.as_path())
-        .chain(m.path.as_deref())
-        .collect();
-    if let Err(e) = crate::cli::not_an_input(&path, &inputs) {
-        app.error(e.to_string());
-        return;
-    }
-    let cloud: Arc<Cloud> = Arc::clone(&m.cloud);
-    app.export.job = Some(Job::spawn("export", app.waker(), move |_| {
-        let done = write(&cloud, &path, Some(format), encoding, None, target)?;
-        Ok((path, cloud.len(), done))
-    }));
 }
 
-pub fn poll(app: &mut AerieApp) {
-    if let Some(r) = app.export.job.as_mut().and_then(Job::poll) {
-        app.export.job = None;
-        match r {
-            Ok((p, n, done)) => {
-                let note = done
-                    .shift
-                    .map(|s| format!("; {}", crate::cli::export::shift_note(s)))
-                    .unwrap_or_default();
-                app.info(format!("exported {n} points to {}{note}", p.display()));
-                for w in done.warnings {
-                    app.error(format!("warning: {}: {w}", p.display()));
+impl Panel for ExportPanel {
+    fn poll(&mut self, cx: &mut Cx<'_>) {
+        if let Some(r) = self.job.as_mut().and_then(Job::poll) {
+            self.job = None;
+            match r {
+                Ok((p, n, done)) => {
+                    let note = done
+                        .shift_note()
+                        .map(|s| format!("; {s}"))
+                        .unwrap_or_default();
+                    cx.info(format!("exported {n} points to {}{note}", p.display()));
+                    for w in done.warnings {
+                        cx.error(format!("warning: {}: {w}", p.display()));
+                    }
                 }
+                Err(e) => cx.error(e),
             }
-            Err(e) => app.error(e),
         }
+    }
+
+    fn job(&self) -> Option<JobStatus> {
+        self.job.as_ref().map(|j| JobStatus {
+            name: j.name.clone(),
+            fraction: None,
+        })
+    }
+
+    fn cancel(&mut self) {
+        if let Some(j) = &self.job {
+            j.cancel();
+        }
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+        ui.heading("Export the map");
+        let before = self.choice;
+        for (i, preset) in PRESETS.iter().enumerate() {
+            ui.radio_value(&mut self.choice, i, preset.label);
+        }
+        let ext = PRESETS[self.choice].extension();
+        if self.choice != before {
+            // The path follows the format chosen, so that the file holds what its name says.
+            let path = PathBuf::from(self.path.trim());
+            if Format::from_path(&path).is_some() {
+                self.path = path.with_extension(ext).display().to_string();
+            }
+        }
+        ui.horizontal(|ui| {
+            path_field(ui, &mut self.path, &format!("map.{ext}"), ext, Dialog::Save);
+        });
+        let enabled = self.job.is_none() && !self.path.trim().is_empty();
+        if ui
+            .add_enabled(enabled, egui::Button::new(RichText::new("Export").strong()))
+            .clicked()
+        {
+            let p = PathBuf::from(self.path.trim());
+            self.start(p, cx);
+        }
+        ui.label(
+            RichText::new("The same writers as `aerie export MAP OUT [--for marsim]`.").weak(),
+        );
     }
 }
 
-pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
-    ui.heading("Export the map");
-    let before = app.export.choice;
-    for (i, c) in CHOICES.iter().enumerate() {
-        ui.radio_value(&mut app.export.choice, i, c.0);
-    }
-    let ext = CHOICES[app.export.choice].4;
-    if app.export.choice != before {
-        // The path follows the format chosen, so that the file holds what its name says.
-        let path = PathBuf::from(app.export.path.trim());
-        if Format::from_path(&path).is_some() {
-            app.export.path = path.with_extension(ext).display().to_string();
-        }
-    }
-    ui.horizontal(|ui| {
-        path_field(
-            ui,
-            &mut app.export.path,
-            &format!("map.{ext}"),
-            ext,
-            Dialog::Save,
+#[cfg(test)]
+mod tests {
+    use egui_kittest::kittest::Queryable;
+
+    use super::super::action::Action;
+    use super::super::panel::testing::{doc_with_map, harness};
+    use super::*;
+
+    #[test]
+    fn the_path_follows_the_format_and_a_wrong_name_is_refused() {
+        let mut h = harness(ExportPanel::default(), doc_with_map());
+        h.state_mut().panel.path = "out/map.pcd".into();
+        h.run_steps(2);
+        h.get_by_label("LAZ").click();
+        h.run_steps(2);
+        assert_eq!(h.state().panel.path, "out/map.laz");
+        h.state_mut().panel.path = "out/map.ply".into();
+        h.run_steps(1);
+        h.get_by_label("Export").click();
+        h.run_steps(2);
+        assert!(h.state().panel.job.is_none());
+        assert!(
+            matches!(&h.state().actions.sent()[0], Action::Log(l) if l.error && l.text.contains("name it .laz")),
+            "the name must say the format"
         );
-    });
-    let enabled = app.export.job.is_none() && !app.export.path.trim().is_empty();
-    if ui
-        .add_enabled(enabled, egui::Button::new(RichText::new("Export").strong()))
-        .clicked()
-    {
-        let p = PathBuf::from(app.export.path.trim());
-        start(app, p);
     }
-    ui.label(RichText::new("The same writers as `aerie export MAP OUT [--for marsim]`.").weak());
 }

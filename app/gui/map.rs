@@ -9,10 +9,13 @@ use aerie_pipeline::Cloud;
 use eframe::egui::{self, RichText};
 use egui_plot::{Bar, BarChart, Plot};
 
-use super::app::{AerieApp, MapDoc, Step};
+use super::action::{Action, Step};
+use super::document::MapDoc;
+use super::panel::{Cx, JobStatus, Panel};
 use super::widgets::{Dialog, path_field};
-use crate::cli::prepare::{PrepareSummary, write_map};
 use crate::jobs::Job;
+use aerie_pipeline::export::write_map;
+use aerie_pipeline::report::PrepareSummary;
 
 /// Histograms of the current map.
 pub struct MapStats {
@@ -26,9 +29,11 @@ pub struct MapStats {
     density_median: f64,
 }
 
+/// The map step: its histograms and the job saving it.
 #[derive(Default)]
-pub struct MapState {
-    pub job: Option<Job<PathBuf>>,
+pub struct MapPanel {
+    job: Option<Job<PathBuf>>,
+    /// Where to save the map.
     pub save_path: String,
     stats: Option<MapStats>,
 }
@@ -75,43 +80,95 @@ fn stats(cloud: &Cloud, version: u64) -> MapStats {
     }
 }
 
-pub fn poll(app: &mut AerieApp) {
-    if let Some(r) = app.mapstep.job.as_mut().and_then(Job::poll) {
-        app.mapstep.job = None;
-        match r {
-            Ok(path) => {
-                app.info(format!("saved {}", path.display()));
-                if let Some(m) = &mut app.map {
-                    m.path = Some(path);
-                }
-            }
-            Err(e) => app.error(e),
+impl MapPanel {
+    /// Saves the map (and its report) to `path` in the background.
+    fn start_save(&mut self, path: PathBuf, cx: &mut Cx<'_>) {
+        let Some(m) = cx.doc.map() else { return };
+        if path.extension().and_then(|e| e.to_str()) != Some("amap") {
+            cx.error(format!("a map is saved as .amap, not {}", path.display()));
+            return;
         }
+        // The map is shared with the job, not copied.
+        let map = Arc::clone(&m.packed);
+        let (recipe, reports, warnings) = (m.recipe.clone(), m.reports.clone(), m.warnings.clone());
+        let (points_in, seconds) = (m.points_in, m.seconds);
+        self.job = Some(Job::spawn("save map", cx.waker(), move |_| {
+            let summary = PrepareSummary {
+                recipe: &recipe,
+                reports: &reports,
+                warnings: &warnings,
+                points_in,
+                seconds,
+            };
+            write_map(&map, &summary, &path)?;
+            Ok(path)
+        }));
+    }
+
+    /// Where to save the map, and the button that saves it.
+    fn save_row(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+        ui.horizontal(|ui| {
+            path_field(ui, &mut self.save_path, "map.amap", "amap", Dialog::Save);
+            let enabled = self.job.is_none() && !self.save_path.trim().is_empty();
+            if ui
+                .add_enabled(enabled, egui::Button::new("Save .amap"))
+                .clicked()
+            {
+                let p = PathBuf::from(self.save_path.trim());
+                self.start_save(p, cx);
+            }
+        });
     }
 }
 
-/// Saves the map (and its report) to `path` in the background.
-pub fn start_save(app: &mut AerieApp, path: PathBuf) {
-    let Some(m) = &app.map else { return };
-    if path.extension().and_then(|e| e.to_str()) != Some("amap") {
-        app.error(format!("a map is saved as .amap, not {}", path.display()));
-        return;
+impl Panel for MapPanel {
+    fn poll(&mut self, cx: &mut Cx<'_>) {
+        if let Some(r) = self.job.as_mut().and_then(Job::poll) {
+            self.job = None;
+            match r {
+                Ok(path) => {
+                    cx.info(format!("saved {}", path.display()));
+                    cx.send(Action::MapSaved(path));
+                }
+                Err(e) => cx.error(e),
+            }
+        }
     }
-    // The map is shared with the job, not copied.
-    let map = Arc::clone(&m.packed);
-    let (recipe, reports, warnings) = (m.recipe.clone(), m.reports.clone(), m.warnings.clone());
-    let (points_in, seconds) = (m.points_in, m.seconds);
-    app.mapstep.job = Some(Job::spawn("save map", app.waker(), move |_| {
-        let summary = PrepareSummary {
-            recipe: &recipe,
-            reports: &reports,
-            warnings: &warnings,
-            points_in,
-            seconds,
-        };
-        write_map(&map, &summary, &path)?;
-        Ok(path)
-    }));
+
+    fn job(&self) -> Option<JobStatus> {
+        self.job.as_ref().map(|j| JobStatus {
+            name: j.name.clone(),
+            fraction: None,
+        })
+    }
+
+    fn cancel(&mut self) {
+        if let Some(j) = &self.job {
+            j.cancel();
+        }
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+        let Some(m) = cx.doc.map() else { return };
+        let version = cx.doc.map_version();
+        ui.heading("Map");
+        figures(ui, m);
+        if self.stats.as_ref().is_none_or(|s| s.version != version) {
+            self.stats = Some(stats(&m.cloud, version));
+        }
+        if let Some(s) = &self.stats {
+            histograms(ui, s, m.cloud.gamma().is_some());
+        }
+        ui.separator();
+        ui.label(
+            "Colour the view by height, intensity, plane thickness or normal above the viewport.",
+        );
+        self.save_row(ui, cx);
+        ui.add_space(8.0);
+        if ui.button("Next: simulate ->").clicked() {
+            cx.send(Action::GoTo(Step::Simulate));
+        }
+    }
 }
 
 fn histogram(
@@ -133,30 +190,6 @@ fn histogram(
         .allow_scroll(false)
         .x_axis_label(x_label)
         .show(ui, |p| p.bar_chart(BarChart::new(name, bars)));
-}
-
-pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
-    let Some(m) = &app.map else { return };
-    ui.heading("Map");
-    figures(ui, m);
-    if app
-        .mapstep
-        .stats
-        .as_ref()
-        .is_none_or(|s| s.version != m.layer.version)
-    {
-        app.mapstep.stats = Some(stats(&m.cloud, m.layer.version));
-    }
-    if let Some(s) = &app.mapstep.stats {
-        histograms(ui, s, m.cloud.gamma().is_some());
-    }
-    ui.separator();
-    ui.label("Colour the view by height, intensity, plane thickness or normal above the viewport.");
-    save_row(app, ui);
-    ui.add_space(8.0);
-    if ui.button("Next: simulate ->").clicked() {
-        app.step = Step::Simulate;
-    }
 }
 
 /// The map's size, resolution, buckets and file.
@@ -210,23 +243,28 @@ fn histograms(ui: &mut egui::Ui, s: &MapStats, has_gamma: bool) {
     ui.label(format!("median {:.0} points/m³", s.density_median));
 }
 
-/// Where to save the map, and the button that saves it.
-fn save_row(app: &mut AerieApp, ui: &mut egui::Ui) {
-    ui.horizontal(|ui| {
-        path_field(
-            ui,
-            &mut app.mapstep.save_path,
-            "map.amap",
-            "amap",
-            Dialog::Save,
+#[cfg(test)]
+mod tests {
+    use egui_kittest::kittest::Queryable;
+
+    use super::super::panel::testing::{doc_with_map, harness};
+    use super::*;
+
+    #[test]
+    fn the_panel_shows_the_maps_figures_and_refuses_another_extension() {
+        let mut h = harness(MapPanel::default(), doc_with_map());
+        h.run_steps(2);
+        h.get_by_label("400");
+        h.get_by_label("not saved");
+        h.get_by_label_contains("median");
+        h.state_mut().panel.save_path = "map.pcd".into();
+        h.run_steps(1);
+        h.get_by_label("Save .amap").click();
+        h.run_steps(2);
+        assert!(h.state().panel.job.is_none());
+        assert!(
+            matches!(&h.state().actions.sent()[0], Action::Log(l) if l.error && l.text.contains(".amap")),
+            "a map is saved as .amap"
         );
-        let enabled = app.mapstep.job.is_none() && !app.mapstep.save_path.trim().is_empty();
-        if ui
-            .add_enabled(enabled, egui::Button::new("Save .amap"))
-            .clicked()
-        {
-            let p = PathBuf::from(app.mapstep.save_path.trim());
-            start_save(app, p);
-        }
-    });
+    }
 }

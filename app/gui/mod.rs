@@ -1,21 +1,36 @@
 //! The desktop app: one window in which a user goes from raw scans to a validated, exported map.
 //!
 //! Shaped like rerun's viewer: thin over the data crates. Every operation is the same library call the CLI makes
-//! (`io::read`, `prepare`, `cli::prepare::write_map`, `flight::Flight`, `cli::export::write`), run as a
+//! (`io::read`, `prepare`, `export::write_map`, `flight::Flight`, `export::export`), run as a
 //! [`crate::jobs::Job`] on a background thread so the window never freezes. The panels on the left follow the
 //! workflow top to bottom (import, clean, map, simulate, export); the viewport fills the rest.
 //!
-//! - `app`: the state, the frame loop, persistence (recent files, colour mode, camera) between runs;
+//! A [`document::Document`] (no egui) holds the files, the map and the view origin. Each step panel owns its own
+//! state, reads the document and sends [`action::Action`]s, which the app applies in one place; the app drives
+//! the panels through the [`panel::Panel`] trait only (poll, draw, show and cancel their jobs). No panel imports
+//! the app or another panel, so each is tested alone over a document.
+//!
+//! - `app`: the app: the frame loop, `apply`, persistence (recent files, colour mode, recipe) between runs;
+//! - `document`: the files, the map, the view origin and the operations that change them;
+//! - `action`: the workflow's steps and the actions panels send;
+//! - `panel`: the trait every step panel implements, and the harness that tests one alone;
 //! - `import`, `clean`, `map`, `simulate`, `export`: one panel each;
+//! - `layers`: the viewport's point layers of the document, rebuilt when what they show changes;
 //! - `live`: the flight running on its own thread, paced to real time (or faster), pausable;
+//! - `capture`: the unattended runs, `--screenshot` and `--bench-frames`;
 //! - `view`: the wgpu viewport (and its CPU fallback), camera, picking, level of detail.
 
+mod action;
 mod app;
+mod capture;
 mod clean;
+mod document;
 mod export;
 mod import;
+mod layers;
 mod live;
 mod map;
+mod panel;
 mod simulate;
 #[cfg(test)]
 mod tests;

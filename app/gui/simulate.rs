@@ -3,8 +3,6 @@
 //! same `Flight` as `aerie fly`; the live scan is drawn over the map, the range image and the plots beside it, the
 //! flight's events listed as they happen. The flight can be saved into a folder as `aerie fly -o` writes it.
 
-use std::sync::Arc;
-
 use aerie_pipeline::Cloud;
 use aerie_simcore::mission::{Goal, Mission, SensorSpec, VehicleSpec};
 use aerie_simcore::record::{Compression, RecordOptions};
@@ -15,66 +13,64 @@ use aerie_simcore::vehicle::QuadParams;
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Legend, Line, Plot};
 
-use super::app::AerieApp;
+use super::action::Step;
+use super::document::Document;
 use super::live::{Live, Recording, Snapshot};
+use super::panel::{Cx, Panel};
 use super::view::Overlay;
 
 /// Most points of a live scan drawn over the map (a 128-beam LiDAR returns 260k per frame).
 const MAX_SCAN_DRAWN: usize = 40_000;
 
+/// Which point a click in the viewport sets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ClickSets {
+    /// Where the vehicle takes off.
     Start,
+    /// Where it flies to.
     #[default]
     Goal,
 }
 
-pub struct SimState {
+/// The simulate step: the flight's settings, the points clicked, the flight running.
+pub struct SimPanel {
+    /// The vehicle preset flown.
     pub vehicle: String,
+    /// The sensor preset carried.
     pub sensor: String,
+    /// The vehicle's speed limit, m/s.
     pub max_speed_m_s: f64,
     /// Flight height above the clicked points, metres.
     pub altitude_m: f64,
+    /// Which point a click in the viewport sets.
     pub click_sets: ClickSets,
-    /// View-local points the user clicked.
+    /// Where the vehicle starts, view-local, if the user clicked it (else the map's default start).
     pub start: Option<[f32; 3]>,
+    /// Where it flies to, view-local.
     pub goal: Option<[f32; 3]>,
+    /// Multiple of real time the flight runs at; 0 for as fast as it goes.
     pub speed_x: f32,
     /// Save the flight into `record_dir` (flight.mcap, trajectories, events, summary), as `aerie fly -o`.
     pub record: bool,
+    /// The folder the flight is saved into.
     pub record_dir: String,
+    /// How the recording is written (compression, rosbag2 metadata).
     pub recording: RecordOptions,
     live: Option<Live>,
+    /// The flight as last seen.
     pub snap: Snapshot,
     scan_seq: u64,
     range_tex: Option<egui::TextureHandle>,
     reported: bool,
-    /// The default start and the map it was computed for (the map cloud's address).
-    auto_start: (Option<usize>, Option<[f32; 3]>),
+    /// The default start and the map it was computed for (its version).
+    auto_start: (Option<u64>, Option<[f32; 3]>),
+    /// The document's origin epoch the clicked points belong to.
+    origin_epoch: u64,
 }
 
-impl SimState {
-    /// The map was closed: drop the clicked points and the last flight, keep the vehicle and sensor settings.
-    pub fn forget_map(&mut self) {
-        let settings = std::mem::take(self);
-        *self = SimState {
-            vehicle: settings.vehicle,
-            sensor: settings.sensor,
-            max_speed_m_s: settings.max_speed_m_s,
-            altitude_m: settings.altitude_m,
-            click_sets: settings.click_sets,
-            speed_x: settings.speed_x,
-            record: settings.record,
-            record_dir: settings.record_dir,
-            recording: settings.recording,
-            ..SimState::default()
-        };
-    }
-}
-
-impl Default for SimState {
+impl Default for SimPanel {
     fn default() -> Self {
-        SimState {
+        SimPanel {
             vehicle: "marsim_quad".into(),
             sensor: "mid360".into(),
             max_speed_m_s: 2.0,
@@ -92,15 +88,18 @@ impl Default for SimState {
             range_tex: None,
             reported: false,
             auto_start: (None, None),
+            origin_epoch: 0,
         }
     }
 }
 
-impl SimState {
+impl SimPanel {
+    /// Whether a flight is running.
     pub fn running(&self) -> bool {
         self.live.is_some() && !self.snap.finished
     }
 
+    /// Whether a flight was started (running or over): the app shows its plots.
     pub fn has_flight(&self) -> bool {
         self.live.is_some()
     }
@@ -112,17 +111,35 @@ impl SimState {
         scan.iter().step_by(stride).copied().collect()
     }
 
+    /// Stops the flight, if one runs.
     pub fn stop(&mut self) {
         if let Some(l) = &self.live {
             l.stop();
         }
     }
+
+    /// The view origin was forgotten (everything closed): drop the clicked points and the last flight, keep the
+    /// vehicle and sensor settings.
+    fn forget_map(&mut self) {
+        let settings = std::mem::take(self);
+        *self = SimPanel {
+            vehicle: settings.vehicle,
+            sensor: settings.sensor,
+            max_speed_m_s: settings.max_speed_m_s,
+            altitude_m: settings.altitude_m,
+            click_sets: settings.click_sets,
+            speed_x: settings.speed_x,
+            record: settings.record,
+            record_dir: settings.record_dir,
+            recording: settings.recording,
+            origin_epoch: settings.origin_epoch,
+            ..SimPanel::default()
+        };
+    }
 }
 
 /// The mission the window's settings describe, in the map frame.
-pub fn mission(app: &AerieApp) -> Result<Mission, String> {
-    let s = &app.sim;
-    let origin = app.view_origin.unwrap_or_default();
+fn mission(s: &SimPanel, origin: [f64; 3]) -> Result<Mission, String> {
     let world = |p: [f32; 3], up: f64| {
         [
             origin[0] + p[0] as f64,
@@ -130,7 +147,7 @@ pub fn mission(app: &AerieApp) -> Result<Mission, String> {
             origin[2] + p[2] as f64 + up,
         ]
     };
-    let start = start_point(app).ok_or("click a start point on the map")?;
+    let start = s.start_point().ok_or("click a start point on the map")?;
     let goal = s.goal.ok_or("click a goal point on the map")?;
     let st = world(start, 0.3);
     let mission = Mission {
@@ -169,20 +186,29 @@ pub fn mission(app: &AerieApp) -> Result<Mission, String> {
     Ok(mission)
 }
 
-/// Where the vehicle starts: the clicked start, else the default of the map (see [`default_start`]).
-pub fn start_point(app: &AerieApp) -> Option<[f32; 3]> {
-    app.sim.start.or(app.sim.auto_start.1)
-}
+impl SimPanel {
+    /// Where the vehicle starts: the clicked start, else the default of the map (see [`default_start`]).
+    pub fn start_point(&self) -> Option<[f32; 3]> {
+        self.start.or(self.auto_start.1)
+    }
 
-/// Recomputes the default start when the map changes (once per map: it reads every point).
-fn refresh_default_start(app: &mut AerieApp) {
-    let key = app.map.as_ref().map(|m| Arc::as_ptr(&m.cloud) as usize);
-    if app.sim.auto_start.0 != key {
-        let start = app
-            .map
-            .as_ref()
-            .and_then(|m| default_start(&m.cloud, app.view_origin.unwrap_or_default()));
-        app.sim.auto_start = (key, start);
+    /// Recomputes the default start when the map changes (once per map: it reads every point).
+    fn refresh_default_start(&mut self, doc: &Document) {
+        let key = doc.map().map(|_| doc.map_version());
+        if self.auto_start.0 != key {
+            let start = doc
+                .map()
+                .and_then(|m| default_start(&m.cloud, doc.origin()));
+            self.auto_start = (key, start);
+        }
+    }
+
+    /// A click in the viewport at `pos` (view-local) sets the start or the goal.
+    pub fn viewport_clicked(&mut self, pos: [f32; 3]) {
+        match self.click_sets {
+            ClickSets::Start => self.start = Some(pos),
+            ClickSets::Goal => self.goal = Some(pos),
+        }
     }
 }
 
@@ -207,96 +233,87 @@ fn default_start(cloud: &Cloud, origin: [f64; 3]) -> Option<[f32; 3]> {
     Some(std::array::from_fn(|k| (ground[k] - origin[k]) as f32))
 }
 
-pub fn start_flight(app: &mut AerieApp) {
-    let mission = match mission(app) {
-        Ok(m) => m,
-        Err(e) => return app.error(e),
-    };
-    let Some(m) = &app.map else { return };
-    let map = match Map::try_from((*m.packed).clone()) {
-        Ok(map) => map,
-        Err(e) => return app.error(format!("cannot fly in this map: {e}")),
-    };
-    app.sim.stop();
-    let recording = app.sim.record.then(|| Recording {
-        dir: app.sim.record_dir.trim().into(),
-        options: mission.recording,
-    });
-    if recording
-        .as_ref()
-        .is_some_and(|r| r.dir.as_os_str().is_empty())
-    {
-        return app.error("choose a folder to save the recording into");
+impl SimPanel {
+    fn start_flight(&mut self, cx: &mut Cx<'_>) {
+        let origin = cx.doc.origin();
+        let mission = match mission(self, origin) {
+            Ok(m) => m,
+            Err(e) => return cx.error(e),
+        };
+        let Some(m) = cx.doc.map() else { return };
+        let map = match Map::try_from((*m.packed).clone()) {
+            Ok(map) => map,
+            Err(e) => return cx.error(format!("cannot fly in this map: {e}")),
+        };
+        self.stop();
+        let recording = self.record.then(|| Recording {
+            dir: self.record_dir.trim().into(),
+            options: mission.recording,
+        });
+        if recording
+            .as_ref()
+            .is_some_and(|r| r.dir.as_os_str().is_empty())
+        {
+            return cx.error("choose a folder to save the recording into");
+        }
+        let live = Live::start(map, (mission, recording), origin, cx.waker());
+        live.set_speed(self.speed_x);
+        self.live = Some(live);
+        self.snap = Snapshot::default();
+        self.reported = false;
+        cx.info(format!(
+            "flying with a {} on a {}",
+            self.sensor, self.vehicle
+        ));
     }
-    let live = Live::start(
-        map,
-        (mission, recording),
-        app.view_origin.unwrap_or_default(),
-        app.waker(),
-    );
-    live.set_speed(app.sim.speed_x);
-    app.sim.live = Some(live);
-    app.sim.snap = Snapshot::default();
-    app.sim.reported = false;
-    app.info(format!(
-        "flying with a {} on a {}",
-        app.sim.sensor, app.sim.vehicle
-    ));
-}
 
-pub fn clicked(app: &mut AerieApp, pos: [f32; 3]) {
-    match app.sim.click_sets {
-        ClickSets::Start => app.sim.start = Some(pos),
-        ClickSets::Goal => app.sim.goal = Some(pos),
-    }
-}
-
-pub fn poll(app: &mut AerieApp) {
-    refresh_default_start(app);
-    let Some(live) = &app.sim.live else { return };
-    let snap = live.snapshot();
-    let stopped = live.stopped();
-    if snap.scan_seq != app.sim.scan_seq {
-        app.sim.scan_seq = snap.scan_seq;
-        if let Some(r) = &snap.range {
-            let image = range_image(r);
-            match &mut app.sim.range_tex {
-                Some(t) => t.set(image, egui::TextureOptions::NEAREST),
-                None => {
-                    app.sim.range_tex = Some(app.ctx.load_texture(
-                        "range",
-                        image,
-                        egui::TextureOptions::NEAREST,
-                    ));
+    /// Takes the flight's latest snapshot; tells how it ended, once.
+    fn poll_flight(&mut self, cx: &mut Cx<'_>) {
+        let Some(live) = &self.live else { return };
+        let snap = live.snapshot();
+        let stopped = live.stopped();
+        if snap.scan_seq != self.scan_seq {
+            self.scan_seq = snap.scan_seq;
+            if let Some(r) = &snap.range {
+                let image = range_image(r);
+                match &mut self.range_tex {
+                    Some(t) => t.set(image, egui::TextureOptions::NEAREST),
+                    None => {
+                        self.range_tex = Some(cx.egui.load_texture(
+                            "range",
+                            image,
+                            egui::TextureOptions::NEAREST,
+                        ));
+                    }
                 }
             }
         }
-    }
-    let done = snap.finished && !app.sim.reported;
-    app.sim.snap = snap;
-    if done {
-        app.sim.reported = true;
-        let s = &app.sim.snap;
-        let how = if stopped {
-            format!("stopped at {:.1} s of {:.1} s", s.t, s.end)
-        } else if s.t < s.end - 0.01 {
-            // The window's missions never stop on a collision: an early end means the vehicle landed.
-            format!("finished at {:.1} s, the vehicle landed", s.t)
-        } else {
-            format!("finished at {:.1} s", s.t)
-        };
-        let msg = format!(
-            "flight {how}, {} collision(s), {:.1}x real time",
-            s.events.iter().filter(|e| e.collision().is_some()).count(),
-            s.real_time_factor
-        );
-        let saved = s
-            .saved
-            .as_ref()
-            .map_or(String::new(), |d| format!("; saved to {}", d.display()));
-        match s.error.clone() {
-            Some(e) => app.error(e),
-            None => app.info(msg + &saved),
+        let done = snap.finished && !self.reported;
+        self.snap = snap;
+        if done {
+            self.reported = true;
+            let s = &self.snap;
+            let how = if stopped {
+                format!("stopped at {:.1} s of {:.1} s", s.t, s.end)
+            } else if s.t < s.end - 0.01 {
+                // The window's missions never stop on a collision: an early end means the vehicle landed.
+                format!("finished at {:.1} s, the vehicle landed", s.t)
+            } else {
+                format!("finished at {:.1} s", s.t)
+            };
+            let msg = format!(
+                "flight {how}, {} collision(s), {:.1}x real time",
+                s.events.iter().filter(|e| e.collision().is_some()).count(),
+                s.real_time_factor
+            );
+            let saved = s
+                .saved
+                .as_ref()
+                .map_or(String::new(), |d| format!("; saved to {}", d.display()));
+            match s.error.clone() {
+                Some(e) => cx.error(e),
+                None => cx.info(msg + &saved),
+            }
         }
     }
 }
@@ -323,39 +340,43 @@ fn range_image(r: &Image) -> egui::ColorImage {
     }
 }
 
-pub fn overlay(app: &AerieApp, o: &mut Overlay) {
-    if app.map.is_none() || app.step != super::app::Step::Simulate && !app.sim.has_flight() {
-        return;
-    }
-    if let Some(p) = start_point(app) {
-        o.markers
-            .push((p, Color32::from_rgb(80, 230, 120), "start".into()));
-    }
-    if let Some(p) = app.sim.goal {
-        o.markers
-            .push((p, Color32::from_rgb(255, 170, 40), "goal".into()));
-    }
-    let origin = app.view_origin.unwrap_or_default();
-    o.points = app.sim.scan_points();
-    o.points_color = Color32::WHITE;
-    for v in &app.sim.snap.vehicles {
-        o.lines
-            .push((v.track.clone(), Color32::from_rgb(90, 200, 255)));
-        let p = std::array::from_fn(|k| (v.position[k] - origin[k]) as f32);
-        o.markers
-            .push((p, Color32::from_rgb(90, 200, 255), v.name.clone()));
-    }
-    for e in app.sim.snap.events.iter().filter_map(|e| e.collision()) {
-        let p = std::array::from_fn(|k| (e.point_hit[k] - origin[k]) as f32);
-        o.markers.push((
-            p,
-            Color32::from_rgb(255, 60, 60),
-            format!("collision {:.1} s", e.time_s),
-        ));
+impl SimPanel {
+    /// What the viewport draws over the points: the start, the goal, the live scan, the vehicles' tracks and
+    /// the collisions; shown in the Simulate step and while a flight exists.
+    pub fn overlay(&self, doc: &Document, step: Step, o: &mut Overlay) {
+        if doc.map().is_none() || step != Step::Simulate && !self.has_flight() {
+            return;
+        }
+        if let Some(p) = self.start_point() {
+            o.markers
+                .push((p, Color32::from_rgb(80, 230, 120), "start".into()));
+        }
+        if let Some(p) = self.goal {
+            o.markers
+                .push((p, Color32::from_rgb(255, 170, 40), "goal".into()));
+        }
+        let origin = doc.origin();
+        o.points = self.scan_points();
+        o.points_color = Color32::WHITE;
+        for v in &self.snap.vehicles {
+            o.lines
+                .push((v.track.clone(), Color32::from_rgb(90, 200, 255)));
+            let p = std::array::from_fn(|k| (v.position[k] - origin[k]) as f32);
+            o.markers
+                .push((p, Color32::from_rgb(90, 200, 255), v.name.clone()));
+        }
+        for e in self.snap.events.iter().filter_map(|e| e.collision()) {
+            let p = std::array::from_fn(|k| (e.point_hit[k] - origin[k]) as f32);
+            o.markers.push((
+                p,
+                Color32::from_rgb(255, 60, 60),
+                format!("collision {:.1} s", e.time_s),
+            ));
+        }
     }
 }
 
-fn presets_ui(s: &mut SimState, ui: &mut egui::Ui) {
+fn presets_ui(s: &mut SimPanel, ui: &mut egui::Ui) {
     egui::ComboBox::from_label("vehicle")
         .selected_text(&s.vehicle)
         .show_ui(ui, |ui| {
@@ -390,8 +411,8 @@ fn presets_ui(s: &mut SimState, ui: &mut egui::Ui) {
     });
 }
 
-fn fmt_point(app: &AerieApp, p: Option<[f32; 3]>) -> String {
-    let o = app.view_origin.unwrap_or_default();
+fn fmt_point(origin: [f64; 3], p: Option<[f32; 3]>) -> String {
+    let o = origin;
     p.map_or("—".into(), |p| {
         format!(
             "{:.1}, {:.1}, {:.1}",
@@ -402,61 +423,49 @@ fn fmt_point(app: &AerieApp, p: Option<[f32; 3]>) -> String {
     })
 }
 
-fn controls_ui(app: &mut AerieApp, ui: &mut egui::Ui) {
-    ui.horizontal(|ui| {
-        if ui
-            .add_enabled(
-                app.sim.goal.is_some(),
-                egui::Button::new(RichText::new("Fly").strong()),
-            )
-            .clicked()
-        {
-            start_flight(app);
-        }
-        if let Some(live) = &app.sim.live
-            && !app.sim.snap.finished
-        {
-            let paused = live.paused();
-            if ui.button(if paused { "Resume" } else { "Pause" }).clicked() {
-                live.set_paused(!paused);
+impl SimPanel {
+    fn controls_ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+        ui.horizontal(|ui| {
+            if ui
+                .add_enabled(
+                    self.goal.is_some(),
+                    egui::Button::new(RichText::new("Fly").strong()),
+                )
+                .clicked()
+            {
+                self.start_flight(cx);
             }
-            if ui.add_enabled(paused, egui::Button::new("Step")).clicked() {
-                live.step();
-            }
-            if ui.button("Stop").clicked() {
-                live.stop();
-            }
-        }
-    });
-    ui.horizontal(|ui| {
-        ui.label("speed");
-        for (label, x) in [("1x", 1.0), ("2x", 2.0), ("5x", 5.0), ("max", 0.0)] {
-            if ui.selectable_label(app.sim.speed_x == x, label).clicked() {
-                app.sim.speed_x = x;
-                if let Some(l) = &app.sim.live {
-                    l.set_speed(x);
+            if let Some(live) = &self.live
+                && !self.snap.finished
+            {
+                let paused = live.paused();
+                if ui.button(if paused { "Resume" } else { "Pause" }).clicked() {
+                    live.set_paused(!paused);
+                }
+                if ui.add_enabled(paused, egui::Button::new("Step")).clicked() {
+                    live.step();
+                }
+                if ui.button("Stop").clicked() {
+                    live.stop();
                 }
             }
-        }
-    });
-}
+        });
+        ui.horizontal(|ui| {
+            ui.label("speed");
+            for (label, x) in [("1x", 1.0), ("2x", 2.0), ("5x", 5.0), ("max", 0.0)] {
+                if ui.selectable_label(self.speed_x == x, label).clicked() {
+                    self.speed_x = x;
+                    if let Some(l) = &self.live {
+                        l.set_speed(x);
+                    }
+                }
+            }
+        });
+    }
 
-pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
-    ui.heading("Simulate");
-    presets_ui(&mut app.sim, ui);
-    ui.add_space(4.0);
-    ui.horizontal(|ui| {
-        ui.label("a click in the view sets the");
-        ui.radio_value(&mut app.sim.click_sets, ClickSets::Start, "start");
-        ui.radio_value(&mut app.sim.click_sets, ClickSets::Goal, "goal");
-    });
-    ui.label(format!("start: {}", fmt_point(app, start_point(app))));
-    ui.label(format!("goal:  {}", fmt_point(app, app.sim.goal)));
-    ui.separator();
-    recording_ui(&mut app.sim, ui);
-    controls_ui(app, ui);
-    if app.sim.has_flight() {
-        let s = &app.sim.snap;
+    /// The flight's time, errors and events as they happen.
+    fn flight_ui(&self, ui: &mut egui::Ui) {
+        let s = &self.snap;
         if s.preparing {
             ui.label("building the map's beam index (once per map) ...");
         } else {
@@ -479,12 +488,52 @@ pub fn ui(app: &mut AerieApp, ui: &mut egui::Ui) {
             }
         }
     }
-    ui.add_space(8.0);
-    ui.label(RichText::new("For missions with several goals or vehicles, save the map and run `aerie fly MAP --mission m.toml -o run/` (see the user guide).").weak());
+}
+
+impl Panel for SimPanel {
+    fn poll(&mut self, cx: &mut Cx<'_>) {
+        // The view origin was forgotten (everything closed): the points clicked meant places around it.
+        if cx.doc.origin_epoch() != self.origin_epoch {
+            self.forget_map();
+            self.origin_epoch = cx.doc.origin_epoch();
+        }
+        self.refresh_default_start(cx.doc);
+        self.poll_flight(cx);
+    }
+
+    fn busy(&self) -> bool {
+        self.running()
+    }
+
+    fn cancel(&mut self) {
+        self.stop();
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+        ui.heading("Simulate");
+        presets_ui(self, ui);
+        ui.add_space(4.0);
+        ui.horizontal(|ui| {
+            ui.label("a click in the view sets the");
+            ui.radio_value(&mut self.click_sets, ClickSets::Start, "start");
+            ui.radio_value(&mut self.click_sets, ClickSets::Goal, "goal");
+        });
+        let origin = cx.doc.origin();
+        ui.label(format!("start: {}", fmt_point(origin, self.start_point())));
+        ui.label(format!("goal:  {}", fmt_point(origin, self.goal)));
+        ui.separator();
+        recording_ui(self, ui);
+        self.controls_ui(ui, cx);
+        if self.has_flight() {
+            self.flight_ui(ui);
+        }
+        ui.add_space(8.0);
+        ui.label(RichText::new("For missions with several goals or vehicles, save the map and run `aerie fly MAP --mission m.toml -o run/` (see the user guide).").weak());
+    }
 }
 
 /// Whether and where the flight is saved, with the choices of `aerie fly --compression --rosbag2`.
-fn recording_ui(s: &mut SimState, ui: &mut egui::Ui) {
+fn recording_ui(s: &mut SimPanel, ui: &mut egui::Ui) {
     ui.checkbox(
         &mut s.record,
         "save the recording (MCAP, trajectories, events)",
@@ -513,59 +562,85 @@ fn recording_ui(s: &mut SimState, ui: &mut egui::Ui) {
     );
 }
 
-/// The right panel during a flight: the range image and the plots.
-pub fn side_panel(app: &mut AerieApp, ui: &mut egui::Ui) {
-    ui.heading("Flight");
-    if let Some(t) = &app.sim.range_tex {
-        ui.label(format!("{} range image", app.sim.sensor));
-        let w = ui.available_width();
-        let size = t.size_vec2();
-        let h = (w * size.y / size.x.max(1.0)).clamp(30.0, 220.0);
-        ui.image((t.id(), egui::vec2(w, h)));
-    }
-    let plot = &app.sim.snap.plot;
-    let series = |k: usize| -> Vec<[f64; 2]> { plot.iter().map(|r| [r[0], r[k]]).collect() };
-    for (id, title, keys) in [
-        ("alt", "altitude (m)", &[(1usize, "z")][..]),
-        ("speed", "speed (m/s)", &[(2, "speed")][..]),
-        (
-            "att",
-            "attitude (deg)",
-            &[(3, "roll"), (4, "pitch"), (5, "yaw")][..],
-        ),
-    ] {
-        ui.label(title);
-        // At least a second and a tenth of a unit across: egui_plot panics on bounds of no width, which a
-        // flight's first sample, or a vehicle at rest (a speed of 1e-19), would give.
-        let range = |v: &mut dyn Iterator<Item = f64>| {
-            v.filter(|x| x.is_finite())
-                .fold(None, |r: Option<(f64, f64)>, x| {
-                    Some(r.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
+impl SimPanel {
+    /// The right panel during a flight: the range image and the plots.
+    pub fn side_panel(&self, ui: &mut egui::Ui) {
+        ui.heading("Flight");
+        if let Some(t) = &self.range_tex {
+            ui.label(format!("{} range image", self.sensor));
+            let w = ui.available_width();
+            let size = t.size_vec2();
+            let h = (w * size.y / size.x.max(1.0)).clamp(30.0, 220.0);
+            ui.image((t.id(), egui::vec2(w, h)));
+        }
+        let plot = &self.snap.plot;
+        let series = |k: usize| -> Vec<[f64; 2]> { plot.iter().map(|r| [r[0], r[k]]).collect() };
+        for (id, title, keys) in [
+            ("alt", "altitude (m)", &[(1usize, "z")][..]),
+            ("speed", "speed (m/s)", &[(2, "speed")][..]),
+            (
+                "att",
+                "attitude (deg)",
+                &[(3, "roll"), (4, "pitch"), (5, "yaw")][..],
+            ),
+        ] {
+            ui.label(title);
+            // At least a second and a tenth of a unit across: egui_plot panics on bounds of no width, which a
+            // flight's first sample, or a vehicle at rest (a speed of 1e-19), would give.
+            let range = |v: &mut dyn Iterator<Item = f64>| {
+                v.filter(|x| x.is_finite())
+                    .fold(None, |r: Option<(f64, f64)>, x| {
+                        Some(r.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
+                    })
+            };
+            let (t0, t1) = range(&mut plot.iter().map(|r| r[0])).unwrap_or((0.0, 1.0));
+            let (y0, y1) = range(&mut keys.iter().flat_map(|(k, _)| plot.iter().map(|r| r[*k])))
+                .unwrap_or((0.0, 1.0));
+            Plot::new(id)
+                .height(120.0)
+                .legend(Legend::default())
+                .include_x(t0)
+                .include_x(t1.max(t0 + 1.0))
+                .include_y(y0)
+                .include_y(y1.max(y0 + 0.1))
+                // Marks rounded to a thousandth: a level vehicle's attitude otherwise reads 0.00000000000002.
+                .y_axis_formatter(|mark, _| {
+                    format!("{}", (mark.value * 1000.0).round() / 1000.0 + 0.0)
                 })
-        };
-        let (t0, t1) = range(&mut plot.iter().map(|r| r[0])).unwrap_or((0.0, 1.0));
-        let (y0, y1) = range(&mut keys.iter().flat_map(|(k, _)| plot.iter().map(|r| r[*k])))
-            .unwrap_or((0.0, 1.0));
-        Plot::new(id)
-            .height(120.0)
-            .legend(Legend::default())
-            .include_x(t0)
-            .include_x(t1.max(t0 + 1.0))
-            .include_y(y0)
-            .include_y(y1.max(y0 + 0.1))
-            // Marks rounded to a thousandth: a level vehicle's attitude otherwise reads 0.00000000000002.
-            .y_axis_formatter(|mark, _| format!("{}", (mark.value * 1000.0).round() / 1000.0 + 0.0))
-            .show(ui, |p| {
-                for (k, name) in keys {
-                    p.line(Line::new(*name, series(*k)));
-                }
-            });
+                .show(ui, |p| {
+                    for (k, name) in keys {
+                        p.line(Line::new(*name, series(*k)));
+                    }
+                });
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use egui_kittest::kittest::Queryable;
+
+    use super::super::panel::testing::{doc_with_map, harness};
     use super::*;
+
+    #[test]
+    fn a_click_sets_the_goal_until_everything_is_closed() {
+        let mut h = harness(SimPanel::default(), doc_with_map());
+        h.run_steps(1);
+        assert!(
+            h.state().panel.start_point().is_some(),
+            "a default start on the map"
+        );
+        h.state_mut().panel.viewport_clicked([1.0, 2.0, 0.5]);
+        h.run_steps(2);
+        h.get_by_label("goal:  1001.0, 2002.0, 10.5");
+        // Everything closed: the goal clicked meant a place around the old view origin.
+        h.state_mut().doc.remove_file(0);
+        h.state_mut().doc.close_map();
+        h.run_steps(1);
+        assert_eq!(h.state().panel.goal, None);
+        assert!(h.state().actions.sent().is_empty());
+    }
 
     #[test]
     fn the_default_start_is_the_ground_in_the_middle() {

@@ -12,7 +12,8 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
 use super::Launch;
-use super::app::{AerieApp, Step};
+use super::action::Step;
+use super::app::AerieApp;
 
 fn harness(files: Vec<PathBuf>) -> Harness<'static, AerieApp> {
     Harness::builder()
@@ -76,21 +77,28 @@ fn import_clean_fly_and_export_lone_star() {
     let mut h = harness(vec![scan]);
     let long = Duration::from_secs(300);
     run_until(&mut h, long, |a| !a.busy());
-    assert_eq!(h.state().files.len(), 1, "{:?}", log(h.state()));
+    assert_eq!(h.state().doc.files().len(), 1, "{:?}", log(h.state()));
     h.get_by_label("lone_star_tls.laz");
 
     // Clean: preview what outlier removal drops, then run the recipe.
     h.get_by_label("2  Clean").click();
     h.step();
     h.get_by_label("Preview outliers").click();
-    run_until(&mut h, long, |a| a.clean.preview_counts.is_some());
-    let (removed, total) = h.state().clean.preview_counts.unwrap();
+    run_until(&mut h, long, |a| {
+        a.panels.clean.preview_counts(&a.doc).is_some()
+    });
+    let (removed, total) = h
+        .state()
+        .panels
+        .clean
+        .preview_counts(&h.state().doc)
+        .unwrap();
     assert!(removed > 0 && removed < total / 10, "{removed} of {total}");
     h.get_by_label_contains("would remove");
     h.get_by_label("Run cleaning").click();
-    run_until(&mut h, long, |a| a.map.is_some() && !a.busy());
+    run_until(&mut h, long, |a| a.doc.map().is_some() && !a.busy());
     assert_eq!(h.state().step, Step::Map);
-    let m = h.state().map.as_ref().unwrap();
+    let m = h.state().doc.map().unwrap();
     assert_eq!(m.points_in, total);
     let points_out = m.packed.len();
     assert!(points_out > 10_000 && points_out < total);
@@ -103,7 +111,7 @@ fn import_clean_fly_and_export_lone_star() {
     // Save the map, as `aerie prepare` would.
     h.get_by_label("3  Map").click();
     let amap = out.path().join("lone.amap");
-    h.state_mut().mapstep.save_path = amap.display().to_string();
+    h.state_mut().panels.map.save_path = amap.display().to_string();
     h.step();
     h.get_by_label("Save .amap").click();
     run_until(&mut h, long, |a| !a.busy());
@@ -116,7 +124,7 @@ fn import_clean_fly_and_export_lone_star() {
     // Simulate: a click in the viewport sets the goal; then start and goal on the ground either side of the tree.
     h.get_by_label("4  Simulate").click();
     h.step();
-    let target = h.state().map.as_ref().unwrap().layer.points[0].pos;
+    let target = h.state().layers.map().unwrap().points[0].pos;
     h.state_mut().view.camera.target = target;
     h.step();
     let centre = h
@@ -128,51 +136,59 @@ fn import_clean_fly_and_export_lone_star() {
     click_at(&h, centre);
     h.step();
     assert!(
-        h.state().sim.goal.is_some(),
+        h.state().panels.simulate.goal.is_some(),
         "a click in the viewport sets the goal"
     );
     let (start, goal) = ground_pair(h.state());
-    h.state_mut().sim.start = Some(start);
-    h.state_mut().sim.goal = Some(goal);
-    h.state_mut().sim.sensor = "mid360".into();
-    h.state_mut().sim.speed_x = 0.0;
+    h.state_mut().panels.simulate.start = Some(start);
+    h.state_mut().panels.simulate.goal = Some(goal);
+    h.state_mut().panels.simulate.sensor = "mid360".into();
+    h.state_mut().panels.simulate.speed_x = 0.0;
     // Saved as `aerie fly -o run --compression lz4` would.
     let run = out.path().join("run");
-    h.state_mut().sim.record = true;
-    h.state_mut().sim.record_dir = run.display().to_string();
+    h.state_mut().panels.simulate.record = true;
+    h.state_mut().panels.simulate.record_dir = run.display().to_string();
     // Two frames: egui lays out a panel's new widgets in the frame after they appear.
     h.step();
     h.step();
     h.get_by_label("lz4").click();
     h.step();
-    assert_eq!(h.state().sim.recording.compression, Compression::Lz4);
+    assert_eq!(
+        h.state().panels.simulate.recording.compression,
+        Compression::Lz4
+    );
     h.get_by_label("Fly").click();
-    run_until(&mut h, long, |a| a.sim.snap.t > 3.0 || a.sim.snap.finished);
+    run_until(&mut h, long, |a| {
+        a.panels.simulate.snap.t > 3.0 || a.panels.simulate.snap.finished
+    });
     assert!(
-        h.state().sim.snap.error.is_none(),
+        h.state().panels.simulate.snap.error.is_none(),
         "{:?}",
-        h.state().sim.snap.error
+        h.state().panels.simulate.snap.error
     );
     assert!(
-        !h.state().sim.scan_points().is_empty(),
+        !h.state().panels.simulate.scan_points().is_empty(),
         "the live scan is drawn"
     );
-    assert!(h.state().sim.snap.plot.len() > 20);
+    assert!(h.state().panels.simulate.snap.plot.len() > 20);
     assert!(
-        h.state().sim.snap.scan.len() > 1000,
+        h.state().panels.simulate.snap.scan.len() > 1000,
         "a Mid-360 frame has returns"
     );
     h.get_by_label("Stop").click();
-    run_until(&mut h, long, |a| a.sim.snap.finished);
+    run_until(&mut h, long, |a| a.panels.simulate.snap.finished);
     // The events as they happened, and the recording saved with them.
-    let events = &h.state().sim.snap.events;
+    let events = &h.state().panels.simulate.snap.events;
     assert!(
         events
             .first()
             .is_some_and(|e| e.describe().contains("took off")),
         "{events:?}"
     );
-    assert_eq!(h.state().sim.snap.saved.as_deref(), Some(run.as_path()));
+    assert_eq!(
+        h.state().panels.simulate.snap.saved.as_deref(),
+        Some(run.as_path())
+    );
     for file in [
         "flight.mcap",
         "events.jsonl",
@@ -195,7 +211,7 @@ fn import_clean_fly_and_export_lone_star() {
     // Export for MARSIM.
     h.get_by_label("5  Export").click();
     let pcd = out.path().join("lone_marsim.pcd");
-    h.state_mut().export.path = pcd.display().to_string();
+    h.state_mut().panels.export.path = pcd.display().to_string();
     h.step();
     h.get_by_label("Export").click();
     run_until(&mut h, long, |a| !a.busy());
@@ -209,7 +225,7 @@ fn import_clean_fly_and_export_lone_star() {
 
 /// Two ground points 8 m either side of the map's middle, view-local.
 fn ground_pair(app: &AerieApp) -> ([f32; 3], [f32; 3]) {
-    let layer = &app.map.as_ref().unwrap().layer;
+    let layer = app.layers.map().unwrap();
     let (mut lo, mut hi) = ([f32::INFINITY; 2], [f32::NEG_INFINITY; 2]);
     for p in layer.points.iter() {
         for k in 0..2 {
@@ -250,7 +266,7 @@ fn a_bad_file_is_an_error_in_the_window_not_a_crash() {
         errors[0].contains("broken.las") && errors[1].contains("missing.pcd"),
         "{errors:?}"
     );
-    assert!(h.state().files.is_empty());
+    assert!(h.state().doc.files().is_empty());
     h.get_by_label_contains("missing.pcd");
 }
 
@@ -274,18 +290,18 @@ fn removing_the_last_file_forgets_where_it_was() {
     std::fs::write(&far, lines).unwrap();
     let mut h = harness(vec![far]);
     run_until(&mut h, Duration::from_secs(30), |a| !a.busy());
-    assert_eq!(h.state().files.len(), 1, "{:?}", log(h.state()));
-    assert!(h.state().view_origin.is_some());
+    assert_eq!(h.state().doc.files().len(), 1, "{:?}", log(h.state()));
+    assert!(h.state().doc.view_origin().is_some());
     // A point clicked relative to the old origin would land anywhere in the next map.
-    h.state_mut().sim.goal = Some([1.0, 2.0, 3.0]);
+    h.state_mut().panels.simulate.goal = Some([1.0, 2.0, 3.0]);
     h.get_by_label("remove").click();
     h.run_steps(2);
-    assert!(h.state().files.is_empty());
+    assert!(h.state().doc.files().is_empty());
     assert!(
-        h.state().view_origin.is_none(),
+        h.state().doc.view_origin().is_none(),
         "the next file must not be drawn around the removed one's origin"
     );
-    assert_eq!(h.state().sim.goal, None);
+    assert_eq!(h.state().panels.simulate.goal, None);
     assert!(
         log(h.state()).iter().any(|l| l.starts_with("removed ")),
         "{:?}",

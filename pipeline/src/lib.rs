@@ -6,6 +6,8 @@
 //! - [`filters`], [`features`]: preparation stages, each a function over `Cloud` with a serde parameter struct
 //!   and a [`StageReport`].
 //! - [`map`]: voxel buckets and the memory-mapped `.amap` file the simulator reads.
+//! - [`export`]: a map written for another tool (its [`export::Target`]s and the app's [`export::PRESETS`]), or
+//!   saved as `.amap` with its [`MapReport`] beside it.
 //! - [`pose`]: poses are nalgebra's `Isometry3<f64>`, named by frames (`world_from_scan`), stored in the
 //!   `{ rotation_wxyz, translation }` form.
 //!
@@ -50,6 +52,7 @@
 pub mod cloud;
 pub mod crs;
 pub mod error;
+pub mod export;
 pub mod features;
 pub mod filters;
 mod grid;
@@ -70,7 +73,7 @@ pub use cloud::{
 };
 pub use error::{Error, LengthMismatch, NotFinite, Result, is_bad_path};
 pub use progress::{CancelFlag, NoProgress, Progress};
-pub use report::StageReport;
+pub use report::{MapReport, StageReport};
 pub use summary::CloudSummary;
 
 #[doc(hidden)]

@@ -17,8 +17,10 @@ use crate::report::StageReport;
 pub struct CropParams {
     /// Minimum corner of the box in world coordinates (the cloud's frame, origin applied), metres, inclusive.
     /// Default: [-inf, -inf, -inf] (unbounded).
+    #[serde(deserialize_with = "min_corner")]
     pub min: [f64; 3],
     /// Maximum corner of the box in world coordinates, metres, inclusive. Default: [inf, inf, inf].
+    #[serde(deserialize_with = "max_corner")]
     pub max: [f64; 3],
     /// Keep the points outside the box instead of inside. Default: false.
     pub invert: bool,
@@ -32,6 +34,25 @@ impl Default for CropParams {
             invert: false,
         }
     }
+}
+
+/// A minimum corner whose unbounded sides are `null`: JSON has no infinity, and serde_json writes one as `null`
+/// (the recipe in a map's report), so `null` reads back as the unbounded side it was.
+fn min_corner<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<[f64; 3], D::Error> {
+    corner(d, f64::NEG_INFINITY)
+}
+
+/// A maximum corner whose unbounded sides are `null` (see [`min_corner`]).
+fn max_corner<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<[f64; 3], D::Error> {
+    corner(d, f64::INFINITY)
+}
+
+fn corner<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    unbounded: f64,
+) -> std::result::Result<[f64; 3], D::Error> {
+    let sides = <[Option<f64>; 3]>::deserialize(d)?;
+    Ok(sides.map(|s| s.unwrap_or(unbounded)))
 }
 
 /// Keep the points inside (or, with `invert`, outside) the box. An empty input gives an empty output; a box that

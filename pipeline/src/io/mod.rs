@@ -88,16 +88,29 @@ impl Format {
 
     /// Parse a format name as given to `--format` (also accepts extensions).
     pub fn from_name(name: &str) -> Option<Format> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "las" => Format::Las,
-            "laz" => Format::Laz,
-            "e57" => Format::E57,
-            "ply" => Format::Ply,
-            "pcd" => Format::Pcd,
-            "xyz" | "txt" | "csv" | "pts" | "asc" => Format::Xyz,
-            "bin" | "kitti" => Format::Kitti,
-            _ => return None,
-        })
+        let name = name.to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == name || f.extensions().contains(&name.as_str()))
+    }
+
+    /// The file extensions that name the format, lower case; the first is the one a written file takes. File
+    /// dialogs offer these, and [`Format::from_path`] reads them.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Las => &["las"],
+            Format::Laz => &["laz"],
+            Format::E57 => &["e57"],
+            Format::Ply => &["ply"],
+            Format::Pcd => &["pcd"],
+            Format::Xyz => &["xyz", "txt", "csv", "pts", "asc"],
+            Format::Kitti => &["bin"],
+        }
+    }
+
+    /// The extension a file written in the format takes (`.bin` for KITTI).
+    pub fn extension(self) -> &'static str {
+        self.extensions()[0]
     }
 
     /// Recognise a format from the first bytes of a file.

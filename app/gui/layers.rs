@@ -1,0 +1,112 @@
+//! The viewport's point layers of the document: one per scan file and one for the map, in the colour mode and
+//! point size chosen, drawn relative to the document's view origin. They are derived data, kept beside the
+//! document rather than in it: [`Layers::sync`] rebuilds a layer only when what it shows has changed (a file's or
+//! the map's version, the colouring), so neither the panels nor the document build or recolour layers.
+
+use aerie_pipeline::Cloud;
+
+use super::document::Document;
+use super::view::{ColorMode, PointLayer};
+
+/// Slot of the map's layer in the viewport (the files' are their indices).
+pub const SLOT_MAP: usize = 1000;
+
+/// Colour of the points a stage would remove.
+pub const REMOVED_COLOR: [u8; 3] = [255, 40, 200];
+
+/// What a layer was built from: it is rebuilt when this changes.
+#[derive(Clone, Copy, PartialEq)]
+struct Key {
+    version: u64,
+    origin: [f64; 3],
+    color: ColorMode,
+    size_bits: u32,
+}
+
+/// The layers of the files and of the map.
+#[derive(Default)]
+pub struct Layers {
+    files: Vec<(Key, PointLayer)>,
+    map: Option<(Key, PointLayer)>,
+}
+
+impl Layers {
+    /// Brings the layers in line with `doc`, coloured by `color`, points drawn `point_size_px` wide.
+    pub fn sync(&mut self, doc: &Document, color: ColorMode, point_size_px: f32) {
+        let key = |version| Key {
+            version,
+            origin: doc.origin(),
+            color,
+            size_bits: point_size_px.to_bits(),
+        };
+        let mut old = std::mem::take(&mut self.files);
+        self.files = doc
+            .files()
+            .iter()
+            .map(|f| {
+                let k = key(f.version());
+                match old.iter().position(|(o, _)| *o == k) {
+                    Some(i) => old.swap_remove(i),
+                    None => {
+                        let mask = f.removed.as_ref().map(|m| (m.as_slice(), REMOVED_COLOR));
+                        (k, build(&f.cloud, k, mask))
+                    }
+                }
+            })
+            .collect();
+        self.map = doc.map().map(|m| {
+            let k = key(doc.map_version());
+            match self.map.take() {
+                Some((o, layer)) if o == k => (o, layer),
+                _ => (k, build(&m.cloud, k, None)),
+            }
+        });
+    }
+
+    /// The files' layers, in the order of the document's files.
+    pub fn files(&self) -> impl Iterator<Item = &PointLayer> {
+        self.files.iter().map(|(_, l)| l)
+    }
+
+    /// The map's layer.
+    pub fn map(&self) -> Option<&PointLayer> {
+        self.map.as_ref().map(|(_, l)| l)
+    }
+}
+
+fn build(cloud: &Cloud, key: Key, mask: Option<(&[bool], [u8; 3])>) -> PointLayer {
+    let mut layer = PointLayer::from_cloud(cloud, key.origin, key.color, mask);
+    layer.point_size_px = f32::from_bits(key.size_bits);
+    layer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layer_is_rebuilt_only_when_what_it_shows_changes() {
+        let mut doc = Document::default();
+        let cloud = Cloud::from_positions([5.0, 0.0, 0.0], vec![[0.0; 3], [1.0, 0.0, 0.0]]);
+        doc.add_scan("a.xyz".into(), cloud, String::new());
+        let mut layers = Layers::default();
+        layers.sync(&doc, ColorMode::Height, 2.0);
+        let first = layers.files().next().unwrap().version;
+        layers.sync(&doc, ColorMode::Height, 2.0);
+        assert_eq!(layers.files().next().unwrap().version, first);
+        doc.show_removed(vec![vec![true, false]]);
+        layers.sync(&doc, ColorMode::Height, 2.0);
+        let masked = layers.files().next().unwrap();
+        assert_ne!(masked.version, first);
+        let removed = [REMOVED_COLOR[0], REMOVED_COLOR[1], REMOVED_COLOR[2], 255];
+        assert_eq!(
+            masked.points.iter().filter(|p| p.color == removed).count(),
+            1
+        );
+        layers.sync(&doc, ColorMode::Height, 3.0);
+        assert_eq!(layers.files().next().unwrap().point_size_px, 3.0);
+        doc.remove_file(0);
+        layers.sync(&doc, ColorMode::Height, 3.0);
+        assert_eq!(layers.files().count(), 0);
+    }
+}

@@ -1,0 +1,100 @@
+//! What can go wrong in an export: [`ExportError`], in the library's terms (no command-line flag, no widget).
+
+use std::path::PathBuf;
+
+use super::Target;
+use crate::io::{Encoding, Format};
+
+/// An export that could not be written. Each variant names the file and says what was expected; a caller that
+/// has its own way of fixing it (the CLI's flags) adds it as a hint.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The target's reader loads one format, and neither the output's name nor the format asked is it.
+    #[error(
+        "{}: a file for {} must be {}: name it .{}",
+        path.display(),
+        target.reader(),
+        format_words(*format),
+        format.extension()
+    )]
+    WrongFormat {
+        /// The output file.
+        path: PathBuf,
+        /// Whom the export is for.
+        target: Target,
+        /// The format the target's reader loads.
+        format: Format,
+    },
+
+    /// The target's reader loads one encoding, and another was asked.
+    #[error(
+        "{}: a file for {} must be {} {}, not {}",
+        path.display(),
+        target.reader(),
+        encoding_words(*required),
+        format_words(*format),
+        encoding_words(*asked)
+    )]
+    WrongEncoding {
+        /// The output file.
+        path: PathBuf,
+        /// Whom the export is for.
+        target: Target,
+        /// The format written.
+        format: Format,
+        /// The encoding the target's reader loads.
+        required: Encoding,
+        /// The encoding asked.
+        asked: Encoding,
+    },
+
+    /// The output is one of the files read (the same file by any path), which writing would replace.
+    #[error(
+        "the output {} is the input {}: write to another file",
+        output.display(),
+        input.display()
+    )]
+    OverwritesInput {
+        /// The output file, as given.
+        output: PathBuf,
+        /// The input it is, as given.
+        input: PathBuf,
+    },
+
+    /// The writer failed: the format could not be told, the options do not apply to it, or the file could not be
+    /// written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The output file.
+        path: PathBuf,
+        /// Why.
+        source: crate::Error,
+    },
+}
+
+impl ExportError {
+    /// True when the error is the user's input rather than the machine (the CLI exits 2 for these).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            ExportError::WrongFormat { .. }
+            | ExportError::WrongEncoding { .. }
+            | ExportError::OverwritesInput { .. } => true,
+            ExportError::Write { source, .. } => source.is_bad_input(),
+        }
+    }
+}
+
+/// A format as messages name it: `PCD`.
+fn format_words(format: Format) -> String {
+    format.name().to_ascii_uppercase()
+}
+
+/// An encoding as messages name it: `binary`, `compressed`.
+fn encoding_words(encoding: Encoding) -> &'static str {
+    match encoding {
+        Encoding::Ascii => "ascii",
+        Encoding::Binary => "binary",
+        Encoding::BinaryBigEndian => "big-endian binary",
+        Encoding::Compressed => "compressed",
+    }
+}

@@ -1,0 +1,103 @@
+//! Whom an export is for: the [`Target`]s, each described by one row of [`Target::spec`].
+
+use crate::io::{Encoding, Format};
+
+/// Whom an export is for: the tool that reads the file, which decides its format, its encoding and what it holds.
+/// [`Target::Generic`] writes the format as asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// The format as asked, every attribute it can hold.
+    #[default]
+    Generic,
+    /// MARSIM loads binary PCD with x y z only.
+    Marsim,
+    /// ROS and PCL (`pcl::io::loadPCDFile<PointXYZI>`, pcl_ros) load PCD with float x y z: every attribute, in a
+    /// local frame when the map is far from 0.
+    Ros,
+}
+
+/// What a target asks of the file written for it. Every property of a target is here, so that a target is added
+/// in one place: its variant, and its row in [`Target::spec`].
+pub(super) struct Spec {
+    /// The target's name, as a caller spells it (`marsim`); [`Target::from_name`] reads it.
+    pub name: &'static str,
+    /// Who reads the file, for messages (`MARSIM`).
+    pub reader: &'static str,
+    /// What the file is, in a line for a list of targets.
+    pub about: &'static str,
+    /// The one format the reader loads; `None`: the format asked, or the one the file's name names.
+    pub format: Option<Format>,
+    /// The one encoding the reader loads; `None`: the encoding asked, or the format's default.
+    pub encoding: Option<Encoding>,
+    /// x y z alone, whatever else the map holds (and, by design, no warning of what that leaves out).
+    pub xyz_only: bool,
+    /// Moved into a local frame when the map is far from 0: the reader holds coordinates as 32-bit floats, which
+    /// lose centimetres there.
+    pub local_frame: bool,
+}
+
+impl Target {
+    /// Every target, [`Target::Generic`] first.
+    pub const ALL: [Target; 3] = [Target::Generic, Target::Marsim, Target::Ros];
+
+    /// What the target asks of its file: the one description of each target.
+    pub(super) fn spec(self) -> Spec {
+        match self {
+            Target::Generic => Spec {
+                name: "generic",
+                reader: "any tool",
+                about: "The format as asked, every attribute it can hold.",
+                format: None,
+                encoding: None,
+                xyz_only: false,
+                local_frame: false,
+            },
+            Target::Marsim => Spec {
+                name: "marsim",
+                reader: "MARSIM",
+                about: "MARSIM loads binary PCD with x y z only.",
+                format: Some(Format::Pcd),
+                encoding: Some(Encoding::Binary),
+                xyz_only: true,
+                local_frame: true,
+            },
+            Target::Ros => Spec {
+                name: "ros",
+                reader: "ROS and PCL",
+                about: "ROS and PCL (`pcl::io::loadPCDFile<PointXYZI>`, pcl_ros) load PCD with float x y z: every \
+                        attribute, in a local frame when the map is far from 0.",
+                format: Some(Format::Pcd),
+                encoding: None,
+                xyz_only: false,
+                local_frame: true,
+            },
+        }
+    }
+
+    /// The target's name (`generic`, `marsim`, `ros`), as [`Target::from_name`] reads it.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The target whose [`Target::name`] is `name`, in any case.
+    pub fn from_name(name: &str) -> Option<Target> {
+        Target::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Who reads the file, for messages: `MARSIM`, `ROS and PCL`.
+    pub fn reader(self) -> &'static str {
+        self.spec().reader
+    }
+
+    /// What the file is, in a line (a list of targets shows it).
+    pub fn about(self) -> &'static str {
+        self.spec().about
+    }
+
+    /// The one format the target's reader loads, if it loads only one.
+    pub fn format(self) -> Option<Format> {
+        self.spec().format
+    }
+}
