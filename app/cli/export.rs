@@ -42,7 +42,8 @@ fn target_parser() -> impl TypedValueParser<Value = Target> {
     let values = Target::ALL
         .into_iter()
         .filter(|t| *t != Target::Generic)
-        .map(|t| PossibleValue::new(t.name()).help(t.about()));
+        // Without the closing full stop, as clap shows the doc comments of the other choices.
+        .map(|t| PossibleValue::new(t.name()).help(t.about().trim_end_matches('.')));
     // The parser accepts only the names it lists, each of which names a target.
     PossibleValuesParser::new(values).map(|name| Target::from_name(&name).unwrap_or_default())
 }
@@ -111,5 +112,53 @@ fn warning_text(w: &ExportWarning) -> String {
             Target::Ros.name()
         ),
         ExportWarning::Loss(_) => w.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use aerie_pipeline::io::{Encoding, Format};
+
+    use super::*;
+    use crate::errors::error_lines;
+
+    /// The library's error says what is wrong in its terms; the command line adds the flag that fixes it.
+    #[test]
+    fn the_flag_that_fixes_an_export_error_is_its_hint() {
+        let encoding = ExportError::WrongEncoding {
+            path: PathBuf::from("m.pcd"),
+            target: Target::Marsim,
+            format: Format::Pcd,
+            required: Encoding::Binary,
+            asked: Encoding::Ascii,
+        };
+        assert_eq!(
+            error_lines(&flag_hint(encoding)),
+            [
+                "error: m.pcd: a file for MARSIM must be binary PCD, not ascii",
+                "  hint: --for marsim writes the encoding its reader loads: leave out --encoding"
+            ]
+        );
+        let format = ExportError::WrongFormat {
+            path: PathBuf::from("m.las"),
+            target: Target::Ros,
+            format: Format::Pcd,
+        };
+        assert_eq!(
+            error_lines(&flag_hint(format)),
+            [
+                "error: m.las: a file for ROS and PCL must be PCD: name it .pcd",
+                "  hint: or give --format pcd to write it under this name"
+            ]
+        );
+        assert_eq!(
+            warning_text(&ExportWarning::DoubleCoordinates),
+            format!(
+                "{}: --for ros writes them in a local frame",
+                ExportWarning::DoubleCoordinates.problem()
+            )
+        );
     }
 }
