@@ -14,7 +14,7 @@ fn shared(rel: &str) -> Option<PathBuf> {
     aerie_pipeline::testing::shared_file(rel)
 }
 
-/// Every shared scan with the point count SOURCES.md lists.
+/// Every shared scan with the point count the shared data lists for it.
 const SHARED: &[(&str, usize)] = &[
     ("las/autzen_trim.las", 110_000),
     ("las/autzen_trim.laz", 110_000),

@@ -526,7 +526,8 @@ fn analytic_scenes_through_the_pipeline() {
 // ---------------------------------------------------------------------------------------------------------
 // The real hall
 
-/// The pose of `pcd/os0_hall_scan_full40.pcd` in `maps/hall_map_20cm.pcd` (SOURCES.md): world = R p + t.
+/// The pose of `pcd/os0_hall_scan_full40.pcd` in `maps/hall_map_20cm.pcd`, as the shared data gives it:
+/// world = R p + t.
 fn hall_scan_pose() -> Isometry3<f64> {
     let r = Matrix3::new(
         -0.249902, -0.932118, -0.262117, //

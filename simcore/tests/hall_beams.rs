@@ -153,7 +153,7 @@ fn compare(sim: &[[f32; 3]], real: &[[f32; 3]]) -> Figures {
     }
 }
 
-/// The pose of the real scan (../shared/tools/README.md).
+/// The pose of the real scan in the hall map, as the shared data publishes it.
 fn scan_pose() -> Isometry3<f64> {
     pose_from_xyz_rpy(
         2.541082,

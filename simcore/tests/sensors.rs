@@ -551,7 +551,8 @@ mod camera {
         };
         let k = p.depth_sigma_quadratic(0.08, 0.095);
         assert!((f64::from(model.physics.range_sigma_quadratic) - k).abs() < 1e-7);
-        // sigma_z = k z^2: 1.9 mm at 1 m, 30 mm at 4 m for 848 px; 1.2 mm at 1 m at 1280 px (SENSORS.md).
+        // sigma_z = k z^2: 1.9 mm at 1 m, 30 mm at 4 m for 848 px; 1.2 mm at 1 m at 1280 px
+        // (docs/algorithms.md, section 15).
         assert!((k - 0.001_885).abs() < 1e-6);
         let wide = Pinhole {
             width: 1280,

@@ -1,4 +1,4 @@
-//! Normals and plane thickness gamma (`features.normals`), ALGORITHMS.md section 3.
+//! Normals and plane thickness gamma (`features.normals`), docs/algorithms.md, sections 7 to 9.
 //!
 //! For each point: its k nearest points (itself included) within a radius; the covariance C of that
 //! neighbourhood, in f64, centred on the neighbourhood mean and divided by the number of points; eigenvalues

@@ -1,4 +1,4 @@
-//! Downsampling to a map resolution (`filters.downsample`), ALGORITHMS.md section 2.
+//! Downsampling to a map resolution (`filters.downsample`), docs/algorithms.md, section 6.
 //!
 //! The grid has cells of side `resolution_m` anchored at multiples of the resolution in the cloud's WORLD frame
 //! (origin + position, computed in f64), so two runs, or two tiles of one map, put the same point in the same
@@ -262,9 +262,9 @@ pub fn downsample(
     Ok((out, report))
 }
 
-/// Mean of each cell, per ALGORITHMS.md: continuous attributes averaged, categorical ones from the point
-/// nearest the centre. Sums run over the cell's points in index order, so results are thread-independent.
-/// The means are written over the nearest points' values, in place.
+/// Mean of each cell (docs/algorithms.md, section 6): continuous attributes averaged, categorical ones from
+/// the point nearest the centre. Sums run over the cell's points in index order, so results are
+/// thread-independent. The means are written over the nearest points' values, in place.
 fn centroids(cloud: &Cloud, grid: &Grid, r: f64) -> Result<Cloud> {
     let nearest = grid.nearest(cloud, r);
     let mut out = cloud.select(&nearest);

@@ -2,7 +2,7 @@
 //!
 //! For each point, d = the mean distance to its nearest neighbours; over the cloud, mu and sigma of d; a point
 //! is an outlier when d is above `mu + std_ratio * sigma`. The peers disagree on what "k neighbours" and
-//! "sigma" mean (ALGORITHMS.md section 1), so `compat` reproduces each one's kept set:
+//! "sigma" mean (docs/algorithms.md, section 3), so `compat` reproduces each one's kept set:
 //!
 //! | compat | d averages | sigma | kept if |
 //! |---|---|---|---|

@@ -6,10 +6,10 @@
 //!   place with the same `l` share their grid.
 //! - Key: the grid coordinates minus the map's `morton_offset` (the per-axis minimum over occupied buckets) are
 //!   non-negative and below 2^21; the key interleaves their bits ([`morton_encode`]).
-//! - Order inside a bucket (ALGORITHMS.md section 4): hierarchical levels. Level 0 takes one point per occupied
-//!   sub-cube of edge l/2, level 1 one per occupied sub-cube of edge l/4 that holds no point taken yet, and so
-//!   on down to the finest level whose edge is still >= r_map; then the remaining points, round-robin over the
-//!   finest cells (the 2nd point of every cell, then the 3rd, ...). The point taken for a cell is the one
+//! - Order inside a bucket (docs/algorithms.md, section 11): hierarchical levels. Level 0 takes one point per
+//!   occupied sub-cube of edge l/2, level 1 one per occupied sub-cube of edge l/4 that holds no point taken yet,
+//!   and so on down to the finest level whose edge is still >= r_map; then the remaining points, round-robin
+//!   over the finest cells (the 2nd point of every cell, then the 3rd, ...). The point taken for a cell is the one
 //!   nearest its centre (ties: lower input index). Inside a level, cells come in bit-reversed Morton order,
 //!   which alternates between octants at every scale, so a prefix that stops mid-level is still even.
 //! - Automatic bucket size: see [`auto_bucket_size`].

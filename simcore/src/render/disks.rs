@@ -1,7 +1,7 @@
 //! How large each map point's disk is: the surface it stands for, as wide as the sampling around it.
 //!
-//! A point of a map prepared at r_map stands for the surface within its voxel, a disk of radius
-//! rho = sqrt(3)/2 r_map (ALGORITHMS.md section 5). That holds where the surface was sampled at least as densely
+//! A point of a map prepared at r_map stands for the surface within its voxel (docs/algorithms.md, section 16),
+//! a disk of radius rho = sqrt(3)/2 r_map. That holds where the surface was sampled at least as densely
 //! as r_map. Real maps are sampled unevenly: a terrestrial scan thins out with range from the scanner, a walked
 //! sequence leaves far walls and ceilings sparse, and a map prepared finer than its points is sparse everywhere.
 //! There, disks of r_map leave holes between the points, beams pass through walls and floors, and a real sensor

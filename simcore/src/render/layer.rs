@@ -1,4 +1,4 @@
-//! The surface model's last step (issue 8, ALGORITHMS.md section 5): a beam's candidate hits within a
+//! The surface model's last step (issue 8, docs/algorithms.md, section 16): a beam's candidate hits within a
 //! surface's layer, resolved to one range. Both renderers offer their disk or plane hits to a [`Layer`] and
 //! take its [`Hit`]; what a hit is (disk, plane correction) stays with each renderer.
 

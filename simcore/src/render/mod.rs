@@ -1,4 +1,4 @@
-//! Scan rendering from a packed map (ALGORITHMS.md section 5).
+//! Scan rendering from a packed map (docs/algorithms.md, sections 16 to 22).
 //!
 //! Two renderers produce the same output from a [`MapView`], a scan pattern (`&[Beam]`), the sensor physics
 //! and a [`Trajectory`]:

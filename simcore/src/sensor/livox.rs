@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Beam, Fov, SensorError, check_range};
 
-/// A Risley-prism rosette (MARSIM's closed form, ALGORITHMS.md section 6): at time `t` the pattern point is
+/// A Risley-prism rosette (MARSIM's closed form, docs/algorithms.md, section 14): at time `t` the pattern point is
 /// `((cos w1 t + cos w2 t) / 2, (sin w1 t + sin w2 t) / 2)`, a point of the unit disc, scaled to the field of
 /// view. Point `k` of a frame fires at `k / points_per_second` and belongs to line `k % lines`; lines are shifted
 /// vertically by `line_offset_deg` from one to the next, centred on the optical axis. Unlike MARSIM, angles are not

@@ -44,7 +44,7 @@ impl Beam {
     }
 }
 
-/// What happens to a beam besides geometry: range limits, noise, and detection (ALGORITHMS.md section 5).
+/// What happens to a beam besides geometry: range limits, noise, and detection (docs/algorithms.md, section 21).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Physics {
@@ -150,7 +150,7 @@ pub struct SensorModel {
     /// What the sensor is, for people.
     #[serde(default)]
     pub description: String,
-    /// Where the values came from (SENSORS.md tags: C confirmed, D derived, S secondary, U unconfirmed).
+    /// Where the values came from, tagged C, D, S or U (docs/algorithms.md, section 12).
     #[serde(default)]
     pub source: String,
     /// Frames per second. A frame is one revolution (spinning), one driver integration window (Livox) or one

@@ -1,4 +1,4 @@
-//! The quadrotor: a rigid body driven by four rotors (Lee et al. 2010; ALGORITHMS.md section 7).
+//! The quadrotor: a rigid body driven by four rotors (Lee et al. 2010; docs/algorithms.md, section 23).
 //!
 //! Frames: world x y z with z up (the map frame); body x forward, y left, z up. The state's attitude is
 //! `world_from_body`. Rotor `i` sits at 45 + 90 i degrees (front-left, rear-left, rear-right, front-right, X

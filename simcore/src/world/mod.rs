@@ -1,7 +1,7 @@
 //! What vehicles fly in: the static map (for collisions and ground contact) and dynamic obstacles (seen by every
 //! LiDAR through [`crate::render::Occluder`], and collidable).
 //!
-//! Collisions (ALGORITHMS.md section 7; MARSIM only logs them, and only when asked): every physics step the
+//! Collisions (docs/algorithms.md, section 29; MARSIM only logs them, and only when asked): every physics step the
 //! vehicle's sphere is checked against the map's points and the obstacles. Map points are surface samples: the
 //! vehicle touches the map where a point lies within its radius. Points below the middle of the landing gear are
 //! the ground contact's business, not a collision, unless the vehicle hits them faster than
