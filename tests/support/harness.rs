@@ -53,7 +53,8 @@ pub fn main(checks: &[Check<'_>]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let start = Instant::now();
-    println!("\nrunning {} tests", chosen.len());
+    let plural = if chosen.len() == 1 { "" } else { "s" };
+    println!("\nrunning {} test{plural}", chosen.len());
     let (mut passed, mut ignored, mut failed) = (0, 0, Vec::new());
     for c in &chosen {
         match run_one(c) {
