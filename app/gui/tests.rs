@@ -1,7 +1,7 @@
 //! The app driven through its workflow with egui's test harness, as a person would: import a shared real scan,
 //! preview and run the cleaning, read the counts, save the map, click a goal in the viewport, fly a few seconds
 //! with a Mid-360, export a MARSIM PCD. The viewport runs on its CPU path here (the harness has no GPU); the
-//! screenshot test in tests/gui_screenshot.rs covers the wgpu path in a real window.
+//! screenshot test in tests/gui/main.rs covers the wgpu path in a real window.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -69,10 +69,10 @@ fn click_at(h: &Harness<'static, AerieApp>, pos: egui::Pos2) {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn import_clean_fly_and_export_lone_star() {
-    let Some(scan) = aerie_pipeline::testing::shared_file("las/lone_star_tls.laz") else {
-        return;
-    };
+    // The shared data folder, as the build script found it (tests/support/build_cfg.rs).
+    let scan = std::path::Path::new(env!("AERIE_SHARED_DATA_DIR")).join("las/lone_star_tls.laz");
     let out = tempfile::tempdir().unwrap();
     let mut h = harness(vec![scan]);
     let long = Duration::from_secs(300);

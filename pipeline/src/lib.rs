@@ -75,6 +75,3 @@ pub use error::{Error, LengthMismatch, NotFinite, Result, is_bad_path};
 pub use progress::{CancelFlag, NoProgress, Progress};
 pub use report::{MapReport, StageReport};
 pub use summary::CloudSummary;
-
-#[doc(hidden)]
-pub mod testing;

@@ -2,12 +2,10 @@
 //! end), the landing rule (touching down on uneven ground is a landing, meeting a ledge on the way down is a
 //! collision), and goal flights that keep moving through a cluttered place.
 
-mod common;
-
+use crate::common::{fly, map_of, mission};
 use aerie_simcore::flight::{Flight, FlightEvent};
 use aerie_simcore::mission::{GoalKind, Mission};
 use aerie_simcore::simulator::Map;
-use common::{fly, map_of, mission};
 use nalgebra::Vector3;
 
 /// A map of a 24 x 24 m ground whose height is `ground(x, y)` (points every 0.1 m), and more points.

@@ -5,8 +5,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
+use crate::shared_data;
 use aerie_pipeline::io::{self, Format, ReadOptions};
-use aerie_pipeline::testing::shared_file;
 
 const FILES: &[&str] = &[
     "las/autzen_trim.las",
@@ -49,9 +49,10 @@ fn cut_points(len: usize) -> Vec<usize> {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn truncated_copies_are_errors() {
     for rel in FILES {
-        let Some(path) = shared_file(rel) else { return };
+        let path = shared_data(rel);
         let data = std::fs::read(&path).unwrap();
         let format = Format::from_path(&path).unwrap();
         let full = read(&data, rel, format).expect("the intact file reads");
@@ -70,9 +71,10 @@ fn truncated_copies_are_errors() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn flipped_bytes_never_panic() {
     for rel in FILES {
-        let Some(path) = shared_file(rel) else { return };
+        let path = shared_data(rel);
         let data = std::fs::read(&path).unwrap();
         let format = Format::from_path(&path).unwrap();
         let mut positions: Vec<usize> = (0..data.len().min(1024)).step_by(3).collect();
@@ -88,9 +90,10 @@ fn flipped_bytes_never_panic() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn wrong_magic_is_an_error() {
     for rel in FILES {
-        let Some(path) = shared_file(rel) else { return };
+        let path = shared_data(rel);
         let mut data = std::fs::read(&path).unwrap();
         let format = Format::from_path(&path).unwrap();
         data[..4].copy_from_slice(b"JUNK");
@@ -105,9 +108,10 @@ fn wrong_magic_is_an_error() {
 /// 8-byte offset field) made the compressed length wrap around, which lifted the bound on the chunk count, and
 /// `laz` then tried to allocate 25 GB for the table (a panic in debug builds).
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn laz_chunk_table_offset_inside_its_own_field_is_an_error() {
     let rel = "las/las11_airborne_small.laz";
-    let Some(path) = shared_file(rel) else { return };
+    let path = shared_data(rel);
     let data = std::fs::read(&path).unwrap();
     let start = point_data_start(&data);
     for past in 1..8 {
@@ -142,9 +146,10 @@ fn expect_errors<const N: usize>(rel: &str, cases: [(Vec<u8>, &str); N]) {
 /// 2144, a table of 3 chunks of 50,000 points at byte 603333; the wording from the reader before its checks
 /// were split into functions).
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn laz_chunk_table_checks_say_what_does_not_fit() {
     let rel = "las/autzen_trim.laz";
-    let Some(path) = shared_file(rel) else { return };
+    let path = shared_data(rel);
     let data = std::fs::read(&path).unwrap();
     let start = point_data_start(&data);
     let table = i64::from_le_bytes(data[start..start + 8].try_into().unwrap()) as usize;
@@ -190,9 +195,10 @@ fn laz_chunk_table_checks_say_what_does_not_fit() {
 /// byte 2092, compressor 2, items (6, 20, 2), (7, 8, 2), (8, 6, 2); the wording from the build before the checks
 /// moved into `laszip_vlr`).
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn laszip_vlr_checks_say_what_does_not_match() {
     let rel = "las/autzen_trim.laz";
-    let Some(path) = shared_file(rel) else { return };
+    let path = shared_data(rel);
     let data = std::fs::read(&path).unwrap();
     let vlr = 2092;
     assert_eq!(
@@ -227,9 +233,10 @@ fn laszip_vlr_checks_say_what_does_not_match() {
 /// A LAZ whose header declares more points than its chunks hold: the decoder runs out of bytes, and the error
 /// says what most likely happened rather than only "failed to fill whole buffer".
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn laz_with_more_points_declared_than_held_says_so() {
     let rel = "las/las11_airborne_small.laz";
-    let Some(path) = shared_file(rel) else { return };
+    let path = shared_data(rel);
     let mut data = std::fs::read(&path).unwrap();
     let count = u32::from_le_bytes(data[107..111].try_into().unwrap());
     data[107..111].copy_from_slice(&(count + 1000).to_le_bytes());

@@ -3,10 +3,10 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use crate::shared_data;
 use aerie_pipeline::cloud::{ExtraDim, ScalarKind};
 use aerie_pipeline::io::{self, Encoding, Format, ReadOptions, WriteOptions};
 use aerie_pipeline::prepare::map_read_options;
-use aerie_pipeline::testing::shared_file;
 use aerie_pipeline::{Attribute, Cloud, Columns, Error};
 use proptest::prelude::*;
 
@@ -62,6 +62,7 @@ fn assert_same_points(a: &Cloud, b: &Cloud, what: &str) {
 // Shared real files
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn shared_files_open_with_their_source_counts() {
     let cases: [(&str, usize, &[Attribute], &str); 6] = [
         (
@@ -102,7 +103,7 @@ fn shared_files_open_with_their_source_counts() {
         ),
     ];
     for (rel, count, attrs, format) in cases {
-        let Some(path) = shared_file(rel) else { return };
+        let path = shared_data(rel);
         let c = read(&path);
         assert_eq!(c.len(), count, "{rel}");
         assert_eq!(c.attributes(), attrs, "{rel}");
@@ -118,27 +119,24 @@ fn shared_files_open_with_their_source_counts() {
         let (lo, hi) = c.bounds().unwrap();
         assert!((0..3).all(|k| hi[k] > lo[k]), "{rel}: degenerate bounds");
     }
-    if let Some(p) = shared_file("pcd/os0_hall_scan_full40.pcd") {
-        let c = read(&p);
-        let curv = c.extra("curvature").expect("curvature kept as an extra");
-        assert_eq!(curv.kind(), ScalarKind::F32);
-        assert_eq!(curv.values.len(), 87_922);
-    }
-    if let Some(p) = shared_file("ply/stanford_bun000_ascii.ply") {
-        // The bunny fits in a 20 cm box: a misparsed range_grid would not.
-        let (lo, hi) = read(&p).bounds().unwrap();
-        assert!((0..3).all(|k| hi[k] - lo[k] < 0.3), "{lo:?} {hi:?}");
-    }
+    let c = read(&shared_data("pcd/os0_hall_scan_full40.pcd"));
+    let curv = c.extra("curvature").expect("curvature kept as an extra");
+    assert_eq!(curv.kind(), ScalarKind::F32);
+    assert_eq!(curv.values.len(), 87_922);
+    // The bunny fits in a 20 cm box: a misparsed range_grid would not.
+    let (lo, hi) = read(&shared_data("ply/stanford_bun000_ascii.ply"))
+        .bounds()
+        .unwrap();
+    assert!((0..3).all(|k| hi[k] - lo[k] < 0.3), "{lo:?} {hi:?}");
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn hdl32_ply_and_pcd_hold_identical_points() {
-    let (Some(ply), Some(pcd)) = (
-        shared_file("ply/hdl32_scan_binary.ply"),
-        shared_file("pcd/hdl32_scan_binary.pcd"),
-    ) else {
-        return;
-    };
+    let (ply, pcd) = (
+        shared_data("ply/hdl32_scan_binary.ply"),
+        shared_data("pcd/hdl32_scan_binary.pcd"),
+    );
     let a = read(&ply);
     let b = read(&pcd);
     assert_eq!(a.len(), 69_792);
@@ -150,6 +148,7 @@ fn hdl32_ply_and_pcd_hold_identical_points() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn real_files_round_trip_through_every_writer() {
     let dir = tempfile::tempdir().unwrap();
     for rel in [
@@ -157,7 +156,7 @@ fn real_files_round_trip_through_every_writer() {
         "pcd/os0_hall_scan_full40.pcd",
         "pcd/car6_binary_compressed.pcd",
     ] {
-        let Some(path) = shared_file(rel) else { return };
+        let path = shared_data(rel);
         let c = read(&path);
         for (ext, enc, _) in writers() {
             let out = write_to(&c, dir.path(), ext, enc);
@@ -452,15 +451,20 @@ fn sample_files() -> Vec<(String, Vec<u8>, Format, bool)> {
             text,
         ));
     }
-    for rel in [
-        "ply/hdl32_scan_binary.ply",
-        "pcd/hdl32_scan_binary.pcd",
-        "pcd/car6_binary_compressed.pcd",
-    ] {
-        if let Some(p) = shared_file(rel) {
-            let format = Format::from_path(&p).unwrap();
-            out.push((rel.to_string(), std::fs::read(&p).unwrap(), format, false));
-        }
+    // With the shared data, real files join the corpus (the tests that use it run either way).
+    let real: &[&str] = if cfg!(aerie_shared_data) {
+        &[
+            "ply/hdl32_scan_binary.ply",
+            "pcd/hdl32_scan_binary.pcd",
+            "pcd/car6_binary_compressed.pcd",
+        ]
+    } else {
+        &[]
+    };
+    for rel in real {
+        let p = shared_data(rel);
+        let format = Format::from_path(&p).unwrap();
+        out.push((rel.to_string(), std::fs::read(&p).unwrap(), format, false));
     }
     out
 }
@@ -677,7 +681,8 @@ fn nan_coordinates_are_errors() {
 }
 
 // ------------------------------------------------------------------------------------------------------------
-// Speed (run with `cargo test --release -p aerie-pipeline --test io_ply_pcd_text -- --ignored --nocapture`)
+// Speed (run with
+// `cargo test --release -p aerie-pipeline --test it io_ply_pcd_text::read_speed -- --ignored --nocapture`)
 
 #[test]
 #[ignore = "a timing, not a check: run it in release with --ignored --nocapture"]
@@ -689,7 +694,7 @@ fn read_speed() {
         "pcd/car6_binary_compressed.pcd",
         "ply/stanford_bun000_ascii.ply",
     ] {
-        let Some(path) = shared_file(rel) else { return };
+        let path = shared_data(rel);
         let n = read(&path).len();
         let runs = 50;
         let t = std::time::Instant::now();

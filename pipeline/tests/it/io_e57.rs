@@ -3,9 +3,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use crate::shared_data;
 use aerie_pipeline::io::{self, Format, ReadOptions, WriteOptions, e57};
 use aerie_pipeline::pose::{self, Isometry3};
-use aerie_pipeline::testing::shared_file;
 use aerie_pipeline::{Cloud, Error, ExtraDim, ScalarKind, ScanInfo};
 use proptest::prelude::*;
 
@@ -84,11 +84,10 @@ const FILES: [Expect; 3] = [
 ];
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn real_files_open_with_their_point_counts() {
     for e in FILES {
-        let Some(path) = shared_file(e.file) else {
-            return;
-        };
+        let path = shared_data(e.file);
         let c = read(&path);
         assert_eq!(c.len(), e.count, "{}", e.file);
         c.validate().unwrap();
@@ -109,10 +108,9 @@ fn real_files_open_with_their_point_counts() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn pump_attributes_have_their_documented_ranges() {
-    let Some(path) = shared_file("e57/pumpA_tls.e57") else {
-        return;
-    };
+    let path = shared_data("e57/pumpA_tls.e57");
     let c = read(&path);
     let (lo, hi) = c.bounds().unwrap();
     // The file's cartesianBounds (the scan has no pose, so scan frame = file frame).
@@ -144,10 +142,9 @@ fn pump_attributes_have_their_documented_ranges() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn pump_scan_pose_and_separate_scans() {
-    let Some(path) = shared_file("e57/pumpA_tls.e57") else {
-        return;
-    };
+    let path = shared_data("e57/pumpA_tls.e57");
     let c = read(&path);
     assert_eq!(c.meta.scans.len(), 1);
     let s = &c.meta.scans[0];
@@ -168,11 +165,10 @@ fn pump_scan_pose_and_separate_scans() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn real_files_round_trip() {
     for e in FILES {
-        let Some(path) = shared_file(e.file) else {
-            return;
-        };
+        let path = shared_data(e.file);
         let a = read(&path);
         let b = roundtrip(&a);
         assert_same(&a, &b);
@@ -386,17 +382,16 @@ fn assert_err_no_panic(data: &[u8], what: &str) -> Error {
     }
 }
 
-fn small_file() -> Option<(PathBuf, Vec<u8>)> {
-    let p = shared_file("e57/tinyCartesianFloatRgb.e57")?;
+fn small_file() -> (PathBuf, Vec<u8>) {
+    let p = shared_data("e57/tinyCartesianFloatRgb.e57");
     let d = std::fs::read(&p).unwrap();
-    Some((p, d))
+    (p, d)
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn truncated_files_are_errors() {
-    let Some((_, data)) = small_file() else {
-        return;
-    };
+    let (_, data) = small_file();
     read_mem(&data).unwrap();
     let mut cuts: Vec<usize> = (0..64).collect();
     cuts.extend((64..data.len()).step_by(509));
@@ -406,19 +401,17 @@ fn truncated_files_are_errors() {
         assert!(e.is_bad_input(), "cut at {cut}: {e}");
     }
     // A page-aligned truncation passes the crate's size check and must still fail.
-    if let Some(path) = shared_file("e57/pumpA_tls.e57") {
-        let pump = std::fs::read(path).unwrap();
-        for pages in [1usize, 2, 100, 2000, pump.len() / 1024 - 1] {
-            assert_err_no_panic(&pump[..pages * 1024], &format!("pump cut to {pages} pages"));
-        }
+    let path = shared_data("e57/pumpA_tls.e57");
+    let pump = std::fs::read(path).unwrap();
+    for pages in [1usize, 2, 100, 2000, pump.len() / 1024 - 1] {
+        assert_err_no_panic(&pump[..pages * 1024], &format!("pump cut to {pages} pages"));
     }
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn wrong_magic_and_flipped_bytes_are_errors() {
-    let Some((_, data)) = small_file() else {
-        return;
-    };
+    let (_, data) = small_file();
     let mut bad = data.clone();
     bad[0] = b'X';
     let e = assert_err_no_panic(&bad, "wrong magic");
@@ -473,10 +466,9 @@ fn with_xml(data: &[u8], edit: impl Fn(&str) -> String) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn crafted_xml_is_rejected_without_huge_allocations() {
-    let Some((_, data)) = small_file() else {
-        return;
-    };
+    let (_, data) = small_file();
     // The rebuild itself is faithful.
     assert_eq!(
         read_mem(&with_xml(&data, str::to_owned)).unwrap().len(),
@@ -552,10 +544,9 @@ fn fix_crcs(data: &mut [u8]) {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn corrupt_sections_with_valid_checksums_do_not_panic() {
-    let Some((_, data)) = small_file() else {
-        return;
-    };
+    let (_, data) = small_file();
     let mut fixed = data.clone();
     fix_crcs(&mut fixed);
     assert_eq!(fixed, data, "checksums are crc-32c, stored big-endian");

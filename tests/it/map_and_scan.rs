@@ -25,10 +25,9 @@ fn s(p: &Path) -> &str {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn prepare_info_export_scan() {
-    let Some(input) = aerie_pipeline::testing::shared_file("las/lone_star_tls.laz") else {
-        return;
-    };
+    let input = crate::shared_data("las/lone_star_tls.laz");
     let dir = tempfile::tempdir().unwrap();
     let map = dir.path().join("lone.amap");
     let out = aerie(&["prepare", s(&input), "-o", s(&map), "--resolution", "0.1"]);

@@ -1,4 +1,5 @@
-//! The simulator's accuracy reports (docs/accuracy.md): `cargo test -p aerie-simcore --test accuracy -- --nocapture`.
+//! The simulator's accuracy reports (docs/accuracy.md):
+//! `cargo test -p aerie-simcore --test it accuracy:: -- --nocapture`.
 //!
 //! 1. Analytic scenes: each scene is sampled the way a real scan samples it (terrestrial scanners, range noise,
 //!    density falling with range and incidence), prepared through the pipeline (`aerie_pipeline::prepare`: SOR,
@@ -560,13 +561,12 @@ fn nearest(from: &[[f32; 3]], to: &Neighbors) -> Vec<f64> {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn real_hall_scan() {
-    let (Some(map_path), Some(scan_path)) = (
-        aerie_pipeline::testing::shared_file("maps/hall_map_20cm.pcd"),
-        aerie_pipeline::testing::shared_file("pcd/os0_hall_scan_full40.pcd"),
-    ) else {
-        return;
-    };
+    let (map_path, scan_path) = (
+        crate::shared_data("maps/hall_map_20cm.pcd"),
+        crate::shared_data("pcd/os0_hall_scan_full40.pcd"),
+    );
     let map_cloud = io::read(&map_path, None, &ReadOptions::default()).expect("hall map");
     let real = io::read(&scan_path, None, &ReadOptions::default()).expect("real scan");
     assert_eq!(map_cloud.len(), 138_305);

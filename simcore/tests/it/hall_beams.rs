@@ -220,15 +220,15 @@ fn render(map: aerie_pipeline::map::PackedMap, name: &str, model: SensorModel) -
     render_along(map, name, model, &Static(scan_pose()), PointsIn::FrameStart)
 }
 
-/// The hall map prepared as the README does, and the real scan; `None` (skipped) without ../shared/data.
-fn hall() -> Option<(aerie_pipeline::map::PackedMap, Cloud)> {
+/// The hall map prepared as the README does, and the real scan.
+fn hall() -> (aerie_pipeline::map::PackedMap, Cloud) {
     hall_at(0.2)
 }
 
 /// The hall map prepared at `resolution_m`, and the real scan.
-fn hall_at(resolution_m: f64) -> Option<(aerie_pipeline::map::PackedMap, Cloud)> {
-    let map_path = aerie_pipeline::testing::shared_file("maps/hall_map_20cm.pcd")?;
-    let scan_path = aerie_pipeline::testing::shared_file("pcd/os0_hall_scan_full40.pcd")?;
+fn hall_at(resolution_m: f64) -> (aerie_pipeline::map::PackedMap, Cloud) {
+    let map_path = crate::shared_data("maps/hall_map_20cm.pcd");
+    let scan_path = crate::shared_data("pcd/os0_hall_scan_full40.pcd");
     let cloud = io::read(&map_path, None, &ReadOptions::default()).expect("hall map");
     let real = io::read(&scan_path, None, &ReadOptions::default()).expect("real scan");
     let recipe = Recipe {
@@ -238,14 +238,13 @@ fn hall_at(resolution_m: f64) -> Option<(aerie_pipeline::map::PackedMap, Cloud)>
     let map = prepare(vec![(cloud, None)], &recipe, &NoProgress)
         .expect("prepare")
         .map;
-    Some((map, real))
+    (map, real)
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn hall_scan_beam_by_beam() {
-    let Some((map, real)) = hall() else {
-        return;
-    };
+    let (map, real) = hall();
     let sim = render(
         map,
         "os0_64",
@@ -257,10 +256,9 @@ fn hall_scan_beam_by_beam() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn hall_scan_as_it_was_taken() {
-    let Some((map, real)) = hall() else {
-        return;
-    };
+    let (map, real) = hall();
     let generic = compare(
         render(
             map.clone(),
@@ -305,10 +303,9 @@ fn hall_scan_as_it_was_taken() {
 /// wide as the sampling around them (`render/disks.rs`), so the scan must still come close to issue 8's
 /// figures, and beat the MARSIM method (r_map footprints) on the same map.
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn a_map_prepared_finer_than_its_points() {
-    let Some((map, real)) = hall_at(0.1) else {
-        return;
-    };
+    let (map, real) = hall_at(0.1);
     let model = SensorModel::preset("os0_64").expect("preset");
     let aerie = compare(
         render(map.clone(), "os0_64", model.clone()).positions(),
@@ -363,11 +360,9 @@ fn ring_blur_deg(real: &Cloud, moving: bool) -> f64 {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn the_measured_motion_sharpens_the_rings() {
-    let Some(scan_path) = aerie_pipeline::testing::shared_file("pcd/os0_hall_scan_full40.pcd")
-    else {
-        return;
-    };
+    let scan_path = crate::shared_data("pcd/os0_hall_scan_full40.pcd");
     let real = io::read(&scan_path, None, &ReadOptions::default()).expect("real scan");
     let (still, moving) = (ring_blur_deg(&real, false), ring_blur_deg(&real, true));
     println!(
@@ -382,10 +377,9 @@ fn the_measured_motion_sharpens_the_rings() {
 /// alone. Also prints what other geometries of the generic preset score (docs/accuracy.md, section 3): Ouster's
 /// sensor frame (rays from 36.18 mm up) and no beam-origin offset.
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn surface_model_along_the_real_beams() {
-    let Some((map, real)) = hall() else {
-        return;
-    };
+    let (map, real) = hall();
     let beams: Vec<Beam> = real
         .positions()
         .iter()
@@ -449,13 +443,12 @@ fn balm_poses(path: &std::path::Path) -> HashMap<u32, Isometry3<f64>> {
 /// with a margin; the same seed gives the same figures, so a change of the surface model that loses fidelity
 /// fails here.
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn fused_map_at_the_sequence_poses() {
-    let (Some(laz), Some(poses)) = (
-        aerie_pipeline::testing::shared_file("balm/hall_fused.laz"),
-        aerie_pipeline::testing::shared_file("balm/poses.csv"),
-    ) else {
-        return;
-    };
+    let (laz, poses) = (
+        crate::shared_data("balm/hall_fused.laz"),
+        crate::shared_data("balm/poses.csv"),
+    );
     let poses = balm_poses(&poses);
     let cloud = io::read(&laz, None, &ReadOptions::default()).expect("fused map");
     let recipe = Recipe {
@@ -468,8 +461,7 @@ fn fused_map_at_the_sequence_poses() {
     let model = SensorModel::preset("os0_64").expect("preset");
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for i in [0u32, 52, 108, 160] {
-        let scan = aerie_pipeline::testing::shared_file(&format!("balm/full{i}.pcd"))
-            .expect("the scans beside the fused map");
+        let scan = crate::shared_data(&format!("balm/full{i}.pcd"));
         let real = io::read(&scan, None, &ReadOptions::default()).expect("real scan");
         let pose = Static(poses[&i]);
         for (params, out) in [

@@ -473,7 +473,7 @@ fn sor_mask_matches_sor() {
 }
 
 /// One-off speed check on a synthetic 1M-point cloud; run with
-/// `cargo test --release -p aerie-pipeline --test stages -- --ignored --nocapture speed`.
+/// `cargo test --release -p aerie-pipeline --test it stages:: -- --ignored --nocapture speed`.
 #[test]
 #[ignore = "a timing, not a check: run it in release with --ignored --nocapture"]
 fn speed_one_million_points() {
@@ -595,11 +595,10 @@ fn speed_one_million_points() {
 /// brute-force neighbours of sampled points, the single-query search agrees, and SOR and normals do not depend
 /// on the thread count.
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn real_scan_neighbours_exact_and_thread_independent() {
     use aerie_pipeline::features::Neighbors;
-    let Some(path) = aerie_pipeline::testing::shared_file("las/lone_star_tls.laz") else {
-        return;
-    };
+    let path = crate::shared_data("las/lone_star_tls.laz");
     let full = aerie_pipeline::io::read(&path, None, &Default::default()).unwrap();
     // A contiguous third of the scan keeps the test quick while keeping its density contrasts.
     let n = full.len() / 3;

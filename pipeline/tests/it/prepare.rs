@@ -3,15 +3,15 @@
 
 use std::path::Path;
 
+use crate::shared_data;
 use aerie_pipeline::features::spacing::spacing_all;
 use aerie_pipeline::io::{self, Format, ReadOptions, WriteOptions};
 use aerie_pipeline::map::amap::{self, AmapFile};
 use aerie_pipeline::prepare::{Recipe, Stage, map_read_options, prepare};
-use aerie_pipeline::testing::shared_file;
 use aerie_pipeline::{Cloud, ExtraDim, NoProgress};
 
 fn prepared_map_reads_back_exactly(rel: &str, resolution_m: f64) {
-    let Some(path) = shared_file(rel) else { return };
+    let path = shared_data(rel);
     let cloud = io::read(&path, None, &ReadOptions::default()).unwrap();
     let n_in = cloud.len();
     let recipe = Recipe {
@@ -87,11 +87,13 @@ fn prepared_map_reads_back_exactly(rel: &str, resolution_m: f64) {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn lone_star_prepares_to_a_map_that_reads_back_exactly() {
     prepared_map_reads_back_exactly("las/lone_star_tls.laz", 0.05);
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn hall_map_prepares_to_a_map_that_reads_back_exactly() {
     prepared_map_reads_back_exactly("maps/hall_map_20cm.pcd", 0.2);
 }
@@ -183,10 +185,9 @@ fn odd_but_valid_inputs_warn_instead_of_failing() {
 /// simulator would see and how to scale it; scaled to metres by the recipe's transform, it keeps no CRS (its
 /// points no longer lie in that system) and no such warning.
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn a_scan_in_feet_is_told_and_a_transformed_one_keeps_no_crs() {
-    let Some(path) = shared_file("las/autzen_trim.laz") else {
-        return;
-    };
+    let path = shared_data("las/autzen_trim.laz");
     let cloud = || io::read(&path, None, &map_read_options()).unwrap();
     let recipe = Recipe {
         resolution_m: 2.0,

@@ -1,28 +1,54 @@
 //! The real window, under Xvfb with Mesa's software Vulkan (lavapipe): `aerie app MAP --screenshot` must show
 //! the map in the viewport, not a blank area and not what it shows with no map loaded.
 //!
-//! Needs `xvfb-run` and a Vulkan driver (`apt-get install xvfb mesa-vulkan-drivers`); skips with a message
-//! without them, fails instead when `AERIE_REQUIRE_GUI=1` (CI installs both and sets it). With
+//! Needs `xvfb-run` and a Vulkan driver (`apt-get install xvfb mesa-vulkan-drivers`), which only a run can
+//! tell, so this binary has its own harness (tests/support/harness.rs): without them the check prints as
+//! ignored with the reason, and `AERIE_REQUIRE_GUI=1` (CI installs both and sets it) makes it fail instead. It
+//! also needs the shared data (`cfg(aerie_shared_data)`, tests/support/shared_data.rs). With
 //! `AERIE_SCREENSHOT_DIR` set, the screenshots are kept there (the README's come from this test).
 
+#[path = "../support/harness.rs"]
+mod harness;
+#[path = "../support/shared_data.rs"]
+mod shared_data;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
+
+use harness::{Check, Need};
 
 const BIN: &str = env!("CARGO_BIN_EXE_aerie");
 
-fn gui_required() -> bool {
-    std::env::var_os("AERIE_REQUIRE_GUI").is_some_and(|v| !v.is_empty() && v != "0")
-}
+/// An X server to run under and a Vulkan driver.
+static DISPLAY_STACK: Need = Need {
+    require_var: "AERIE_REQUIRE_GUI",
+    missing: || {
+        let xvfb = Command::new("sh")
+            .args(["-c", "command -v xvfb-run"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        let vulkan = Path::new("/usr/share/vulkan/icd.d")
+            .read_dir()
+            .is_ok_and(|mut d| d.next().is_some());
+        (!(xvfb && vulkan)).then(|| {
+            "needs xvfb-run and a Vulkan driver (apt-get install xvfb mesa-vulkan-drivers)"
+                .to_string()
+        })
+    },
+};
 
-fn has_display_stack() -> bool {
-    let xvfb = Command::new("sh")
-        .args(["-c", "command -v xvfb-run"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let vulkan = Path::new("/usr/share/vulkan/icd.d")
-        .read_dir()
-        .is_ok_and(|mut d| d.next().is_some());
-    xvfb && vulkan
+/// The shared real scans, known at build time (`AERIE_REQUIRE_SHARED_DATA=1` already fails the build).
+static SHARED_DATA: Need = Need {
+    require_var: "AERIE_REQUIRE_SHARED_DATA",
+    missing: || (!cfg!(aerie_shared_data)).then(|| "needs ../shared/data: see README".to_string()),
+};
+
+fn main() -> ExitCode {
+    harness::main(&[Check {
+        name: "the_window_shows_a_prepared_map",
+        needs: &[&SHARED_DATA, &DISPLAY_STACK],
+        run: the_window_shows_a_prepared_map,
+    }])
 }
 
 fn screenshot(args: &[&Path], out: &Path) {
@@ -81,21 +107,8 @@ fn lit_fraction(rgba: &[u8], w: usize, h: usize) -> f64 {
     lit as f64 / ((x1 - x0) * (y1 - y0)) as f64
 }
 
-#[test]
 fn the_window_shows_a_prepared_map() {
-    if !has_display_stack() {
-        assert!(
-            !gui_required(),
-            "AERIE_REQUIRE_GUI is set but xvfb-run or a Vulkan driver is missing"
-        );
-        eprintln!(
-            "skipped: needs xvfb-run and a Vulkan driver (apt-get install xvfb mesa-vulkan-drivers)"
-        );
-        return;
-    }
-    let Some(scan) = aerie_pipeline::testing::shared_file("maps/hall_map_20cm.pcd") else {
-        return;
-    };
+    let scan = shared_data::shared_data("maps/hall_map_20cm.pcd");
     let dir = tempfile::tempdir().unwrap();
     let map = dir.path().join("hall.amap");
     let o = Command::new(BIN)

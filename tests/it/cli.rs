@@ -10,8 +10,8 @@ fn aerie(args: &[&str]) -> Output {
         .expect("run aerie")
 }
 
-fn shared(rel: &str) -> Option<PathBuf> {
-    aerie_pipeline::testing::shared_file(rel)
+fn shared(rel: &str) -> PathBuf {
+    crate::shared_data(rel)
 }
 
 /// Every shared scan with the point count the shared data lists for it.
@@ -46,9 +46,10 @@ fn info_points(path: &Path) -> usize {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn info_reports_every_shared_file_with_its_point_count() {
     for &(rel, n) in SHARED {
-        let Some(p) = shared(rel) else { return };
+        let p = shared(rel);
         assert_eq!(info_points(&p), n, "{rel}");
         let out = aerie(&["info", p.to_str().unwrap()]);
         let text = String::from_utf8_lossy(&out.stdout);
@@ -57,10 +58,11 @@ fn info_reports_every_shared_file_with_its_point_count() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn convert_every_shared_file_to_every_format() {
     let dir = tempfile::tempdir().unwrap();
     for &(rel, n) in SHARED {
-        let Some(p) = shared(rel) else { return };
+        let p = shared(rel);
         for ext in ["las", "laz", "e57", "ply", "pcd", "xyz", "bin"] {
             let out_path = dir.path().join(format!("out.{ext}"));
             let out = aerie(&[
@@ -80,10 +82,9 @@ fn convert_every_shared_file_to_every_format() {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn convert_with_encodings() {
-    let Some(p) = shared("pcd/hdl32_scan_binary.pcd") else {
-        return;
-    };
+    let p = shared("pcd/hdl32_scan_binary.pcd");
     let dir = tempfile::tempdir().unwrap();
     for (ext, enc) in [
         ("pcd", "ascii"),

@@ -515,8 +515,8 @@ fn open_maps_can_be_shared_across_threads() {
 
 /// The hall map (real scans, 0.2 m voxels, x y z intensity as binary PCD), read with a minimal parser because
 /// this test is about maps, not PCD.
-fn hall_map() -> Option<Cloud> {
-    let path = aerie_pipeline::testing::shared_file("maps/hall_map_20cm.pcd")?;
+fn hall_map() -> Cloud {
+    let path = crate::shared_data("maps/hall_map_20cm.pcd");
     let bytes = std::fs::read(&path).unwrap();
     let marker = b"DATA binary\n";
     let start = bytes
@@ -534,7 +534,7 @@ fn hall_map() -> Option<Cloud> {
     let mut c = Cloud::from_positions([0.0; 3], positions);
     assert_eq!(c.len(), 138_305);
     c.set_intensity(Some(intensity)).unwrap();
-    Some(c)
+    c
 }
 
 fn covering_radius(all: &[[f32; 3]], prefix: &[[f32; 3]]) -> f32 {
@@ -550,8 +550,9 @@ fn covering_radius(all: &[[f32; 3]], prefix: &[[f32; 3]]) -> f32 {
 }
 
 #[test]
+#[cfg_attr(not(aerie_shared_data), ignore = "needs ../shared/data: see README")]
 fn real_hall_map_round_trips_and_prefixes_beat_random_subsets() {
-    let Some(cloud) = hall_map() else { return };
+    let cloud = hall_map();
     let map = PackedMap::from_cloud(&cloud, 0.2, None).unwrap();
     let mean = map.len() as f64 / map.buckets.len() as f64;
     eprintln!(

@@ -1,57 +1,17 @@
 //! The flight loop end to end: missions, planner, collisions, obstacles, and the recording (read back and
-//! decoded by an independent CDR reader here, and by the Python packages ROS tools use when they are installed).
-
-mod common;
+//! decoded by an independent CDR reader here; tests/python_peers decodes it with the Python packages ROS tools
+//! use).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::common::{fly, map_with_walls, mission, recorded, vlp_mission};
 use aerie_simcore::flight::{Flight, FlightError};
 use aerie_simcore::mission::{Mission, PlanError};
 use aerie_simcore::record::{Compression, RecordOptions};
-use aerie_simcore::simulator::Map;
 use aerie_simcore::vehicle::GRAVITY;
 use aerie_simcore::world::{ObstacleConfig, ObstacleKind, Obstacles, Shape};
-use common::{fly, map_of, mission};
 use nalgebra::Vector3;
-
-/// A 30 x 30 m floor at z = 0 (points every 0.1 m), with optional walls: (x, y0, y1) at constant x, 4 m high.
-fn map_with_walls(walls: &[(f64, f64, f64)], boxes: &[([f64; 3], f64)]) -> Map {
-    let mut pts = Vec::new();
-    for i in 0..300 {
-        for j in 0..300 {
-            pts.push([-10.0 + 0.1 * i as f32, -15.0 + 0.1 * j as f32, 0.0]);
-        }
-    }
-    for &(x, y0, y1) in walls {
-        let n = ((y1 - y0) / 0.1) as usize;
-        for i in 0..=n {
-            for k in 0..40 {
-                pts.push([x as f32, (y0 + 0.1 * i as f64) as f32, 0.1 * k as f32]);
-            }
-        }
-    }
-    // Hollow cubes: (centre, half edge).
-    for &(c, h) in boxes {
-        let n = (2.0 * h / 0.1).round() as i32;
-        for i in 0..=n {
-            for j in 0..=n {
-                let (u, v) = (-h + 0.1 * i as f64, -h + 0.1 * j as f64);
-                for p in [
-                    [c[0] - h, c[1] + u, c[2] + v],
-                    [c[0] + h, c[1] + u, c[2] + v],
-                    [c[0] + u, c[1] - h, c[2] + v],
-                    [c[0] + u, c[1] + h, c[2] + v],
-                    [c[0] + u, c[1] + v, c[2] - h],
-                    [c[0] + u, c[1] + v, c[2] + h],
-                ] {
-                    pts.push(p.map(|x| x as f32));
-                }
-            }
-        }
-    }
-    map_of(pts)
-}
 
 #[test]
 fn a_waypoint_mission_visits_every_waypoint_under_its_speed_limit() {
@@ -318,37 +278,6 @@ fn an_unreachable_goal_is_an_error_naming_it() {
     );
 }
 
-/// One vehicle with a VLP-16 (`sensor_extra`: more keys of its table) flying from the origin to `goal_x` along x.
-fn vlp_mission(seed: u64, duration_s: f64, sensor_extra: &str, goal_x: f64) -> Mission {
-    mission(&format!(
-        r#"
-        seed = {seed}
-        duration_s = {duration_s}
-        [[vehicle]]
-        name = "uav"
-        start = [0.0, 0.0, 1.5, 0.0]
-        [[vehicle.sensor]]
-        name = "vlp"
-        preset = "vlp16"
-        {sensor_extra}
-        [[vehicle.goal]]
-        kind = "waypoint"
-        position = [{goal_x}, 0.0, 1.5]
-        "#
-    ))
-}
-
-/// A short recorded flight with a spinning LiDAR written as `options` say, returning the MCAP bytes.
-fn recorded(seed: u64, dir: &Path, options: RecordOptions) -> Vec<u8> {
-    let m = vlp_mission(seed, 0.6, "mount = [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]", 1.0);
-    let mut f = Flight::new(map_with_walls(&[(5.0, -5.0, 5.0)], &[]), &m, Path::new(".")).unwrap();
-    let path = dir.join(format!("flight_{seed}.mcap"));
-    f.record_to(&path, options).unwrap();
-    f.run_until(f64::INFINITY, &mut |_, _| {}).unwrap();
-    f.finish_recording().unwrap();
-    std::fs::read(&path).unwrap()
-}
-
 /// An independent little-endian CDR reader (alignment relative to the end of the 4-byte encapsulation header).
 struct Reader<'a> {
     b: &'a [u8],
@@ -477,9 +406,9 @@ fn decode(schema: &str, data: &[u8]) {
     r.done();
 }
 
-/// Every chunk compression: the same seed gives the same bytes, every message decodes (an independent CDR
-/// reader here, and the Python packages ROS tools use), zstd and lz4 are smaller than none; with `rosbag2`, the
-/// folder opens as a bag in rosbags with the counts its metadata lists.
+/// Every chunk compression: the same seed gives the same bytes, every message decodes with the independent CDR
+/// reader (tests/python_peers decodes the same recordings with the Python packages ROS tools use, and opens the
+/// `rosbag2` folder as a bag), zstd and lz4 are smaller than none.
 #[test]
 fn the_recording_is_deterministic_and_every_message_decodes() {
     let mut sizes = BTreeMap::new();
@@ -514,30 +443,6 @@ fn the_recording_is_deterministic_and_every_message_decodes() {
             assert!(dir.path().join("metadata.yaml").exists());
             recorded(6, dir.path(), plain);
             assert!(!dir.path().join("metadata.yaml").exists());
-        }
-        let Some(script) = python_checker() else {
-            continue;
-        };
-        let mut targets = vec![dir.path().join("flight_5.mcap")];
-        if options.rosbag2 {
-            // The last recording of the folder was seed 6's: record seed 5 again for the metadata to list it.
-            recorded(5, dir.path(), options);
-            targets.push(dir.path().to_path_buf());
-        }
-        for target in targets {
-            let out = std::process::Command::new("python3")
-                .arg(&script)
-                .arg(&target)
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "{}: {stdout}\n{}",
-                target.display(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(stdout.contains("\"/uav/vlp/points\": 6"), "{stdout}");
         }
     }
     assert!(
@@ -579,27 +484,6 @@ fn check_messages(mcap_bytes: &[u8]) {
     assert_eq!(per_topic.get("/uav/odom"), Some(&60));
     assert_eq!(per_topic.get("/uav/vlp/points"), Some(&6));
     assert_eq!(per_topic.get("/tf_static"), Some(&1));
-}
-
-/// The Python checker of recordings, when python3 has the packages ROS tools use (mcap + mcap-ros2-support,
-/// rosbags); required where AERIE_REQUIRE_PYTHON_PEERS=1.
-fn python_checker() -> Option<std::path::PathBuf> {
-    let python_ok = std::process::Command::new("python3")
-        .args(["-c", "import mcap, mcap_ros2, rosbags"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !python_ok {
-        assert!(
-            std::env::var("AERIE_REQUIRE_PYTHON_PEERS").as_deref() != Ok("1"),
-            "AERIE_REQUIRE_PYTHON_PEERS=1 but python3 cannot import mcap, mcap_ros2 and rosbags \
-             (pip install mcap mcap-ros2-support rosbags)"
-        );
-        eprintln!(
-            "skipping the Python decoders: pip install mcap mcap-ros2-support rosbags to run them"
-        );
-        return None;
-    }
-    Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_mcap.py"))
 }
 
 /// `points_in = "firing"` records each point in the sensor frame at its own firing (as a driver publishes it),
