@@ -1,5 +1,5 @@
 //! Analytic scenes with exact ray casting, the ground truth of the simulator's accuracy reports
-//! (docs/accuracy.md, tests/accuracy.rs).
+//! (docs/accuracy.md, simcore/tests/it/accuracy.rs).
 //!
 //! A [`Scene`] is a list of [`Surface`]s (rectangles, open cylinders vertical or along any axis, spheres and
 //! boxes turned about z) in world coordinates, metres; the demo scene ([`crate::demo`]) is built from them.

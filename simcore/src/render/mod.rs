@@ -91,9 +91,9 @@ pub fn render_frame(
 
 /// Estimated relative cost of each method for this map and pattern, and the cheaper one.
 ///
-/// Cost model, fitted to the speed runs on synthetic 1M and 5M-point maps at r_map 0.05 (the `speed` test in
-/// tests/render.rs; 2 loaded cores): the splat renderer costs about 1 unit per rasterised map point (all points
-/// of buckets within range, capped for level of detail at 12 per image pixel) plus 2 per image pixel; the
+/// Cost model, fitted to the speed runs on synthetic 1M and 5M-point maps at r_map 0.05 (the `speed` tests in
+/// simcore/tests/it/render/; 2 loaded cores): the splat renderer costs about 1 unit per rasterised map point (all
+/// points of buckets within range, capped for level of detail at 12 per image pixel) plus 2 per image pixel; the
 /// beam renderer about 3 units per beam (coarse and fine marching plus the disk tests). With the default pixel
 /// size (4 pixels per beam) the beam renderer wins on CPU; the splat renderer wins with coarse pixels on small
 /// maps. Only the bucket table is read, so the estimate is cheap and, unlike timing both renderers,
