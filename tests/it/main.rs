@@ -12,3 +12,4 @@ mod cli;
 mod map_and_scan;
 
 pub use shared_data::shared_data;
+mod tidy;
