@@ -49,6 +49,7 @@
 
 pub mod cloud;
 pub mod crs;
+pub mod dynamic_bench;
 pub mod error;
 pub mod features;
 pub mod filters;
