@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::grid::{Cell, VoxelGrid};
+use super::planes::Plane;
 
 /// How far short of its hit a ray stops carving, and how far around a scan's hits that scan carves nothing.
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +45,7 @@ pub(super) fn carve_scan(
     origin: [f64; 3],
     count: usize,
     point: &(dyn Fn(usize) -> [f64; 3] + Sync),
+    planes: &[Plane],
     m: &Margins,
 ) -> ScanCarve {
     let tag = scan + 1;
@@ -79,13 +81,17 @@ pub(super) fn carve_scan(
                 };
                 rays += 1;
                 let mut crossed = false;
-                traverse(grid, &ray, |c, t| {
+                traverse(grid, &ray, |c, t_in, _| {
                     let Some(id) = grid.id(c) else {
                         return;
                     };
                     if grid.protected_by(id, tag) {
-                        crossed |= t < 0.5 * ray.length;
-                    } else if grid.set_free(id) {
+                        crossed |= t_in < 0.5 * ray.length;
+                        return;
+                    }
+                    let centre = grid.centre(c);
+                    let o = [0, 1, 2].map(|a| ray.origin[a] - centre[a]);
+                    if planes[id].crossed(o, ray.dir, ray.end, grid.voxel_m) && grid.set_free(id) {
                         newly += 1;
                     }
                 });
@@ -127,9 +133,9 @@ impl Ray {
     }
 }
 
-/// Visit every voxel of the grid that `[0, ray.end]` of the ray crosses, in order, with the ray parameter where
-/// the ray enters it.
-fn traverse(grid: &VoxelGrid, ray: &Ray, mut visit: impl FnMut(Cell, f64)) {
+/// Visit every voxel of the grid that `[0, ray.end]` of the ray crosses, in order, with the ray parameters where
+/// the ray enters and leaves it (or ends).
+fn traverse(grid: &VoxelGrid, ray: &Ray, mut visit: impl FnMut(Cell, f64, f64)) {
     let v = grid.voxel_m;
     let (mut t0, mut t1) = (0.0f64, ray.end);
     for a in 0..3 {
@@ -167,7 +173,6 @@ fn traverse(grid: &VoxelGrid, ray: &Ray, mut visit: impl FnMut(Cell, f64)) {
     }
     let mut t = t0;
     loop {
-        visit(cell, t);
         let a = if next[0] <= next[1] && next[0] <= next[2] {
             0
         } else if next[1] <= next[2] {
@@ -175,6 +180,7 @@ fn traverse(grid: &VoxelGrid, ray: &Ray, mut visit: impl FnMut(Cell, f64)) {
         } else {
             2
         };
+        visit(cell, t, next[a].min(t1));
         t = next[a];
         if t > t1 {
             return;
@@ -205,12 +211,12 @@ mod tests {
         let g = VoxelGrid::new([0.0; 3], [0.99, 0.99, 0.99], 0.1).unwrap();
         let ray = Ray::new([0.05, 0.05, 0.05], [0.95, 0.05, 0.05], &margins()).unwrap();
         let mut cells = Vec::new();
-        traverse(&g, &ray, |c, _| cells.push(c));
+        traverse(&g, &ray, |c, _, _| cells.push(c));
         assert_eq!(cells, (0..10).map(|i| [i, 0, 0]).collect::<Vec<_>>());
         // A diagonal ray from outside the box enters it and crosses x, y and z steps.
         let ray = Ray::new([-1.0, -1.0, -1.0], [0.55, 0.45, 0.35], &margins()).unwrap();
         let mut cells = Vec::new();
-        traverse(&g, &ray, |c, _| cells.push(c));
+        traverse(&g, &ray, |c, _, _| cells.push(c));
         // It enters through the z = 0 face (z is its slowest axis), at x = 0.148.
         assert_eq!(cells.first(), Some(&[1, 0, 0]));
         assert_eq!(cells.last(), Some(&[5, 4, 3]));
@@ -229,7 +235,7 @@ mod tests {
         let ray = Ray::new([0.05, 0.05, 0.05], [0.95, 0.05, 0.05], &m).unwrap();
         let g = VoxelGrid::new([0.0; 3], [0.99, 0.99, 0.99], 0.1).unwrap();
         let mut cells = Vec::new();
-        traverse(&g, &ray, |c, _| cells.push(c));
+        traverse(&g, &ray, |c, _, _| cells.push(c));
         assert_eq!(cells.last(), Some(&[6, 0, 0]));
         assert!(Ray::new([0.0; 3], [0.2, 0.0, 0.0], &m).is_none());
     }

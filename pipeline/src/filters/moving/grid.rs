@@ -68,6 +68,11 @@ impl VoxelGrid {
         self.contains(c).then_some(c)
     }
 
+    /// Centre of a voxel, local metres.
+    pub fn centre(&self, c: Cell) -> [f64; 3] {
+        [0, 1, 2].map(|a| self.min[a] + (c[a] as f64 + 0.5) * self.voxel_m)
+    }
+
     /// Whether the voxel lies inside the box.
     pub fn contains(&self, c: Cell) -> bool {
         (0..3).all(|a| c[a] >= 0 && c[a] < self.dims[a])

@@ -22,6 +22,7 @@
 
 mod carve;
 mod grid;
+mod planes;
 mod views;
 
 use std::time::Instant;
@@ -55,6 +56,12 @@ pub struct MovingParams {
     pub protect_voxels: u32,
     /// Rays longer than this carve nothing (their hits still count), metres. Default: none.
     pub max_range_m: Option<f64>,
+    /// Free a voxel whose points form a plane only when a ray crosses that plane (not when it grazes it).
+    /// Default: true.
+    pub plane_test: bool,
+    /// Half thickness of a voxel's plane layer beyond the plane's own (twice its RMS thickness), metres: a ray
+    /// frees the voxel only by passing through the whole layer. Default: 0.02.
+    pub plane_tolerance_m: f64,
 }
 
 impl Default for MovingParams {
@@ -65,6 +72,8 @@ impl Default for MovingParams {
             footprint_rad: 0.0,
             protect_voxels: 1,
             max_range_m: None,
+            plane_test: true,
+            plane_tolerance_m: 0.02,
         }
     }
 }
@@ -218,6 +227,11 @@ pub fn moving_mask(
         });
     };
     stats.voxels_occupied = grid.seal();
+    let planes = if params.plane_test {
+        planes::fit_planes(&grid, cloud.positions(), params.plane_tolerance_m)
+    } else {
+        vec![planes::Plane::NONE; stats.voxels_occupied]
+    };
     let margins = Margins {
         noise_m: params.noise_margin_m,
         footprint_rad: params.footprint_rad,
@@ -230,7 +244,15 @@ pub fn moving_mask(
         check_cancel(progress)?;
         let t = views.pose(s).translation.vector - nalgebra::Vector3::from(cloud.origin);
         let local = |k: usize| cloud.positions()[views.point(s, k)].map(f64::from);
-        let r = carve_scan(&grid, s as u32, t.into(), views.count(s), &local, &margins);
+        let r = carve_scan(
+            &grid,
+            s as u32,
+            t.into(),
+            views.count(s),
+            &local,
+            &planes,
+            &margins,
+        );
         stats.rays += r.rays;
         stats.voxels_free += r.freed;
         crossings += r.self_crossings;

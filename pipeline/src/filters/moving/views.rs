@@ -169,7 +169,9 @@ pub(super) fn pose_warnings(cloud: &Cloud, views: &Viewpoints) -> Vec<String> {
     let Some((lo, hi)) = cloud.bounds() else {
         return out;
     };
-    let margin = 1.0;
+    // A forward-looking sensor stands at the edge of what it saw, and an airborne one above it: only poses well
+    // outside the points' horizontal extent or below them are suspicious.
+    let margin = (0.1 * (hi[0] - lo[0]).hypot(hi[1] - lo[1])).max(2.0);
     let outside: Vec<usize> = (0..views.len())
         .filter(|&s| {
             let t = views.pose(s).translation.vector;
@@ -177,7 +179,7 @@ pub(super) fn pose_warnings(cloud: &Cloud, views: &Viewpoints) -> Vec<String> {
                 || t.x > hi[0] + margin
                 || t.y < lo[1] - margin
                 || t.y > hi[1] + margin
-                || t.z < lo[2] - margin
+                || t.z < lo[2] - 1.0
         })
         .collect();
     if !outside.is_empty() {
