@@ -73,6 +73,14 @@ fn generate(out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The stage's parameters: the defaults, or a `filters.moving` TOML table in `$MOVING_PARAMS` (for sweeps).
+fn params() -> anyhow::Result<MovingParams> {
+    Ok(match std::env::var("MOVING_PARAMS") {
+        Ok(text) => toml::from_str(&text)?,
+        Err(_) => MovingParams::default(),
+    })
+}
+
 fn short(sensor: &str) -> &str {
     sensor.split('_').next().unwrap_or(sensor)
 }
@@ -120,7 +128,7 @@ fn clean(seq: &Path, out: &Path) -> anyhow::Result<()> {
     let raw = dynamic_bench::read_sequence(seq)?;
     let stage = Instant::now();
     let views = Viewpoints::from_scans(&raw)?;
-    let mask = moving_mask(&raw, &views, &MovingParams::default(), &NoProgress)?;
+    let mask = moving_mask(&raw, &views, &params()?, &NoProgress)?;
     let stage_s = stage.elapsed().as_secs_f64();
     let keep: Vec<usize> = (0..raw.len()).filter(|&i| !mask.dynamic[i]).collect();
     let kept = Cloud::from_positions(
@@ -183,7 +191,7 @@ fn balm(laz: &Path, poses_path: &Path, out: &Path) -> anyhow::Result<()> {
     let pose_list: Vec<_> = by_id.iter().map(|p| p.unwrap_or_default()).collect();
     let views = Viewpoints::from_scan_index(&ids, &pose_list)?;
     let started = Instant::now();
-    let mask = moving_mask(&cloud, &views, &MovingParams::default(), &NoProgress)?;
+    let mask = moving_mask(&cloud, &views, &params()?, &NoProgress)?;
     let stage_s = started.elapsed().as_secs_f64();
     let removed: Vec<usize> = (0..cloud.len()).filter(|&i| mask.dynamic[i]).collect();
     println!(
@@ -219,7 +227,16 @@ fn balm(laz: &Path, poses_path: &Path, out: &Path) -> anyhow::Result<()> {
 
 /// A top view (x right, y up, 5 cm pixels): the map in grey by point count, removed points in red.
 fn top_view(cloud: &Cloud, removed: &[bool], path: &Path) -> anyhow::Result<()> {
-    let (lo, hi) = cloud.bounds().context("empty cloud")?;
+    // The central 99.8% of the points on each axis (a fused map has strays hundreds of metres away).
+    let q = |a: usize, f: f64| {
+        let mut v: Vec<f64> = (0..cloud.len())
+            .step_by(50)
+            .map(|i| cloud.world(i)[a])
+            .collect();
+        v.sort_unstable_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * f) as usize]
+    };
+    let (lo, hi) = ([q(0, 0.001), q(1, 0.001)], [q(0, 0.999), q(1, 0.999)]);
     let px = 0.05;
     let w = ((hi[0] - lo[0]) / px) as usize + 1;
     let h = ((hi[1] - lo[1]) / px) as usize + 1;
@@ -227,6 +244,9 @@ fn top_view(cloud: &Cloud, removed: &[bool], path: &Path) -> anyhow::Result<()> 
     let mut red = vec![0u32; w * h];
     for i in 0..cloud.len() {
         let p = cloud.world(i);
+        if p[0] < lo[0] || p[0] > hi[0] || p[1] < lo[1] || p[1] > hi[1] {
+            continue;
+        }
         let x = ((p[0] - lo[0]) / px) as usize;
         let y = h - 1 - ((p[1] - lo[1]) / px) as usize;
         let k = y.min(h - 1) * w + x.min(w - 1);

@@ -53,18 +53,17 @@ fn demo_sequence_has_labelled_movers() {
     }
 }
 
-/// Measured on this sequence (12 Avia frames 0.5 s apart in the demo site, default parameters): SA 0.990,
-/// DA 0.717 (docs/benchmarks.md). The floors sit a little below so that a change of rounding cannot fail them,
-/// and far above a stage that removes nothing (DA 0) or carves the grazing ground (SA 0.94 without the plane
-/// test, 0.93 with plain carving).
+/// Measured on this sequence (12 Avia frames 0.5 s apart in the demo site, default parameters): SA 0.99998,
+/// DA 0.586 (docs/benchmarks.md). The floors sit below so that a change of rounding cannot fail them, and far
+/// above a stage that removes nothing (DA 0) or carves the grazing ground (SA 0.93 with plain carving).
 #[test]
 fn moving_stage_scores_above_the_floors_on_the_small_demo_sequence() {
     let frames = small_demo("avia", 12);
     let (score, clean, raw) = clean_and_score(&frames, &MovingParams::default());
     eprintln!("small demo avia: {score:?}");
     assert!(clean.len() < raw.len(), "nothing removed");
-    assert!(score.sa >= 0.98, "{score:?}");
-    assert!(score.da >= 0.65, "{score:?}");
+    assert!(score.sa >= 0.995, "{score:?}");
+    assert!(score.da >= 0.5, "{score:?}");
 }
 
 /// The same sequence with each pose inverted (sensor_from_world given for world_from_sensor) gets a warning.

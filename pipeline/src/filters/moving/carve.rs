@@ -5,12 +5,11 @@
 //! The result over all scans is the union of "crossed by scan k and not protected by scan k": an OR of bits,
 //! so it does not depend on the order in which rays or scans are processed, nor on the number of threads.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use rayon::prelude::*;
 
 use super::grid::{Cell, VoxelGrid};
 use super::planes::Plane;
+use super::seen::Seen;
 
 /// How far short of its hit a ray stops carving, and how far around a scan's hits that scan carves nothing.
 #[derive(Clone, Copy, Debug)]
@@ -23,6 +22,8 @@ pub(super) struct Margins {
     pub protect_voxels: i64,
     /// Rays longer than this carve nothing (their hits still protect), metres.
     pub max_range_m: f64,
+    /// A crossed voxel is freed only when at most this many of its 26 neighbours went unseen by the scan.
+    pub max_unseen: usize,
 }
 
 /// What carving one scan did.
@@ -46,6 +47,7 @@ pub(super) fn carve_scan(
     count: usize,
     point: &(dyn Fn(usize) -> [f64; 3] + Sync),
     planes: &[Plane],
+    seen: &Seen,
     m: &Margins,
 ) -> ScanCarve {
     let tag = scan + 1;
@@ -70,11 +72,10 @@ pub(super) fn carve_scan(
             }
         }
     });
-    let freed = AtomicU64::new(0);
-    let (rays, self_crossings) = chunks
+    let (rays, self_crossings, candidates) = chunks
         .par_iter()
         .map(|ks| {
-            let (mut rays, mut crossings, mut newly) = (0u64, 0u64, 0u64);
+            let (mut rays, mut crossings, mut found) = (0u64, 0u64, Vec::new());
             for k in ks.clone() {
                 let Some(ray) = Ray::new(origin, point(k), m) else {
                     continue;
@@ -82,28 +83,44 @@ pub(super) fn carve_scan(
                 rays += 1;
                 let mut crossed = false;
                 traverse(grid, &ray, |c, t_in, _| {
-                    let Some(id) = grid.id(c) else {
-                        return;
-                    };
-                    if grid.protected_by(id, tag) {
-                        crossed |= t_in < 0.5 * ray.length;
-                        return;
+                    if let Some(id) = grid.id(c) {
+                        if grid.protected_by(id, tag) {
+                            crossed |= t_in < 0.5 * ray.length;
+                            return;
+                        }
+                        let centre = grid.centre(c);
+                        let o = [0, 1, 2].map(|a| ray.origin[a] - centre[a]);
+                        if !grid.is_free(id)
+                            && planes[id].crossed(o, ray.dir, ray.end, grid.voxel_m)
+                            && grid.list(id, tag)
+                        {
+                            found.push((id as u32, c));
+                        }
                     }
-                    let centre = grid.centre(c);
-                    let o = [0, 1, 2].map(|a| ray.origin[a] - centre[a]);
-                    if planes[id].crossed(o, ray.dir, ray.end, grid.voxel_m) && grid.set_free(id) {
-                        newly += 1;
-                    }
+                    seen.mark(grid, c, tag);
                 });
                 crossings += u64::from(crossed);
             }
-            freed.fetch_add(newly, Ordering::Relaxed);
-            (rays, crossings)
+            (rays, crossings, found)
         })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        .reduce(
+            || (0, 0, Vec::new()),
+            |mut a, mut b| {
+                a.2.append(&mut b.2);
+                (a.0 + b.0, a.1 + b.1, a.2)
+            },
+        );
+    // Every ray of the scan has marked what it saw: free the crossed voxels whose neighbours it saw too. Each
+    // voxel is listed once per scan (whichever thread listed it), so the count is the same on any thread count.
+    let freed = candidates
+        .par_iter()
+        .filter(|&&(id, c)| {
+            seen.unseen_neighbours(grid, c, tag) <= m.max_unseen && grid.set_free(id as usize)
+        })
+        .count() as u64;
     ScanCarve {
         rays,
-        freed: freed.into_inner(),
+        freed,
         self_crossings,
     }
 }
@@ -203,6 +220,7 @@ mod tests {
             footprint_rad: 0.0,
             protect_voxels: 0,
             max_range_m: f64::INFINITY,
+            max_unseen: 26,
         }
     }
 

@@ -29,6 +29,8 @@ pub(super) struct VoxelGrid {
     free: Vec<AtomicU64>,
     /// Per occupied voxel, 1 + the index of the last scan whose hits lie within the protection margin.
     protect: Vec<AtomicU32>,
+    /// Per occupied voxel, 1 + the index of the last scan that listed it as a candidate to free.
+    listed: Vec<AtomicU32>,
 }
 
 /// The grid would not fit: too many voxels for the bounding box at this voxel size.
@@ -59,6 +61,7 @@ impl VoxelGrid {
             rank: Vec::new(),
             free: Vec::new(),
             protect: Vec::new(),
+            listed: Vec::new(),
         })
     }
 
@@ -78,8 +81,21 @@ impl VoxelGrid {
         (0..3).all(|a| c[a] >= 0 && c[a] < self.dims[a])
     }
 
-    fn linear(&self, c: Cell) -> usize {
+    /// Index of a voxel inside the box in x-fastest order.
+    pub fn linear(&self, c: Cell) -> usize {
         ((c[2] * self.dims[1] + c[1]) * self.dims[0] + c[0]) as usize
+    }
+
+    /// The voxel of a linear index.
+    pub fn cell_at(&self, i: usize) -> Cell {
+        let i = i as i64;
+        let (nx, ny) = (self.dims[0], self.dims[1]);
+        [i % nx, (i / nx) % ny, i / (nx * ny)]
+    }
+
+    /// The occupancy bits, one per voxel in linear order.
+    pub fn occupied_bits(&self) -> &[u64] {
+        &self.occupied
     }
 
     /// Mark the voxels of `points` (local metres) occupied. Call before [`VoxelGrid::seal`].
@@ -114,6 +130,7 @@ impl VoxelGrid {
         let n = total as usize;
         self.free = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
         self.protect = (0..n).map(|_| AtomicU32::new(0)).collect();
+        self.listed = (0..n).map(|_| AtomicU32::new(0)).collect();
         n
     }
 
@@ -137,6 +154,12 @@ impl VoxelGrid {
     /// Whether scan `tag` protects voxel `id`.
     pub fn protected_by(&self, id: usize, tag: u32) -> bool {
         self.protect[id].load(Ordering::Relaxed) == tag
+    }
+
+    /// List voxel `id` as a candidate of scan `tag`; true the first time in that scan.
+    pub fn list(&self, id: usize, tag: u32) -> bool {
+        self.listed[id].load(Ordering::Relaxed) != tag
+            && self.listed[id].swap(tag, Ordering::Relaxed) != tag
     }
 
     /// Mark voxel `id` seen free; true when it was not yet.

@@ -23,6 +23,7 @@
 mod carve;
 mod grid;
 mod planes;
+mod seen;
 mod views;
 
 use std::time::Instant;
@@ -59,6 +60,9 @@ pub struct MovingParams {
     /// Free a voxel whose points form a plane only when a ray crosses that plane (not when it grazes it).
     /// Default: true.
     pub plane_test: bool,
+    /// A voxel a ray crossed is freed only when the same scan saw at most this many of its 26 neighbours
+    /// unfree (DUFOMap's void test is 0). Default: 8.
+    pub max_unseen_neighbours: u32,
     /// Half thickness of a voxel's plane layer beyond the plane's own (twice its RMS thickness), metres: a ray
     /// frees the voxel only by passing through the whole layer. Default: 0.02.
     pub plane_tolerance_m: f64,
@@ -72,6 +76,7 @@ impl Default for MovingParams {
             footprint_rad: 0.0,
             protect_voxels: 1,
             max_range_m: None,
+            max_unseen_neighbours: 8,
             plane_test: true,
             plane_tolerance_m: 0.02,
         }
@@ -93,6 +98,12 @@ impl MovingParams {
         }
         if !(self.footprint_rad.is_finite() && (0.0..1.0).contains(&self.footprint_rad)) {
             return Err(bad("footprint_rad", self.footprint_rad));
+        }
+        if self.max_unseen_neighbours > 26 {
+            return Err(bad(
+                "max_unseen_neighbours",
+                f64::from(self.max_unseen_neighbours),
+            ));
         }
         if self.protect_voxels > 8 {
             return Err(bad("protect_voxels", f64::from(self.protect_voxels)));
@@ -237,7 +248,9 @@ pub fn moving_mask(
         footprint_rad: params.footprint_rad,
         protect_voxels: i64::from(params.protect_voxels),
         max_range_m: params.max_range_m.unwrap_or(f64::INFINITY),
+        max_unseen: params.max_unseen_neighbours as usize,
     };
+    let seen = seen::Seen::new(&grid);
     progress.stage("filters.moving", views.len() as u64);
     let mut crossings = 0;
     for s in 0..views.len() {
@@ -251,6 +264,7 @@ pub fn moving_mask(
             views.count(s),
             &local,
             &planes,
+            &seen,
             &margins,
         );
         stats.rays += r.rays;
@@ -281,26 +295,54 @@ pub fn moving_mask(
     Ok(MovingMask { dynamic, stats })
 }
 
-/// The grid over the cloud's bounds with its points marked; `None` for an empty cloud.
+/// The grid over the cloud's bounds with its points marked; `None` for an empty cloud. When stray points far
+/// away make the whole box too large, the grid covers the box of the central 99.8% of the points on each axis
+/// (grown by 5% and 1 m): points outside it are never classified dynamic (they are kept).
 fn build_grid(cloud: &Cloud, params: &MovingParams) -> Result<Option<VoxelGrid>, MovingError> {
-    let mut lo = [f64::INFINITY; 3];
-    let mut hi = [f64::NEG_INFINITY; 3];
-    for p in cloud.positions() {
-        for a in 0..3 {
-            lo[a] = lo[a].min(f64::from(p[a]));
-            hi[a] = hi[a].max(f64::from(p[a]));
-        }
-    }
     if cloud.is_empty() {
         return Ok(None);
     }
-    let mut grid =
-        VoxelGrid::new(lo, hi, params.voxel_m).map_err(|e| MovingError::GridTooLarge {
-            voxels: e.voxels,
-            voxel_m: params.voxel_m,
-        })?;
+    let (lo, hi) = extent(cloud.positions(), 0.0);
+    let grid = match VoxelGrid::new(lo, hi, params.voxel_m) {
+        Ok(g) => g,
+        Err(_) => {
+            let (lo, hi) = extent(cloud.positions(), 0.001);
+            VoxelGrid::new(lo, hi, params.voxel_m).map_err(|e| MovingError::GridTooLarge {
+                voxels: e.voxels,
+                voxel_m: params.voxel_m,
+            })?
+        }
+    };
+    let mut grid = grid;
     grid.occupy(cloud.positions());
     Ok(Some(grid))
+}
+
+/// The box of the points (local metres) between the `q` and `1 - q` quantiles on each axis (all of them for
+/// `q` 0), grown by 5% and 1 m when `q` > 0. Quantiles come from every k-th point, so the box is deterministic.
+fn extent(positions: &[[f32; 3]], q: f64) -> ([f64; 3], [f64; 3]) {
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    if q <= 0.0 {
+        for p in positions {
+            for a in 0..3 {
+                lo[a] = lo[a].min(f64::from(p[a]));
+                hi[a] = hi[a].max(f64::from(p[a]));
+            }
+        }
+        return (lo, hi);
+    }
+    let step = positions.len().div_ceil(200_000).max(1);
+    for a in 0..3 {
+        let mut v: Vec<f32> = positions.iter().step_by(step).map(|p| p[a]).collect();
+        v.sort_unstable_by(f32::total_cmp);
+        let at = |f: f64| f64::from(v[((v.len() - 1) as f64 * f).round() as usize]);
+        let (l, h) = (at(q), at(1.0 - q));
+        let grow = 0.05 * (h - l) + 1.0;
+        lo[a] = l - grow;
+        hi[a] = h + grow;
+    }
+    (lo, hi)
 }
 
 /// `filters.moving` on a cloud whose scans carry poses (`meta.scans`): removes the dynamic points and reports
