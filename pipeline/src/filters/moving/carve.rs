@@ -55,23 +55,7 @@ pub(super) fn carve_scan(
         .step_by(super::CHUNK)
         .map(|s| s..(s + super::CHUNK).min(count))
         .collect();
-    let r = m.protect_voxels;
-    chunks.par_iter().for_each(|ks| {
-        for k in ks.clone() {
-            let Some(c) = grid.cell_of(point(k)) else {
-                continue;
-            };
-            for dz in -r..=r {
-                for dy in -r..=r {
-                    for dx in -r..=r {
-                        if let Some(id) = grid.id([c[0] + dx, c[1] + dy, c[2] + dz]) {
-                            grid.protect(id, tag);
-                        }
-                    }
-                }
-            }
-        }
-    });
+    protect_hits(grid, tag, &chunks, point, m.protect_voxels);
     let (rays, self_crossings, candidates) = chunks
         .par_iter()
         .map(|ks| {
@@ -123,6 +107,32 @@ pub(super) fn carve_scan(
         freed,
         self_crossings,
     }
+}
+
+/// Tag every occupied voxel within `r` voxels of one of the scan's points with the scan's `tag`.
+fn protect_hits(
+    grid: &VoxelGrid,
+    tag: u32,
+    chunks: &[std::ops::Range<usize>],
+    point: &(dyn Fn(usize) -> [f64; 3] + Sync),
+    r: i64,
+) {
+    chunks.par_iter().for_each(|ks| {
+        for k in ks.clone() {
+            let Some(c) = grid.cell_of(point(k)) else {
+                continue;
+            };
+            for dz in -r..=r {
+                for dy in -r..=r {
+                    for dx in -r..=r {
+                        if let Some(id) = grid.id([c[0] + dx, c[1] + dy, c[2] + dz]) {
+                            grid.protect(id, tag);
+                        }
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// A ray from the sensor toward a hit, carving over `[0, end]` of its unit direction.

@@ -5,11 +5,15 @@
 //! touch them, but every scan taken after they left looked through the place they stood. The method is
 //! free-space carving over a voxel grid, the family of DUFOMap (Duberg et al., RA-L 2024), which leads the
 //! KTH-RPL DynamicMap_Benchmark: a voxel that some scan's ray crossed is empty space at that scan's time, so a
-//! point found in it is dynamic ("seen empty once is free"). Static structure survives through two margins:
+//! point found in it is dynamic ("seen empty once is free"). Static structure survives through four guards:
 //! - each ray stops carving `noise_margin_m` (plus `footprint_rad` per metre of range) short of its hit, so
 //!   range noise and the thickness of a registered surface never carve the surface itself;
-//! - a scan never frees the voxels within `protect_voxels` of its own hits (DUFOMap's d_p), so a ray grazing
-//!   the ground or passing beside a pole between two beams does not free what the same scan saw there.
+//! - a scan never frees the voxels within `protect_voxels` of its own hits (DUFOMap's d_p);
+//! - a voxel whose points form a plane is freed only by a ray that passes through that plane inside it, so a ray
+//!   grazing the ground or a wall frees nothing (`planes.rs`);
+//! - a crossed voxel is freed only when the same scan saw nearly all its neighbours free (DUFOMap's void test,
+//!   relaxed: `max_unseen_neighbours`), so pose error, windows and thin frames of a real fused map survive
+//!   (`seen.rs`).
 //!
 //! The stage streams over the scans: memory is the grid (1.5 bits per voxel of the bounding box, 4 bytes per
 //! occupied voxel), not the number of scans. Each scan's rays run on rayon; the free set is an OR of bits, so
