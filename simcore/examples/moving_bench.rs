@@ -242,7 +242,7 @@ fn top_view(cloud: &Cloud, removed: &[bool], path: &Path) -> anyhow::Result<()> 
     let h = ((hi[1] - lo[1]) / px) as usize + 1;
     let mut count = vec![0u32; w * h];
     let mut red = vec![0u32; w * h];
-    for i in 0..cloud.len() {
+    for (i, &gone) in removed.iter().enumerate() {
         let p = cloud.world(i);
         if p[0] < lo[0] || p[0] > hi[0] || p[1] < lo[1] || p[1] > hi[1] {
             continue;
@@ -251,7 +251,7 @@ fn top_view(cloud: &Cloud, removed: &[bool], path: &Path) -> anyhow::Result<()> 
         let y = h - 1 - ((p[1] - lo[1]) / px) as usize;
         let k = y.min(h - 1) * w + x.min(w - 1);
         count[k] += 1;
-        red[k] += u32::from(removed[i]);
+        red[k] += u32::from(gone);
     }
     let mut rgb = Vec::with_capacity(w * h * 3);
     for k in 0..w * h {

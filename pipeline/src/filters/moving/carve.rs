@@ -38,19 +38,28 @@ pub(super) struct ScanCarve {
     pub self_crossings: u64,
 }
 
-/// Carve scan number `scan` (0-based) seen from `origin` (local metres): `point(k)` gives its k-th point (local
-/// metres), `k < count`.
+/// One scan to carve.
+pub(super) struct ScanRays<'a> {
+    /// The scan's number (0-based).
+    pub index: u32,
+    /// The sensor position, local metres.
+    pub origin: [f64; 3],
+    /// Number of points.
+    pub count: usize,
+    /// The k-th point, local metres, `k < count`.
+    pub point: &'a (dyn Fn(usize) -> [f64; 3] + Sync),
+}
+
+/// Carve one scan: protect its hits, walk its rays, free the crossed voxels that pass the void test.
 pub(super) fn carve_scan(
     grid: &VoxelGrid,
-    scan: u32,
-    origin: [f64; 3],
-    count: usize,
-    point: &(dyn Fn(usize) -> [f64; 3] + Sync),
+    scan: &ScanRays<'_>,
     planes: &[Plane],
     seen: &Seen,
     m: &Margins,
 ) -> ScanCarve {
-    let tag = scan + 1;
+    let (origin, count, point) = (scan.origin, scan.count, scan.point);
+    let tag = scan.index + 1;
     let chunks: Vec<std::ops::Range<usize>> = (0..count)
         .step_by(super::CHUNK)
         .map(|s| s..(s + super::CHUNK).min(count))
@@ -179,7 +188,7 @@ fn traverse(grid: &VoxelGrid, ray: &Ray, mut visit: impl FnMut(Cell, f64, f64)) 
         t0 = t0.max(ta.min(tb));
         t1 = t1.min(ta.max(tb));
     }
-    if !(t0 < t1) {
+    if !matches!(t0.partial_cmp(&t1), Some(std::cmp::Ordering::Less)) {
         return;
     }
     let start = [0, 1, 2].map(|a| ray.origin[a] + ray.dir[a] * t0);

@@ -113,7 +113,7 @@ impl MovingParams {
             return Err(bad("protect_voxels", f64::from(self.protect_voxels)));
         }
         if let Some(r) = self.max_range_m
-            && !(r > 0.0)
+            && (r.is_nan() || r <= 0.0)
         {
             return Err(bad("max_range_m", r));
         }
@@ -261,16 +261,13 @@ pub fn moving_mask(
         check_cancel(progress)?;
         let t = views.pose(s).translation.vector - nalgebra::Vector3::from(cloud.origin);
         let local = |k: usize| cloud.positions()[views.point(s, k)].map(f64::from);
-        let r = carve_scan(
-            &grid,
-            s as u32,
-            t.into(),
-            views.count(s),
-            &local,
-            &planes,
-            &seen,
-            &margins,
-        );
+        let scan = carve::ScanRays {
+            index: s as u32,
+            origin: t.into(),
+            count: views.count(s),
+            point: &local,
+        };
+        let r = carve_scan(&grid, &scan, &planes, &seen, &margins);
         stats.rays += r.rays;
         stats.voxels_free += r.freed;
         crossings += r.self_crossings;

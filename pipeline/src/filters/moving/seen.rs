@@ -42,7 +42,10 @@ impl Seen {
                 }
             }
         });
-        let bits: Vec<u64> = bits.into_iter().map(|b| b.into_inner()).collect();
+        let bits: Vec<u64> = bits
+            .into_iter()
+            .map(std::sync::atomic::AtomicU64::into_inner)
+            .collect();
         let mut total = 0u32;
         let rank = bits
             .iter()
