@@ -51,6 +51,7 @@
 
 pub mod cloud;
 pub mod crs;
+pub mod dynamic_bench;
 pub mod error;
 pub mod export;
 pub mod features;

@@ -35,6 +35,9 @@ pub enum Stage {
     /// `filters.downsample`: reduce the cloud to the map resolution.
     #[serde(rename = "filters.downsample")]
     Downsample,
+    /// `filters.moving`: remove what moved while the scans were taken (needs each scan's pose).
+    #[serde(rename = "filters.moving")]
+    Moving,
     /// `features.normals`: normals and plane thickness (gamma) from the neighbours of each point.
     #[serde(rename = "features.normals")]
     Normals,
@@ -65,6 +68,8 @@ pub struct FilterParams {
     pub radius: RadiusParams,
     /// Its `resolution_m` is always the recipe's `resolution_m` (the map resolution r_map).
     pub downsample: DownsampleParams,
+    /// Parameters of `filters.moving`.
+    pub moving: crate::filters::MovingParams,
 }
 
 /// Parameters of the `features.*` stages.
@@ -406,6 +411,10 @@ fn run_stage(
         Stage::Downsample => {
             progress.stage("filters.downsample", n);
             downsample(cloud, &f.downsample, progress)?
+        }
+        Stage::Moving => {
+            progress.stage("filters.moving", n);
+            crate::filters::remove_moving(cloud, &f.moving, progress)?
         }
         Stage::Normals => {
             progress.stage("features.normals", n);

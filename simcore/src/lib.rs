@@ -32,6 +32,7 @@ pub mod control;
 pub mod demo;
 pub mod flight;
 pub mod mission;
+pub mod moving_sequence;
 pub mod record;
 pub mod render;
 pub(crate) mod rng;

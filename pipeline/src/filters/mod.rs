@@ -8,6 +8,7 @@
 pub mod crop;
 pub mod downsample;
 pub mod merge;
+pub mod moving;
 pub mod radius;
 pub mod sor;
 pub mod transform;
@@ -15,6 +16,7 @@ pub mod transform;
 pub use crop::{CropParams, crop};
 pub use downsample::{DownsampleMethod, DownsampleParams, downsample};
 pub use merge::merge;
+pub use moving::{MovingParams, remove_moving};
 pub use radius::{RadiusParams, radius_mask, radius_outliers};
 pub use sor::{SorCompat, SorParams, SorStats, sor, sor_mask};
 pub use transform::{TransformParams, transform};

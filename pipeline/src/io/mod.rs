@@ -40,6 +40,7 @@ pub mod kitti;
 pub mod las;
 pub mod pcd;
 pub mod ply;
+pub mod poses;
 pub mod xyz;
 
 use std::path::Path;
