@@ -14,6 +14,7 @@ mod bad_input;
 mod io_e57;
 mod io_las;
 mod io_ply_pcd_text;
+mod moving;
 mod output_paths;
 mod prepare;
 mod stages;

@@ -16,6 +16,7 @@ mod flight;
 mod flight_dynamics;
 mod hall_beams;
 mod missions;
+mod moving_sequences;
 mod render;
 mod sensors;
 
