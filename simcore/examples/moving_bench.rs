@@ -7,6 +7,7 @@
 //! moving_bench score SEQ_DIR CLEANED.pcd   # prints SA, DA, AA and counts as JSON
 //! moving_bench balm FUSED.laz POSES.csv OUT_DIR   # removed points, a top view, the scans in the layout
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -37,7 +38,17 @@ fn main() -> anyhow::Result<()> {
 
 /// The shared data folder (`../shared/data` beside the repository, or `$AERIE_SHARED_DATA`).
 fn shared(rel: &str) -> anyhow::Result<PathBuf> {
-    aerie_pipeline::testing::shared_file(rel).context("../shared/data is absent")
+    let dir = std::env::var_os("AERIE_SHARED_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
+        PathBuf::from,
+    );
+    let path = dir.join(rel);
+    anyhow::ensure!(
+        path.exists(),
+        "{} is absent: put the shared data beside the repository",
+        path.display()
+    );
+    Ok(path)
 }
 
 fn generate(out: &Path) -> anyhow::Result<()> {
@@ -207,7 +218,7 @@ fn balm(laz: &Path, poses_path: &Path, out: &Path) -> anyhow::Result<()> {
         removed.iter().map(|&i| cloud.positions()[i]).collect(),
     );
     io::write(&gone, &out.join("removed.pcd"), None, &Default::default())?;
-    top_view(&cloud, &mask.dynamic, &out.join("removed_top.png"))?;
+    top_view(&cloud, &mask.dynamic, &out.join("removed_top.ppm"))?;
     if std::env::var_os("BALM_LAYOUT").is_some() {
         let layout = out.join("layout");
         for s in 0..views.len() {
@@ -262,10 +273,11 @@ fn top_view(cloud: &Cloud, removed: &[bool], path: &Path) -> anyhow::Result<()> 
             rgb.extend_from_slice(&[g, g, g]);
         }
     }
-    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut enc = png::Encoder::new(file, w as u32, h as u32);
-    enc.set_color(png::ColorType::Rgb);
-    enc.set_depth(png::BitDepth::Eight);
-    enc.write_header()?.write_image_data(&rgb)?;
+    // A binary PPM: simcore and its examples draw no pictures with image crates (`convert` or any viewer
+    // turns it into a PNG).
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    write!(file, "P6\n{w} {h}\n255\n")?;
+    file.write_all(&rgb)?;
+    file.flush()?;
     Ok(())
 }
