@@ -3,7 +3,7 @@
 //!
 //! Occupied voxels are where the map has points; free ones lie along the rays from the scanners to what they
 //! saw, where the scanners' positions are known (E57 poses, PCD `VIEWPOINT`, the poses a map keeps), so an
-//! exploration planner sees known free space and not only walls (docs/algorithms.md, section 14). The tree is
+//! exploration planner sees known free space and not only walls (docs/algorithms.md, section 33). The tree is
 //! written as OctoMap's `AbstractOccupancyOcTree::writeBinary` writes it, after its `toMaxLikelihood` and
 //! `prune`: the same text header, the same node encoding, the same pruned tree, so the bytes depend only on the
 //! map and the resolution.

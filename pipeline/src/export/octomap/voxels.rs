@@ -1,4 +1,4 @@
-//! Which voxels of the tree are occupied and which free (docs/algorithms.md, section 14): occupied where the
+//! Which voxels of the tree are occupied and which free (docs/algorithms.md, section 33): occupied where the
 //! map has a point; free along the ray from the scanner to each occupied voxel, up to the first occupied voxel
 //! the ray meets, where the scanner's position is known.
 
