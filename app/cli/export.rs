@@ -91,7 +91,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         eprintln!("warning: {}: {}", output.display(), warning_text(w));
     }
     if !args.quiet {
-        eprintln!("wrote {} points to {}", cloud.len(), output.display());
+        match (options.target, options.resolution_m) {
+            (Target::Octomap, Some(res)) => eprintln!(
+                "wrote an OctoMap tree of {} points at {res} m to {}",
+                cloud.len(),
+                output.display()
+            ),
+            _ => eprintln!("wrote {} points to {}", cloud.len(), output.display()),
+        }
         if let Some(note) = done.shift_note() {
             eprintln!("{note}");
         }

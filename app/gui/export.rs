@@ -155,4 +155,29 @@ mod tests {
             "the name must say the format"
         );
     }
+
+    /// The OctoMap tree is offered like every format: the path takes .bt, and another name is refused.
+    #[test]
+    fn the_octomap_tree_takes_a_bt_name() {
+        let mut h = harness(ExportPanel::default(), doc_with_map());
+        h.state_mut().panel.path = "out/map.pcd".into();
+        h.run_steps(2);
+        let label = PRESETS
+            .iter()
+            .find(|p| p.extension() == "bt")
+            .unwrap()
+            .label;
+        h.get_by_label(label).click();
+        h.run_steps(2);
+        assert_eq!(h.state().panel.path, "out/map.bt");
+        h.state_mut().panel.path = "out/map.las".into();
+        h.run_steps(1);
+        h.get_by_label("Export").click();
+        h.run_steps(2);
+        assert!(h.state().panel.job.is_none());
+        assert!(
+            matches!(&h.state().actions.sent()[0], Action::Log(l) if l.error && l.text.contains("name it .bt")),
+            "the name must be .bt"
+        );
+    }
 }
