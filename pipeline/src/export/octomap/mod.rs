@@ -274,7 +274,7 @@ impl Header {
                 }
                 Some("id") => id = Some(parse_id(words.next(), path, &place)?),
                 Some("size") => {
-                    size = Some(parse_value(words.next(), path, &place, "a node count")?)
+                    size = Some(parse_value(words.next(), path, &place, "a node count")?);
                 }
                 Some("res") => res = Some(parse_res(words.next(), path, &place)?),
                 _ => {}

@@ -96,7 +96,7 @@ pub fn prune(mut leaves: Vec<Leaf>) -> Vec<Leaf> {
 /// True when `g` is the eight children of one node at `depth - 1`, all leaves of one state.
 fn siblings(g: &[Leaf], depth: u32) -> bool {
     let first = g[0];
-    first.code % span(depth - 1) == 0
+    first.code.is_multiple_of(span(depth - 1))
         && g.iter().enumerate().all(|(k, l)| {
             u32::from(l.depth) == depth
                 && l.occupied == first.occupied
