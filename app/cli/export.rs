@@ -134,7 +134,7 @@ fn warning_text(w: &ExportWarning) -> String {
             w.problem(),
             Target::Ros.name()
         ),
-        ExportWarning::Loss(_) => w.to_string(),
+        ExportWarning::Loss(_) | ExportWarning::NoScannerPose => w.to_string(),
     }
 }
 

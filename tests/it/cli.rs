@@ -506,6 +506,10 @@ fn an_octomap_export_reads_back_and_refuses_bad_input() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success() && err.contains("OctoMap tree"), "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("no scanner's pose"),
+        "{err}"
+    );
     let o = aerie(&["info", &p("floor.bt")]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(

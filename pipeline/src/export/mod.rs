@@ -97,6 +97,8 @@ pub enum ExportWarning {
     DoubleCoordinates,
     /// An attribute the format cannot hold, in [`io::write_losses`]' words.
     Loss(String),
+    /// The map keeps no scanner's pose, so an occupancy tree knows its occupied voxels only and no free space.
+    NoScannerPose,
 }
 
 impl ExportWarning {
@@ -109,6 +111,10 @@ impl ExportWarning {
                  (ROS, pcl_viewer, MARSIM) load only 32-bit ones"
             }
             ExportWarning::Loss(loss) => loss,
+            ExportWarning::NoScannerPose => {
+                "the map keeps no scanner's pose (E57 scans and a PCD's VIEWPOINT give one), so the tree holds \
+                 occupied voxels only: a planner sees no known free space"
+            }
         }
     }
 }
@@ -120,7 +126,7 @@ impl std::fmt::Display for ExportWarning {
             ExportWarning::DoubleCoordinates => {
                 f.write_str(": an export for ROS writes them in a local frame")
             }
-            ExportWarning::Loss(_) => Ok(()),
+            ExportWarning::Loss(_) | ExportWarning::NoScannerPose => Ok(()),
         }
     }
 }
@@ -200,10 +206,13 @@ fn export_own(
         )?,
         Target::Generic | Target::Marsim | Target::Ros => {}
     }
-    Ok(Exported {
-        shift,
-        warnings: Vec::new(),
-    })
+    let posed = cloud.meta.scans.iter().any(|s| s.world_from_scan.is_some());
+    let warnings = if posed {
+        Vec::new()
+    } else {
+        vec![ExportWarning::NoScannerPose]
+    };
+    Ok(Exported { shift, warnings })
 }
 
 /// The format to write: the target's own, when the output's name or the format asked is it; else the format

@@ -148,6 +148,7 @@ fn a_room_round_trips_with_its_free_space() {
     let cloud = room();
     let done = export(&cloud, &path, &options(0.1)).unwrap();
     assert_eq!(done.shift, None);
+    assert!(done.warnings.is_empty(), "{:?}", done.warnings);
     let bytes = std::fs::read(&path).unwrap();
     assert!(bytes.starts_with(b"# Octomap OcTree binary file\n"));
     let (summary, leaves) = read(&path).unwrap();
@@ -186,7 +187,8 @@ fn without_poses_only_occupied_voxels_are_written() {
     let path = dir.path().join("walls.bt");
     let mut cloud = room();
     cloud.meta.scans.clear();
-    export(&cloud, &path, &options(0.2)).unwrap();
+    let done = export(&cloud, &path, &options(0.2)).unwrap();
+    assert_eq!(done.warnings, [crate::export::ExportWarning::NoScannerPose]);
     let (summary, _) = read(&path).unwrap();
     assert_eq!(summary.free_leaves, 0);
     assert!(summary.occupied_leaves > 0);
