@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use aerie_pipeline::export::{ExportError, ExportOptions, ExportWarning, Target, export};
+use aerie_pipeline::export::{ExportError, ExportOptions, ExportWarning, Target, export, octomap};
 use aerie_pipeline::io;
 use aerie_pipeline::map::amap::AmapFile;
 use anyhow::Context;
@@ -22,7 +22,8 @@ pub struct Args {
     #[arg(long, ignore_case = true)]
     format: Option<FormatArg>,
     /// Shape the output for a tool: `marsim` writes binary PCD with x y z only (what MARSIM loads); `ros` writes
-    /// PCD with float x y z (PCL's point types), moved to a local frame when the map is far from 0.
+    /// PCD with float x y z (PCL's point types), moved to a local frame when the map is far from 0; `octomap`
+    /// writes OctoMap's binary tree (.bt) at `--resolution`.
     #[arg(long = "for", value_name = "TARGET", value_parser = target_parser())]
     target: Option<Target>,
     /// Encoding, for formats that offer a choice.
@@ -31,6 +32,9 @@ pub struct Args {
     /// LAS version.
     #[arg(long)]
     las_version: Option<LasVersionArg>,
+    /// Voxel edge in metres, for `--for octomap` (0.01 to 10). By default, the map's resolution.
+    #[arg(long, value_name = "METRES")]
+    resolution: Option<f64>,
     /// Print nothing but errors and warnings.
     #[arg(short, long)]
     quiet: bool,
@@ -68,7 +72,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         encoding: args.encoding.map(Into::into),
         las_version: args.las_version.map(Into::into),
         target: args.target.unwrap_or_default(),
+        resolution_m: Some(
+            args.resolution
+                .unwrap_or(octomap::resolution_of_map(map.header().resolution)),
+        ),
     };
+    if args.resolution.is_some() && options.target != Target::Octomap {
+        return Err(super::BadInput(format!(
+            "--resolution is for --for {}: other exports write the map's points as they are",
+            Target::Octomap.name()
+        ))
+        .into());
+    }
     let done = export(&cloud, output, &options)
         .map_err(flag_hint)
         .map_err(super::format_hint("--format"))?;
@@ -76,7 +91,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         eprintln!("warning: {}: {}", output.display(), warning_text(w));
     }
     if !args.quiet {
-        eprintln!("wrote {} points to {}", cloud.len(), output.display());
+        match (options.target, options.resolution_m) {
+            (Target::Octomap, Some(res)) => eprintln!(
+                "wrote an OctoMap tree of {} points at {res} m to {}",
+                cloud.len(),
+                output.display()
+            ),
+            _ => eprintln!("wrote {} points to {}", cloud.len(), output.display()),
+        }
         if let Some(note) = done.shift_note() {
             eprintln!("{note}");
         }
@@ -95,6 +117,7 @@ fn flag_hint(e: ExportError) -> anyhow::Error {
             "or give --format {} to write it under this name",
             format.name()
         )),
+        ExportError::BadResolution { .. } => Some("give another --resolution".to_string()),
         _ => None,
     };
     match hint {
@@ -111,7 +134,7 @@ fn warning_text(w: &ExportWarning) -> String {
             w.problem(),
             Target::Ros.name()
         ),
-        ExportWarning::Loss(_) => w.to_string(),
+        ExportWarning::Loss(_) | ExportWarning::NoScannerPose => w.to_string(),
     }
 }
 

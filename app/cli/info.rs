@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use aerie_pipeline::CloudSummary;
+use aerie_pipeline::export::octomap;
 use aerie_pipeline::features::spacing;
 use aerie_pipeline::io::{self, Format, ReadOptions};
 use anyhow::Context;
@@ -11,7 +12,7 @@ use super::choices::FormatArg;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Scan files (.las .laz .e57 .ply .pcd .xyz .txt .csv .bin) or prepared maps (.amap).
+    /// Scan files (.las .laz .e57 .ply .pcd .xyz .txt .csv .bin), prepared maps (.amap) or OctoMap trees (.bt).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Print JSON (one object per file, in an array) for scripts; the point count is under `points`.
@@ -42,6 +43,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             }
             continue;
         }
+        if is_octree(path) {
+            let (summary, _) =
+                octomap::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            if args.json {
+                let mut value = serde_json::to_value(&summary)?;
+                value["source"] = serde_json::json!(path);
+                json.push(value);
+            } else {
+                print!("{}\n{summary}", path.display());
+            }
+            continue;
+        }
         let cloud = io::read(path, args.format.map(Format::from), &opts)
             .with_context(|| format!("cannot read {}", path.display()))
             .map_err(super::format_hint("--format"))?;
@@ -57,6 +70,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&json)?);
     }
     Ok(())
+}
+
+/// Whether `path` is an OctoMap tree: named .bt, or starting with the line OctoMap writes first.
+fn is_octree(path: &std::path::Path) -> bool {
+    let named = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("bt"));
+    named || octomap::is_octree_file(path)
 }
 
 /// The summary of a packed map: its cloud summary plus map figures, sources, recipe and report.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use aerie_pipeline::Cloud;
-use aerie_pipeline::export::{Exported, PRESETS, export, not_an_input};
+use aerie_pipeline::export::{ExportOptions, Exported, PRESETS, export, not_an_input, octomap};
 use aerie_pipeline::io::Format;
 use eframe::egui::{self, RichText};
 
@@ -32,9 +32,7 @@ impl ExportPanel {
     fn start(&mut self, path: PathBuf, cx: &mut Cx<'_>) {
         let Some(m) = cx.doc.map() else { return };
         let preset = PRESETS[self.choice];
-        if let Some(named) = Format::from_path(&path)
-            && named != preset.format
-        {
+        if Format::from_path(&path).is_some() && !preset.names(&path) {
             cx.error(format!(
                 "{} names another format than {}: name it .{}",
                 path.display(),
@@ -55,8 +53,13 @@ impl ExportPanel {
             return;
         }
         let cloud: Arc<Cloud> = Arc::clone(&m.cloud);
+        // A gridded export (OctoMap) takes the map's own resolution.
+        let options = ExportOptions {
+            resolution_m: Some(octomap::resolution_of_map(m.packed.resolution)),
+            ..preset.options()
+        };
         self.job = Some(Job::spawn("export", cx.waker(), move |_| {
-            let done = export(&cloud, &path, &preset.options())?;
+            let done = export(&cloud, &path, &options)?;
             Ok((path, cloud.len(), done))
         }));
     }
@@ -105,7 +108,7 @@ impl Panel for ExportPanel {
         if self.choice != before {
             // The path follows the format chosen, so that the file holds what its name says.
             let path = PathBuf::from(self.path.trim());
-            if Format::from_path(&path).is_some() {
+            if Format::from_path(&path).is_some() || PRESETS.iter().any(|p| p.names(&path)) {
                 self.path = path.with_extension(ext).display().to_string();
             }
         }
@@ -150,6 +153,31 @@ mod tests {
         assert!(
             matches!(&h.state().actions.sent()[0], Action::Log(l) if l.error && l.text.contains("name it .laz")),
             "the name must say the format"
+        );
+    }
+
+    /// The OctoMap tree is offered like every format: the path takes .bt, and another name is refused.
+    #[test]
+    fn the_octomap_tree_takes_a_bt_name() {
+        let mut h = harness(ExportPanel::default(), doc_with_map());
+        h.state_mut().panel.path = "out/map.pcd".into();
+        h.run_steps(2);
+        let label = PRESETS
+            .iter()
+            .find(|p| p.extension() == "bt")
+            .unwrap()
+            .label;
+        h.get_by_label(label).click();
+        h.run_steps(2);
+        assert_eq!(h.state().panel.path, "out/map.bt");
+        h.state_mut().panel.path = "out/map.las".into();
+        h.run_steps(1);
+        h.get_by_label("Export").click();
+        h.run_steps(2);
+        assert!(h.state().panel.job.is_none());
+        assert!(
+            matches!(&h.state().actions.sent()[0], Action::Log(l) if l.error && l.text.contains("name it .bt")),
+            "the name must be .bt"
         );
     }
 }

@@ -476,3 +476,74 @@ fn the_demo_flies_its_route_without_a_collision() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// `aerie export --for octomap`: a tree at the map's resolution that `aerie info` reads back; a resolution out of
+/// range (with its flag as the hint), `--resolution` for another target, and a name other than .bt exit 2 and
+/// write nothing.
+#[test]
+fn an_octomap_export_reads_back_and_refuses_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).display().to_string();
+    let mut xyz = String::new();
+    for i in 0..40 {
+        for j in 0..40 {
+            xyz.push_str(&format!(
+                "{} {} 0\n",
+                0.05 * f64::from(i),
+                0.05 * f64::from(j)
+            ));
+        }
+    }
+    std::fs::write(p("floor.xyz"), xyz).unwrap();
+    let o = aerie(&["prepare", &p("floor.xyz"), "-o", &p("floor.amap")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = aerie(&[
+        "export",
+        &p("floor.amap"),
+        "--for",
+        "octomap",
+        &p("floor.bt"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("OctoMap tree"), "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("no scanner's pose"),
+        "{err}"
+    );
+    let o = aerie(&["info", &p("floor.bt")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("OctoMap OcTree") && out.contains("resolution  0.1 m"),
+        "{out}"
+    );
+    assert!(
+        out.contains("free        0 leaves"),
+        "no scanner pose, no free space: {out}"
+    );
+    let map = p("floor.amap");
+    for (args, says) in [
+        (
+            vec!["--for", "octomap", "--resolution", "0", "o.bt"],
+            "hint: give another --resolution",
+        ),
+        (
+            vec!["--for", "octomap", "--resolution", "0.001", "o.bt"],
+            "out of range",
+        ),
+        (
+            vec!["--for", "marsim", "--resolution", "0.2", "o.pcd"],
+            "--resolution is for --for octomap",
+        ),
+        (vec!["--for", "octomap", "o.pcd"], "must be named .bt"),
+    ] {
+        let out_path = p(args[args.len() - 1]);
+        let mut full = vec!["export", map.as_str()];
+        full.extend(&args[..args.len() - 1]);
+        full.push(&out_path);
+        let o = aerie(&full);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!Path::new(&out_path).exists(), "{args:?}");
+    }
+}

@@ -48,6 +48,35 @@ pub enum ExportError {
         asked: Encoding,
     },
 
+    /// The target's own writer writes one kind of file, and the output's name is not it.
+    #[error("{}: a file for {} must be named .{extension}", path.display(), target.reader())]
+    WrongExtension {
+        /// The output file.
+        path: PathBuf,
+        /// Whom the export is for.
+        target: Target,
+        /// The extension its file takes.
+        extension: &'static str,
+    },
+
+    /// The map has no points: the export would hold nothing.
+    #[error("{}: the map has no points, so there is nothing to export", path.display())]
+    EmptyMap {
+        /// The output file.
+        path: PathBuf,
+    },
+
+    /// The resolution asked is out of the range the target takes, or too fine for the map's extent.
+    #[error("{}: the resolution {resolution_m} m is out of range: {reason}", path.display())]
+    BadResolution {
+        /// The output file.
+        path: PathBuf,
+        /// The resolution asked, metres.
+        resolution_m: f64,
+        /// What is accepted.
+        reason: String,
+    },
+
     /// The output is one of the files read (the same file by any path), which writing would replace.
     #[error(
         "the output {} is the input {}: write to another file",
@@ -78,6 +107,9 @@ impl ExportError {
         match self {
             ExportError::WrongFormat { .. }
             | ExportError::WrongEncoding { .. }
+            | ExportError::WrongExtension { .. }
+            | ExportError::EmptyMap { .. }
+            | ExportError::BadResolution { .. }
             | ExportError::OverwritesInput { .. } => true,
             ExportError::Write { source, .. } => source.is_bad_input(),
         }

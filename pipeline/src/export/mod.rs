@@ -27,6 +27,7 @@
 //! ```
 
 mod error;
+pub mod octomap;
 mod output;
 mod preset;
 mod target;
@@ -46,7 +47,7 @@ use crate::io::{self, Encoding, Format, LasVersion, WriteOptions};
 
 /// How [`export`] writes a map. By default, the format the output's name names, its default encoding and LAS
 /// version, every attribute the format holds ([`Target::Generic`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ExportOptions {
     /// The format to write. By default, the one the output's extension names.
     pub format: Option<Format>,
@@ -56,7 +57,14 @@ pub struct ExportOptions {
     pub las_version: Option<LasVersion>,
     /// Whom the file is for. By default, [`Target::Generic`].
     pub target: Target,
+    /// The voxel's edge in metres, for targets that grid the map ([`Target::Octomap`]). By default, 0.1 m, the
+    /// default map resolution; a caller that knows the map's own resolution passes it.
+    pub resolution_m: Option<f64>,
 }
+
+/// The voxel's edge of a gridded export when [`ExportOptions::resolution_m`] does not say: the default map
+/// resolution, metres.
+pub const DEFAULT_RESOLUTION_M: f64 = 0.1;
 
 /// What [`export`] did besides writing: the offset the map was moved by, and what the user should know.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,8 +80,9 @@ impl Exported {
     pub fn shift_note(&self) -> Option<String> {
         self.shift.map(|s| {
             format!(
-                "moved by ({}, {}, {}) m into a local frame: PCL's point types hold float coordinates, which would \
-                 lose centimetres this far from 0; add the offset back to return to the map's frame",
+                "moved by ({}, {}, {}) m into a local frame: the reader holds float coordinates (PCL's point \
+                 types, OctoMap), which would lose centimetres this far from 0; add the offset back to return to \
+                 the map's frame",
                 -s[0], -s[1], -s[2]
             )
         })
@@ -88,6 +97,8 @@ pub enum ExportWarning {
     DoubleCoordinates,
     /// An attribute the format cannot hold, in [`io::write_losses`]' words.
     Loss(String),
+    /// The map keeps no scanner's pose, so an occupancy tree knows its occupied voxels only and no free space.
+    NoScannerPose,
 }
 
 impl ExportWarning {
@@ -100,6 +111,10 @@ impl ExportWarning {
                  (ROS, pcl_viewer, MARSIM) load only 32-bit ones"
             }
             ExportWarning::Loss(loss) => loss,
+            ExportWarning::NoScannerPose => {
+                "the map keeps no scanner's pose (E57 scans and a PCD's VIEWPOINT give one), so the tree holds \
+                 occupied voxels only: a planner sees no known free space"
+            }
         }
     }
 }
@@ -111,7 +126,7 @@ impl std::fmt::Display for ExportWarning {
             ExportWarning::DoubleCoordinates => {
                 f.write_str(": an export for ROS writes them in a local frame")
             }
-            ExportWarning::Loss(_) => Ok(()),
+            ExportWarning::Loss(_) | ExportWarning::NoScannerPose => Ok(()),
         }
     }
 }
@@ -128,6 +143,9 @@ pub fn export(
     options: &ExportOptions,
 ) -> Result<Exported, ExportError> {
     let spec = options.target.spec();
+    if let Some(extension) = spec.extension {
+        return export_own(cloud, path, options, extension);
+    }
     let format = format_for(path, options)?;
     let write_options = WriteOptions {
         encoding: encoding_for(path, options)?,
@@ -155,6 +173,45 @@ pub fn export(
         .or_else(|| Format::from_path(path))
         .map(|f| warnings(&written, f, options.target))
         .unwrap_or_default();
+    Ok(Exported { shift, warnings })
+}
+
+/// An export by a target's own writer (not a point-cloud format of `io`): the file's name must take the
+/// target's `extension`.
+fn export_own(
+    cloud: &Cloud,
+    path: &Path,
+    options: &ExportOptions,
+    extension: &'static str,
+) -> Result<Exported, ExportError> {
+    let named = path.extension().and_then(|e| e.to_str());
+    if !named.is_some_and(|e| e.eq_ignore_ascii_case(extension)) {
+        return Err(ExportError::WrongExtension {
+            path: path.to_path_buf(),
+            target: options.target,
+            extension,
+        });
+    }
+    let shift = if options.target.spec().local_frame {
+        local_frame(cloud)
+    } else {
+        None
+    };
+    match options.target {
+        Target::Octomap => octomap::write(
+            cloud,
+            path,
+            options.resolution_m.unwrap_or(DEFAULT_RESOLUTION_M),
+            shift.unwrap_or([0.0; 3]),
+        )?,
+        Target::Generic | Target::Marsim | Target::Ros => {}
+    }
+    let posed = cloud.meta.scans.iter().any(|s| s.world_from_scan.is_some());
+    let warnings = if posed {
+        Vec::new()
+    } else {
+        vec![ExportWarning::NoScannerPose]
+    };
     Ok(Exported { shift, warnings })
 }
 

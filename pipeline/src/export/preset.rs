@@ -1,5 +1,7 @@
 //! The export choices a user picks from (the app's list): each a [`Preset`], all in [`PRESETS`].
 
+use std::path::Path;
+
 use super::{ExportOptions, Target};
 use crate::io::{Encoding, Format};
 
@@ -8,8 +10,8 @@ use crate::io::{Encoding, Format};
 pub struct Preset {
     /// What the user picks, naming the format and whom it is for (`MARSIM map (binary PCD, x y z)`).
     pub label: &'static str,
-    /// The format written.
-    pub format: Format,
+    /// The point-cloud format written; `None` for a target with a writer of its own ([`Target::extension`]).
+    pub format: Option<Format>,
     /// The encoding written; `None`: the format's default (binary where there is a choice).
     pub encoding: Option<Encoding>,
     /// Whom the file is for.
@@ -20,42 +22,64 @@ impl Preset {
     /// The options [`super::export`] writes the preset with.
     pub fn options(&self) -> ExportOptions {
         ExportOptions {
-            format: Some(self.format),
+            format: self.format,
             encoding: self.encoding,
             las_version: None,
             target: self.target,
+            resolution_m: None,
         }
     }
 
-    /// The extension of a file written with the preset (`pcd`, `bin` for KITTI).
+    /// The extension of a file written with the preset (`pcd`, `bin` for KITTI, `bt` for OctoMap).
     pub fn extension(&self) -> &'static str {
-        self.format.extension()
+        match (self.target.extension(), self.format) {
+            (Some(own), _) => own,
+            (None, Some(format)) => format.extension(),
+            (None, None) => "",
+        }
+    }
+
+    /// Whether `path`'s extension is one a file of the preset takes (any of its format's, in any case).
+    pub fn names(&self, path: &Path) -> bool {
+        let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
+            return false;
+        };
+        match self.format {
+            Some(format) => Format::from_path(path) == Some(format),
+            None => ext.eq_ignore_ascii_case(self.extension()),
+        }
     }
 }
 
 /// The export choices, in the order they are offered: the tools' own first, then every format.
-pub const PRESETS: [Preset; 9] = [
+pub const PRESETS: [Preset; 10] = [
     Preset {
         label: "MARSIM map (binary PCD, x y z)",
-        format: Format::Pcd,
+        format: Some(Format::Pcd),
         encoding: Some(Encoding::Binary),
         target: Target::Marsim,
     },
     Preset {
         label: "PCD binary (ROS, PCL: float x y z)",
-        format: Format::Pcd,
+        format: Some(Format::Pcd),
         encoding: Some(Encoding::Binary),
         target: Target::Ros,
     },
     Preset {
+        label: "OctoMap tree (.bt: occupied and free voxels, for planners)",
+        format: None,
+        encoding: None,
+        target: Target::Octomap,
+    },
+    Preset {
         label: "PCD compressed",
-        format: Format::Pcd,
+        format: Some(Format::Pcd),
         encoding: Some(Encoding::Compressed),
         target: Target::Generic,
     },
     Preset {
         label: "PLY binary (with normals)",
-        format: Format::Ply,
+        format: Some(Format::Ply),
         encoding: Some(Encoding::Binary),
         target: Target::Generic,
     },
@@ -70,7 +94,7 @@ pub const PRESETS: [Preset; 9] = [
 const fn generic(label: &'static str, format: Format) -> Preset {
     Preset {
         label,
-        format,
+        format: Some(format),
         encoding: None,
         target: Target::Generic,
     }

@@ -14,6 +14,9 @@ pub enum Target {
     /// ROS and PCL (`pcl::io::loadPCDFile<PointXYZI>`, pcl_ros) load PCD with float x y z: every attribute, in a
     /// local frame when the map is far from 0.
     Ros,
+    /// OctoMap (octomap_server, exploration planners) loads its binary tree (`.bt`): occupied where the map has
+    /// points, free along the scanners' rays.
+    Octomap,
 }
 
 /// What a target asks of the file written for it. Every property of a target is here, so that a target is added
@@ -27,6 +30,9 @@ pub(super) struct Spec {
     pub about: &'static str,
     /// The one format the reader loads; `None`: the format asked, or the one the file's name names.
     pub format: Option<Format>,
+    /// The extension of the file, for a target with a writer of its own rather than a point-cloud [`Format`]
+    /// (`bt`); `None`: the format's.
+    pub extension: Option<&'static str>,
     /// The one encoding the reader loads; `None`: the encoding asked, or the format's default.
     pub encoding: Option<Encoding>,
     /// x y z alone, whatever else the map holds (and, by design, no warning of what that leaves out).
@@ -38,7 +44,12 @@ pub(super) struct Spec {
 
 impl Target {
     /// Every target, [`Target::Generic`] first.
-    pub const ALL: [Target; 3] = [Target::Generic, Target::Marsim, Target::Ros];
+    pub const ALL: [Target; 4] = [
+        Target::Generic,
+        Target::Marsim,
+        Target::Ros,
+        Target::Octomap,
+    ];
 
     /// What the target asks of its file: the one description of each target.
     pub(super) fn spec(self) -> Spec {
@@ -48,6 +59,7 @@ impl Target {
                 reader: "any tool",
                 about: "The format as asked, every attribute it can hold.",
                 format: None,
+                extension: None,
                 encoding: None,
                 xyz_only: false,
                 local_frame: false,
@@ -57,6 +69,7 @@ impl Target {
                 reader: "MARSIM",
                 about: "MARSIM loads binary PCD with x y z only.",
                 format: Some(Format::Pcd),
+                extension: None,
                 encoding: Some(Encoding::Binary),
                 xyz_only: true,
                 local_frame: true,
@@ -67,8 +80,21 @@ impl Target {
                 about: "ROS and PCL (`pcl::io::loadPCDFile<PointXYZI>`, pcl_ros) load PCD with float x y z: every \
                         attribute, in a local frame when the map is far from 0.",
                 format: Some(Format::Pcd),
+                extension: None,
                 encoding: None,
                 xyz_only: false,
+                local_frame: true,
+            },
+            Target::Octomap => Spec {
+                name: "octomap",
+                reader: "OctoMap",
+                about: "OctoMap's binary tree (.bt) at a chosen resolution: occupied where the map has points, free along \
+                        the scanners' rays.",
+                format: None,
+                extension: Some("bt"),
+                encoding: None,
+                xyz_only: true,
+                // OctoMap's coordinates are floats, and its keys reach 32768 voxels from 0.
                 local_frame: true,
             },
         }
@@ -94,6 +120,11 @@ impl Target {
     /// What the file is, in a line (a list of targets shows it).
     pub fn about(self) -> &'static str {
         self.spec().about
+    }
+
+    /// The extension of a file written for the target by a writer of its own (`bt` for OctoMap), if it has one.
+    pub fn extension(self) -> Option<&'static str> {
+        self.spec().extension
     }
 
     /// The one format the target's reader loads, if it loads only one.

@@ -37,9 +37,16 @@ fn every_preset_writes_its_format_and_reads_back() {
     let map = map_at([10.0, 20.0, 0.0]);
     for (i, preset) in PRESETS.iter().enumerate() {
         let path = dir.path().join(format!("p{i}.{}", preset.extension()));
-        assert_eq!(Format::from_path(&path), Some(preset.format), "{preset:?}");
+        assert!(preset.names(&path), "{preset:?}");
         let done = export(&map, &path, &preset.options()).unwrap();
         assert_eq!(done.shift, None, "{preset:?}: near 0, nothing moves");
+        let Some(preset_format) = preset.format else {
+            // A target's own writer: its file reads back through its own reader.
+            let (summary, _) = super::octomap::read(&path).unwrap();
+            assert!(summary.occupied_leaves > 0, "{preset:?}");
+            continue;
+        };
+        assert_eq!(Format::from_path(&path), Some(preset_format), "{preset:?}");
         let back = io::read(&path, None, &ReadOptions::default()).unwrap();
         assert_eq!(back.len(), map.len(), "{preset:?}");
         for k in [0, 17, 39] {
@@ -48,9 +55,9 @@ fn every_preset_writes_its_format_and_reads_back() {
         }
         let format = back.meta.format.clone().unwrap_or_default();
         assert!(
-            format.to_ascii_lowercase().contains(preset.format.name())
-                || preset.format == Format::Kitti
-                || preset.format == Format::Xyz,
+            format.to_ascii_lowercase().contains(preset_format.name())
+                || preset_format == Format::Kitti
+                || preset_format == Format::Xyz,
             "{preset:?} read back as {format}"
         );
     }
