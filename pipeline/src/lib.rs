@@ -61,6 +61,7 @@ pub mod io;
 pub mod lanes;
 pub mod map;
 pub mod memory;
+pub mod mesh;
 mod mmap;
 pub mod pose;
 pub mod prepare;
