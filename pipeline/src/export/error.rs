@@ -90,6 +90,56 @@ pub enum ExportError {
         input: PathBuf,
     },
 
+    /// A mesh export (Gazebo, Isaac Sim) could not make its mesh of the map.
+    #[error("{}: cannot make a mesh of the map: {source}", path.display())]
+    Mesh {
+        /// The output.
+        path: PathBuf,
+        /// Why.
+        source: crate::mesh::MeshError,
+    },
+
+    /// The mesh to write has no triangle: the export would hold nothing to see or collide with.
+    #[error("{}: the mesh has no triangles, so there is nothing to export", path.display())]
+    EmptyMesh {
+        /// The output.
+        path: PathBuf,
+    },
+
+    /// The mesh to write cannot be written as it is (a vertex that is not a number).
+    #[error("{}: the mesh cannot be written: {reason}", path.display())]
+    BadMesh {
+        /// The output.
+        path: PathBuf,
+        /// What is wrong, and where.
+        reason: String,
+    },
+
+    /// A target that writes a folder (a Gazebo model) was given a folder that already holds files.
+    #[error(
+        "{}: the folder exists and is not empty: a model for {} is written to a new or empty folder, so that \
+         nothing of yours is replaced: remove it or name another",
+        path.display(),
+        target.reader()
+    )]
+    FolderNotEmpty {
+        /// The output folder.
+        path: PathBuf,
+        /// Whom the export is for.
+        target: Target,
+    },
+
+    /// A target that writes a folder was given a name that is not one: an existing file, or a file's name.
+    #[error("{}: a model for {} is a folder: {reason}", path.display(), target.reader())]
+    NotAFolder {
+        /// The output.
+        path: PathBuf,
+        /// Whom the export is for.
+        target: Target,
+        /// What is wrong with the name, and what would do.
+        reason: String,
+    },
+
     /// The writer failed: the format could not be told, the options do not apply to it, or the file could not be
     /// written.
     #[error("cannot write {}", path.display())]
@@ -110,7 +160,12 @@ impl ExportError {
             | ExportError::WrongExtension { .. }
             | ExportError::EmptyMap { .. }
             | ExportError::BadResolution { .. }
-            | ExportError::OverwritesInput { .. } => true,
+            | ExportError::OverwritesInput { .. }
+            | ExportError::EmptyMesh { .. }
+            | ExportError::BadMesh { .. }
+            | ExportError::FolderNotEmpty { .. }
+            | ExportError::NotAFolder { .. } => true,
+            ExportError::Mesh { source, .. } => matches!(source, crate::mesh::MeshError::Input(_)),
             ExportError::Write { source, .. } => source.is_bad_input(),
         }
     }

@@ -9,7 +9,9 @@
 //! A target is one variant of [`Target`] and one row of its description (`target.rs`): the format and encoding
 //! its reader loads, whether it keeps x y z alone, whether it moves a map far from 0 into a local frame. A target
 //! with a writer of its own (a mesh, an octree) adds that writer to [`export`]'s dispatch; to be offered in the
-//! app, it adds a [`Preset`].
+//! app, it adds a [`Preset`]. The mesh targets ([`gazebo`], [`isaac`]) make the map's mesh with
+//! [`crate::mesh::reconstruct`] and a collision mesh of it with [`crate::mesh::simplify`]; their writers also take
+//! a [`crate::mesh::Mesh`] directly.
 //!
 //! ```
 //! use aerie_pipeline::Cloud;
@@ -27,9 +29,12 @@
 //! ```
 
 mod error;
+pub mod gazebo;
+pub mod isaac;
 pub mod octomap;
 mod output;
 mod preset;
+mod surface;
 mod target;
 #[cfg(test)]
 mod tests;
@@ -37,6 +42,7 @@ mod tests;
 pub use error::ExportError;
 pub use output::{not_an_input, same_file, write_map};
 pub use preset::{PRESETS, Preset};
+pub use surface::COLLISION_TRIANGLES;
 pub use target::Target;
 
 use std::borrow::Cow;
@@ -57,8 +63,9 @@ pub struct ExportOptions {
     pub las_version: Option<LasVersion>,
     /// Whom the file is for. By default, [`Target::Generic`].
     pub target: Target,
-    /// The voxel's edge in metres, for targets that grid the map ([`Target::Octomap`]). By default, 0.1 m, the
-    /// default map resolution; a caller that knows the map's own resolution passes it.
+    /// The voxel's edge in metres, for targets that grid the map ([`Target::Octomap`]), and the width the points
+    /// of a USD stage are drawn ([`Target::Isaac`]). By default, 0.1 m, the default map resolution; a caller that
+    /// knows the map's own resolution passes it.
     pub resolution_m: Option<f64>,
 }
 
@@ -143,8 +150,8 @@ pub fn export(
     options: &ExportOptions,
 ) -> Result<Exported, ExportError> {
     let spec = options.target.spec();
-    if let Some(extension) = spec.extension {
-        return export_own(cloud, path, options, extension);
+    if spec.extension.is_some() || spec.directory {
+        return export_own(cloud, path, options);
     }
     let format = format_for(path, options)?;
     let write_options = WriteOptions {
@@ -177,40 +184,50 @@ pub fn export(
 }
 
 /// An export by a target's own writer (not a point-cloud format of `io`): the file's name must take the
-/// target's `extension`.
+/// target's extension, if it has one; a folder target checks its folder before any work.
 fn export_own(
     cloud: &Cloud,
     path: &Path,
     options: &ExportOptions,
-    extension: &'static str,
 ) -> Result<Exported, ExportError> {
+    let spec = options.target.spec();
     let named = path.extension().and_then(|e| e.to_str());
-    if !named.is_some_and(|e| e.eq_ignore_ascii_case(extension)) {
+    if let Some(extension) = spec.extension
+        && !named.is_some_and(|e| e.eq_ignore_ascii_case(extension))
+    {
         return Err(ExportError::WrongExtension {
             path: path.to_path_buf(),
             target: options.target,
             extension,
         });
     }
-    let shift = if options.target.spec().local_frame {
+    let shift = if spec.local_frame {
         local_frame(cloud)
     } else {
         None
     };
+    let to_local = shift.unwrap_or([0.0; 3]);
+    let resolution_m = options.resolution_m.unwrap_or(DEFAULT_RESOLUTION_M);
     match options.target {
-        Target::Octomap => octomap::write(
-            cloud,
-            path,
-            options.resolution_m.unwrap_or(DEFAULT_RESOLUTION_M),
-            shift.unwrap_or([0.0; 3]),
-        )?,
+        Target::Octomap => octomap::write(cloud, path, resolution_m, to_local)?,
+        Target::Gazebo => {
+            // The folder's name and place are checked before the mesh is made.
+            gazebo::model_name(path)?;
+            gazebo::check_folder(path)?;
+            let (visual, collision) = surface::meshes_of(cloud, path)?;
+            gazebo::write_model(&visual, &collision, path, to_local)?;
+        }
+        Target::Isaac => {
+            let (visual, collision) = surface::meshes_of(cloud, path)?;
+            isaac::write_stage(&visual, &collision, cloud, resolution_m, path, to_local)?;
+        }
         Target::Generic | Target::Marsim | Target::Ros => {}
     }
     let posed = cloud.meta.scans.iter().any(|s| s.world_from_scan.is_some());
-    let warnings = if posed {
-        Vec::new()
-    } else {
+    let warnings = if options.target == Target::Octomap && !posed {
         vec![ExportWarning::NoScannerPose]
+    } else {
+        Vec::new()
     };
     Ok(Exported { shift, warnings })
 }

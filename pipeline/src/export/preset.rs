@@ -30,7 +30,8 @@ impl Preset {
         }
     }
 
-    /// The extension of a file written with the preset (`pcd`, `bin` for KITTI, `bt` for OctoMap).
+    /// The extension of a file written with the preset (`pcd`, `bin` for KITTI, `bt` for OctoMap); empty for a
+    /// folder.
     pub fn extension(&self) -> &'static str {
         match (self.target.extension(), self.format) {
             (Some(own), _) => own,
@@ -39,8 +40,17 @@ impl Preset {
         }
     }
 
-    /// Whether `path`'s extension is one a file of the preset takes (any of its format's, in any case).
+    /// Whether the preset writes a folder (a Gazebo model) rather than a file: its path takes no extension.
+    pub fn is_folder(&self) -> bool {
+        self.target.is_directory()
+    }
+
+    /// Whether `path`'s extension is one a file of the preset takes (any of its format's, in any case); for a
+    /// folder preset, whether `path` has no extension.
     pub fn names(&self, path: &Path) -> bool {
+        if self.is_folder() {
+            return path.file_name().is_some() && path.extension().is_none();
+        }
         let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
             return false;
         };
@@ -52,7 +62,7 @@ impl Preset {
 }
 
 /// The export choices, in the order they are offered: the tools' own first, then every format.
-pub const PRESETS: [Preset; 10] = [
+pub const PRESETS: [Preset; 12] = [
     Preset {
         label: "MARSIM map (binary PCD, x y z)",
         format: Some(Format::Pcd),
@@ -70,6 +80,18 @@ pub const PRESETS: [Preset; 10] = [
         format: None,
         encoding: None,
         target: Target::Octomap,
+    },
+    Preset {
+        label: "Gazebo model (folder: SDF and COLLADA meshes, with a world)",
+        format: None,
+        encoding: None,
+        target: Target::Gazebo,
+    },
+    Preset {
+        label: "Isaac Sim stage (.usda: mesh with collision, and the points)",
+        format: None,
+        encoding: None,
+        target: Target::Isaac,
     },
     Preset {
         label: "PCD compressed",

@@ -17,6 +17,13 @@ pub enum Target {
     /// OctoMap (octomap_server, exploration planners) loads its binary tree (`.bt`): occupied where the map has
     /// points, free along the scanners' rays.
     Octomap,
+    /// Gazebo (classic 11 and gz-sim) loads a model folder: model.config, model.sdf (SDF 1.7) with a static link
+    /// whose visual is the map's mesh and whose collision a simplified one, COLLADA meshes in metres, and a
+    /// world.sdf that includes it.
+    Gazebo,
+    /// Isaac Sim (and any USD reader) loads a text USD stage (`.usda`): the map's mesh with UsdPhysics collision,
+    /// Z up, metres, and its points for viewing.
+    Isaac,
 }
 
 /// What a target asks of the file written for it. Every property of a target is here, so that a target is added
@@ -40,15 +47,20 @@ pub(super) struct Spec {
     /// Moved into a local frame when the map is far from 0: the reader holds coordinates as 32-bit floats, which
     /// lose centimetres there.
     pub local_frame: bool,
+    /// The output is a folder of files (a Gazebo model), not one file: it is written whole beside its place and
+    /// renamed into it, and an existing folder that holds anything is refused.
+    pub directory: bool,
 }
 
 impl Target {
     /// Every target, [`Target::Generic`] first.
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 6] = [
         Target::Generic,
         Target::Marsim,
         Target::Ros,
         Target::Octomap,
+        Target::Gazebo,
+        Target::Isaac,
     ];
 
     /// What the target asks of its file: the one description of each target.
@@ -63,6 +75,7 @@ impl Target {
                 encoding: None,
                 xyz_only: false,
                 local_frame: false,
+                directory: false,
             },
             Target::Marsim => Spec {
                 name: "marsim",
@@ -73,6 +86,7 @@ impl Target {
                 encoding: Some(Encoding::Binary),
                 xyz_only: true,
                 local_frame: true,
+                directory: false,
             },
             Target::Ros => Spec {
                 name: "ros",
@@ -84,6 +98,7 @@ impl Target {
                 encoding: None,
                 xyz_only: false,
                 local_frame: true,
+                directory: false,
             },
             Target::Octomap => Spec {
                 name: "octomap",
@@ -96,6 +111,33 @@ impl Target {
                 xyz_only: true,
                 // OctoMap's coordinates are floats, and its keys reach 32768 voxels from 0.
                 local_frame: true,
+                directory: false,
+            },
+            Target::Gazebo => Spec {
+                name: "gazebo",
+                reader: "Gazebo",
+                about: "A Gazebo model folder (model.sdf, SDF 1.7: the map's mesh to see, a simplified one to collide \
+                        with, COLLADA in metres) and a world.sdf that includes it.",
+                format: None,
+                extension: None,
+                encoding: None,
+                xyz_only: true,
+                // Mesh vertices are 32-bit floats in Gazebo's renderer and physics engines.
+                local_frame: true,
+                directory: true,
+            },
+            Target::Isaac => Spec {
+                name: "isaac",
+                reader: "Isaac Sim",
+                about: "A USD stage (.usda) for Isaac Sim: the map's mesh with physics collision, metres, Z up, and \
+                        its points to view.",
+                format: None,
+                extension: Some("usda"),
+                encoding: None,
+                xyz_only: true,
+                // USD's points are 32-bit floats (point3f).
+                local_frame: true,
+                directory: false,
             },
         }
     }
@@ -125,6 +167,11 @@ impl Target {
     /// The extension of a file written for the target by a writer of its own (`bt` for OctoMap), if it has one.
     pub fn extension(self) -> Option<&'static str> {
         self.spec().extension
+    }
+
+    /// Whether the target writes a folder of files (a Gazebo model) rather than one file.
+    pub fn is_directory(self) -> bool {
+        self.spec().directory
     }
 
     /// The one format the target's reader loads, if it loads only one.
