@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use aerie_pipeline::export::{ExportError, ExportOptions, ExportWarning, Target, export, octomap};
+use aerie_pipeline::export::{
+    ExportError, ExportOptions, ExportWarning, Target, export, gazebo, isaac, octomap,
+};
 use aerie_pipeline::io;
 use aerie_pipeline::map::amap::AmapFile;
 use anyhow::Context;
@@ -23,7 +25,8 @@ pub struct Args {
     format: Option<FormatArg>,
     /// Shape the output for a tool: `marsim` writes binary PCD with x y z only (what MARSIM loads); `ros` writes
     /// PCD with float x y z (PCL's point types), moved to a local frame when the map is far from 0; `octomap`
-    /// writes OctoMap's binary tree (.bt) at `--resolution`.
+    /// writes OctoMap's binary tree (.bt) at `--resolution`; `gazebo` writes a Gazebo model folder (OUTPUT is
+    /// the folder, new or empty); `isaac` writes a USD stage (.usda) for Isaac Sim.
     #[arg(long = "for", value_name = "TARGET", value_parser = target_parser())]
     target: Option<Target>,
     /// Encoding, for formats that offer a choice.
@@ -97,6 +100,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 cloud.len(),
                 output.display()
             ),
+            _ if options.target == Target::Gazebo || options.target == Target::Isaac => {
+                eprint!("{}", mesh_note(options.target, output)?);
+            }
             _ => eprintln!("wrote {} points to {}", cloud.len(), output.display()),
         }
         if let Some(note) = done.shift_note() {
@@ -104,6 +110,25 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What a mesh export wrote, read back from the output, and how to load it.
+fn mesh_note(target: Target, output: &std::path::Path) -> anyhow::Result<String> {
+    let shown = output.display();
+    Ok(if target == Target::Gazebo {
+        let model =
+            gazebo::read_model(output).with_context(|| format!("cannot read back {shown}"))?;
+        format!(
+            "wrote the Gazebo model {} to {shown}:\n{model}load it with: GAZEBO_MODEL_PATH=PARENT gazebo \
+             {shown}/world.sdf, or GZ_SIM_RESOURCE_PATH=PARENT gz sim {shown}/world.sdf (PARENT: the folder \
+             that holds it; see its README.txt)\n",
+            model.name
+        )
+    } else {
+        let stage =
+            isaac::read_stage(output).with_context(|| format!("cannot read back {shown}"))?;
+        format!("wrote a USD stage for Isaac Sim to {shown}:\n{stage}")
+    })
 }
 
 /// The export's error, with the flag that fixes it as a [`Hint`] where one does.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use aerie_pipeline::CloudSummary;
-use aerie_pipeline::export::octomap;
+use aerie_pipeline::export::{gazebo, isaac, octomap};
 use aerie_pipeline::features::spacing;
 use aerie_pipeline::io::{self, Format, ReadOptions};
 use anyhow::Context;
@@ -12,7 +12,8 @@ use super::choices::FormatArg;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Scan files (.las .laz .e57 .ply .pcd .xyz .txt .csv .bin), prepared maps (.amap) or OctoMap trees (.bt).
+    /// Scan files (.las .laz .e57 .ply .pcd .xyz .txt .csv .bin), prepared maps (.amap), OctoMap trees (.bt),
+    /// Gazebo model folders or USD stages (.usda).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Print JSON (one object per file, in an array) for scripts; the point count is under `points`.
@@ -36,6 +37,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     for path in &args.files {
         if aerie_pipeline::map::amap::is_map_file(path) {
             let (text, value) = map_info(path)?;
+            if args.json {
+                json.push(value);
+            } else {
+                print!("{text}");
+            }
+            continue;
+        }
+        if let Some((text, value)) = export_info(path)? {
             if args.json {
                 json.push(value);
             } else {
@@ -70,6 +79,30 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&json)?);
     }
     Ok(())
+}
+
+/// The summary of a mesh export Aerie wrote, when `path` is one: a Gazebo model folder or a text USD stage.
+fn export_info(path: &std::path::Path) -> anyhow::Result<Option<(String, serde_json::Value)>> {
+    let cannot = || format!("cannot read {}", path.display());
+    let (text, mut value) = if gazebo::is_model_dir(path) {
+        let model = gazebo::read_model(path).with_context(cannot)?;
+        (model.to_string(), serde_json::to_value(&model)?)
+    } else if is_usda(path) {
+        let stage = isaac::read_stage(path).with_context(cannot)?;
+        (stage.to_string(), serde_json::to_value(&stage)?)
+    } else {
+        return Ok(None);
+    };
+    value["source"] = serde_json::json!(path);
+    Ok(Some((format!("{}\n{text}", path.display()), value)))
+}
+
+/// Whether `path` is a text USD stage: named .usda, or starting with the line USD writes first.
+fn is_usda(path: &std::path::Path) -> bool {
+    let named = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("usda"));
+    named || isaac::is_usda_file(path)
 }
 
 /// Whether `path` is an OctoMap tree: named .bt, or starting with the line OctoMap writes first.

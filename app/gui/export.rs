@@ -32,6 +32,14 @@ impl ExportPanel {
     fn start(&mut self, path: PathBuf, cx: &mut Cx<'_>) {
         let Some(m) = cx.doc.map() else { return };
         let preset = PRESETS[self.choice];
+        if preset.is_folder() && !preset.names(&path) {
+            cx.error(format!(
+                "{}: {} is written to a folder: name it without an extension",
+                path.display(),
+                preset.label
+            ));
+            return;
+        }
         if Format::from_path(&path).is_some() && !preset.names(&path) {
             cx.error(format!(
                 "{} names another format than {}: name it .{}",
@@ -53,7 +61,7 @@ impl ExportPanel {
             return;
         }
         let cloud: Arc<Cloud> = Arc::clone(&m.cloud);
-        // A gridded export (OctoMap) takes the map's own resolution.
+        // A gridded export (OctoMap) takes the map's own resolution, a USD stage draws its points that wide.
         let options = ExportOptions {
             resolution_m: Some(octomap::resolution_of_map(m.packed.resolution)),
             ..preset.options()
@@ -105,15 +113,21 @@ impl Panel for ExportPanel {
             ui.radio_value(&mut self.choice, i, preset.label);
         }
         let ext = PRESETS[self.choice].extension();
+        let folder = PRESETS[self.choice].is_folder();
         if self.choice != before {
-            // The path follows the format chosen, so that the file holds what its name says.
+            // The path follows the format chosen, so that the file holds what its name says (a folder: no
+            // extension).
             let path = PathBuf::from(self.path.trim());
             if Format::from_path(&path).is_some() || PRESETS.iter().any(|p| p.names(&path)) {
                 self.path = path.with_extension(ext).display().to_string();
             }
         }
         ui.horizontal(|ui| {
-            path_field(ui, &mut self.path, &format!("map.{ext}"), ext, Dialog::Save);
+            if folder {
+                path_field(ui, &mut self.path, "map_model", ext, Dialog::Folder);
+            } else {
+                path_field(ui, &mut self.path, &format!("map.{ext}"), ext, Dialog::Save);
+            }
         });
         let enabled = self.job.is_none() && !self.path.trim().is_empty();
         if ui
@@ -124,7 +138,7 @@ impl Panel for ExportPanel {
             self.start(p, cx);
         }
         ui.label(
-            RichText::new("The same writers as `aerie export MAP OUT [--for marsim]`.").weak(),
+            RichText::new("The same writers as `aerie export MAP OUT [--for TARGET]`.").weak(),
         );
     }
 }
@@ -178,6 +192,27 @@ mod tests {
         assert!(
             matches!(&h.state().actions.sent()[0], Action::Log(l) if l.error && l.text.contains("name it .bt")),
             "the name must be .bt"
+        );
+    }
+
+    /// The Gazebo model is a folder: the path loses its extension, and a file's name is refused.
+    #[test]
+    fn the_gazebo_model_takes_a_folder_name() {
+        let mut h = harness(ExportPanel::default(), doc_with_map());
+        h.state_mut().panel.path = "out/map.pcd".into();
+        h.run_steps(2);
+        let label = PRESETS.iter().find(|p| p.is_folder()).unwrap().label;
+        h.get_by_label(label).click();
+        h.run_steps(2);
+        assert_eq!(h.state().panel.path, "out/map");
+        h.state_mut().panel.path = "out/map.las".into();
+        h.run_steps(1);
+        h.get_by_label("Export").click();
+        h.run_steps(2);
+        assert!(h.state().panel.job.is_none());
+        assert!(
+            matches!(&h.state().actions.sent()[0], Action::Log(l) if l.error && l.text.contains("without an extension")),
+            "a folder takes no extension"
         );
     }
 }

@@ -7,6 +7,8 @@ use eframe::egui;
 pub enum Dialog {
     Open,
     Save,
+    /// A folder to write into (a Gazebo model): new, or empty.
+    Folder,
 }
 
 /// A path typed in, or chosen with the desktop's file dialog (`…`): `default_name` is the hint and the
@@ -26,12 +28,14 @@ pub fn path_field(
     let tip = match dialog {
         Dialog::Open => "Choose a file",
         Dialog::Save => "Choose where to write",
+        Dialog::Folder => "Choose the folder to write (new or empty)",
     };
     if ui.button("…").on_hover_text(tip).clicked() {
         let d = rfd::FileDialog::new().add_filter(ext, &[ext]);
         let chosen = match dialog {
             Dialog::Open => d.pick_file(),
             Dialog::Save => d.set_file_name(default_name).save_file(),
+            Dialog::Folder => rfd::FileDialog::new().pick_folder(),
         };
         if let Some(p) = chosen {
             *path = p.display().to_string();

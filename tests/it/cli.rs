@@ -547,3 +547,50 @@ fn an_octomap_export_reads_back_and_refuses_bad_input() {
         assert!(!Path::new(&out_path).exists(), "{args:?}");
     }
 }
+
+/// `aerie export --for gazebo|isaac`: bad output places exit 2 with the place named and leave nothing (a
+/// folder that holds files, a file's name or a name Gazebo cannot find for a model, a name other than .usda for
+/// a stage); a folder that holds files is left as it was. (Meshing the map itself is tested with `mesh::`.)
+#[test]
+fn mesh_exports_refuse_bad_output_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).display().to_string();
+    let xyz: String = (0..400)
+        .map(|i| {
+            format!(
+                "{} {} 0\n",
+                0.05 * f64::from(i % 20),
+                0.05 * f64::from(i / 20)
+            )
+        })
+        .collect();
+    std::fs::write(p("floor.xyz"), xyz).unwrap();
+    let o = aerie(&["prepare", &p("floor.xyz"), "-o", &p("floor.amap")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::create_dir(p("full")).unwrap();
+    std::fs::write(p("full/mine.txt"), "keep").unwrap();
+    for (target, out, says) in [
+        ("gazebo", "full", "the folder exists and is not empty"),
+        ("gazebo", "model.pcd", "name it without a file's extension"),
+        ("gazebo", "my model", "name it `my_model`"),
+        ("isaac", "stage.usdc", "must be named .usda"),
+    ] {
+        let o = aerie(&["export", &p("floor.amap"), "--for", target, &p(out)]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{target} {out}: {err}");
+        assert!(
+            err.contains(says) && err.contains(out),
+            "{target} {out}: {err}"
+        );
+    }
+    let mut left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["floor.amap", "floor.report.json", "floor.xyz", "full"]
+    );
+    assert_eq!(std::fs::read_dir(p("full")).unwrap().count(), 1);
+}

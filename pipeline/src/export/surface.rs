@@ -58,7 +58,10 @@ impl<'a> Surface<'a> {
             .iter()
             .map(|v| std::array::from_fn(|k| (base[k] + f64::from(v[k])) as f32))
             .collect();
-        if let Some(i) = positions.iter().position(|p| p.iter().any(|c| !c.is_finite())) {
+        if let Some(i) = positions
+            .iter()
+            .position(|p| p.iter().any(|c| !c.is_finite()))
+        {
             return Err(ExportError::BadMesh {
                 path: path.to_path_buf(),
                 reason: format!("vertex {i} is not a finite number of metres"),
@@ -149,14 +152,58 @@ pub(super) mod fixture {
         }
         let (lo, hi) = ([0.5f32, 0.5, 0.0], [1.5f32, 1.5, 1.0]);
         let corner = |x: bool, y: bool, z: bool| {
-            [if x { hi[0] } else { lo[0] }, if y { hi[1] } else { lo[1] }, if z { hi[2] } else { lo[2] }]
+            [
+                if x { hi[0] } else { lo[0] },
+                if y { hi[1] } else { lo[1] },
+                if z { hi[2] } else { lo[2] },
+            ]
         };
         let faces: [([[f32; 3]; 4], [f32; 3]); 5] = [
-            ([corner(false, false, true), corner(true, false, true), corner(true, true, true), corner(false, true, true)], [0.0, 0.0, 1.0]),
-            ([corner(false, false, false), corner(true, false, false), corner(true, false, true), corner(false, false, true)], [0.0, -1.0, 0.0]),
-            ([corner(true, false, false), corner(true, true, false), corner(true, true, true), corner(true, false, true)], [1.0, 0.0, 0.0]),
-            ([corner(true, true, false), corner(false, true, false), corner(false, true, true), corner(true, true, true)], [0.0, 1.0, 0.0]),
-            ([corner(false, true, false), corner(false, false, false), corner(false, false, true), corner(false, true, true)], [-1.0, 0.0, 0.0]),
+            (
+                [
+                    corner(false, false, true),
+                    corner(true, false, true),
+                    corner(true, true, true),
+                    corner(false, true, true),
+                ],
+                [0.0, 0.0, 1.0],
+            ),
+            (
+                [
+                    corner(false, false, false),
+                    corner(true, false, false),
+                    corner(true, false, true),
+                    corner(false, false, true),
+                ],
+                [0.0, -1.0, 0.0],
+            ),
+            (
+                [
+                    corner(true, false, false),
+                    corner(true, true, false),
+                    corner(true, true, true),
+                    corner(true, false, true),
+                ],
+                [1.0, 0.0, 0.0],
+            ),
+            (
+                [
+                    corner(true, true, false),
+                    corner(false, true, false),
+                    corner(false, true, true),
+                    corner(true, true, true),
+                ],
+                [0.0, 1.0, 0.0],
+            ),
+            (
+                [
+                    corner(false, true, false),
+                    corner(false, false, false),
+                    corner(false, false, true),
+                    corner(false, true, true),
+                ],
+                [-1.0, 0.0, 0.0],
+            ),
         ];
         let mut normals = vec![[0.0, 0.0, 1.0]; vertices.len()];
         for (quad, normal) in faces {
@@ -194,7 +241,9 @@ mod tests {
         let computed = vertex_normals(&s.positions, scene.triangles());
         for t in scene.triangles() {
             for &i in t {
-                let dot: f32 = (0..3).map(|k| given[i as usize][k] * computed[i as usize][k]).sum();
+                let dot: f32 = (0..3)
+                    .map(|k| given[i as usize][k] * computed[i as usize][k])
+                    .sum();
                 assert!(dot > 0.0, "triangle {t:?} faces in");
             }
         }

@@ -67,12 +67,18 @@ pub fn model_name(dir: &Path) -> std::result::Result<String, ExportError> {
             }
         })
         .collect();
-    let plain = if plain.is_empty() { "map_model".into() } else { plain };
+    let plain = if plain.is_empty() {
+        "map_model".into()
+    } else {
+        plain
+    };
     let ext = dir.extension().and_then(|e| e.to_str()).unwrap_or("");
     let file_like = Format::from_path(dir).is_some()
-        || ["usda", "usdc", "usd", "bt", "dae", "sdf", "world", "obj", "glb", "amap"]
-            .iter()
-            .any(|e| e.eq_ignore_ascii_case(ext));
+        || [
+            "usda", "usdc", "usd", "bt", "dae", "sdf", "world", "obj", "glb", "amap",
+        ]
+        .iter()
+        .any(|e| e.eq_ignore_ascii_case(ext));
     if file_like {
         let stem = dir.file_stem().and_then(|s| s.to_str()).unwrap_or("map");
         return Err(not_a_folder(format!(
@@ -347,7 +353,11 @@ pub fn read_model(dir: &Path) -> Result<ModelSummary> {
         .ok_or_else(|| Error::format(&sdf_path, "<sdf>", "no <sdf version=\"...\"> element"))?
         .to_string();
     let mut meshes = Vec::new();
-    for uri in sdf.split("<uri>").skip(1).filter_map(|s| s.split_once("</uri>")) {
+    for uri in sdf
+        .split("<uri>")
+        .skip(1)
+        .filter_map(|s| s.split_once("</uri>"))
+    {
         let file = mesh_file(uri.0, &name)
             .ok_or_else(|| Error::format(&sdf_path, uri.0, "a mesh outside the model's folder"))?;
         let (vertices, triangles) = dae::counts(&dir.join(&file))?;

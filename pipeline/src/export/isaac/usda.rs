@@ -107,7 +107,12 @@ fn extent(w: &mut impl Write, points: &[[f32; 3]]) -> io::Result<()> {
 
 /// Writes the attribute `declaration = [(x, y, z), ...]` on one line, ended by `tail` (a newline, or the
 /// attribute's metadata).
-fn vectors(w: &mut impl Write, declaration: &str, values: &[[f32; 3]], tail: &str) -> io::Result<()> {
+fn vectors(
+    w: &mut impl Write,
+    declaration: &str,
+    values: &[[f32; 3]],
+    tail: &str,
+) -> io::Result<()> {
     write!(w, "        {declaration} = [")?;
     for (i, v) in values.iter().enumerate() {
         let sep = if i == 0 { "" } else { ", " };
@@ -190,7 +195,9 @@ fn read_attribute(line: &str, g: &mut GeometrySummary) {
     if line.starts_with("point3f[] points =") {
         g.points = array(line).map_or(0, |a| a.matches('(').count() as u64);
     } else if line.starts_with("int[] faceVertexCounts =") {
-        g.faces = array(line).map_or(0, |a| a.split(',').filter(|v| !v.trim().is_empty()).count() as u64);
+        g.faces = array(line).map_or(0, |a| {
+            a.split(',').filter(|v| !v.trim().is_empty()).count() as u64
+        });
     } else if line.contains("apiSchemas =") {
         g.api_schemas = array(line)
             .unwrap_or("")
