@@ -120,8 +120,9 @@ pub fn remove_pending() -> usize {
     let Ok(list) = PENDING.lock() else {
         return 0;
     };
+    // A folder written whole before its rename (a Gazebo model) is listed as one temporary path too.
     list.iter()
-        .filter(|p| std::fs::remove_file(p).is_ok())
+        .filter(|p| std::fs::remove_file(p).is_ok() || std::fs::remove_dir_all(p).is_ok())
         .count()
 }
 

@@ -31,7 +31,7 @@ use serde::Serialize;
 use super::ExportError;
 use super::Target;
 use super::surface::Surface;
-use crate::io::Format;
+use crate::io::{Format, atomic};
 use crate::mesh::Mesh;
 use crate::{Error, Result};
 
@@ -158,6 +158,8 @@ fn write_folder(dir: &Path, files: &[(&str, Contents<'_>)]) -> Result<()> {
         .prefix(".aerie-tmp-")
         .tempdir_in(parent)
         .map_err(|e| Error::io(dir, e))?;
+    // Listed for the program's signal handler, which removes it if the export is interrupted.
+    let _pending = atomic::Pending::new(tmp.path());
     std::fs::create_dir(tmp.path().join("meshes")).map_err(|e| Error::io(dir, e))?;
     for (file, contents) in files {
         let at = tmp.path().join(file);
