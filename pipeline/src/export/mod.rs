@@ -88,7 +88,7 @@ impl Exported {
         self.shift.map(|s| {
             format!(
                 "moved by ({}, {}, {}) m into a local frame: the reader holds float coordinates (PCL's point \
-                 types, OctoMap), which would lose centimetres this far from 0; add the offset back to return to \
+                 types, OctoMap, Gazebo's and USD's meshes), which would lose centimetres this far from 0; add the offset back to return to \
                  the map's frame",
                 -s[0], -s[1], -s[2]
             )
