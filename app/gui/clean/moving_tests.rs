@@ -77,6 +77,14 @@ fn person() -> Vec<[f32; 3]> {
 /// `poses` is false; with `right` false the poses are given the wrong way round. Returns the document and, per
 /// point, whether it is the person's.
 fn scene(poses: bool, right: bool) -> (Document, Vec<bool>) {
+    let (cloud, is_person) = scene_cloud(poses, right);
+    let mut doc = Document::default();
+    doc.add_scan("hall.e57".into(), cloud, String::new());
+    (doc, is_person)
+}
+
+/// The scene's points and scans, and per point whether it is the person's.
+fn scene_cloud(poses: bool, right: bool) -> (Cloud, Vec<bool>) {
     let sensor = |y: f32| [8.0, y, 1.0];
     let (lo, hi) = PERSON;
     // A point is hidden when the ray to it passes through the person (shrunk 1 cm, so its own surface shows).
@@ -101,9 +109,7 @@ fn scene(poses: bool, right: bool) -> (Document, Vec<bool>) {
             world_from_scan: poses.then(|| pose(y, right)),
         })
         .collect();
-    let mut doc = Document::default();
-    doc.add_scan("hall.e57".into(), cloud, String::new());
-    (doc, is_person)
+    (cloud, is_person)
 }
 
 type H = Harness<'static, Alone<CleanPanel>>;
@@ -174,6 +180,45 @@ fn with_poses_the_preview_paints_the_person_and_not_the_floor() {
         is_person.len()
     );
     h.get_by_label(&line);
+}
+
+#[test]
+fn scans_in_files_of_their_own_are_classified_together_and_marked_file_by_file() {
+    // One PCD per scan with its VIEWPOINT reads as this: a cloud whose one scan covers it, with the pose.
+    let (cloud, is_person) = scene_cloud(true, true);
+    let mut doc = Document::default();
+    for (i, scan) in cloud.meta.scans.iter().enumerate() {
+        let indices: Vec<usize> = scan.points.clone().collect();
+        let mut part = cloud.select(&indices);
+        part.meta.scans = vec![ScanInfo {
+            points: 0..part.len(),
+            ..scan.clone()
+        }];
+        doc.add_scan(format!("scan{}.pcd", i + 1).into(), part, String::new());
+    }
+    let first = cloud.meta.scans[0].points.len();
+    let mut recipe = Recipe::default();
+    recipe.stages.insert(0, Stage::Moving);
+    let mut h = harness(CleanPanel::new(recipe), doc);
+    h.run_steps(2);
+    h.get_by_label("2 scans with poses");
+    h.get_by_label("Preview moving things").click();
+    settle(&mut h);
+    let masks = moving_masks(&h);
+    assert_eq!(
+        masks.iter().map(Vec::len).collect::<Vec<_>>(),
+        [first, cloud.len() - first]
+    );
+    let person: Vec<bool> = masks[0]
+        .iter()
+        .zip(&is_person)
+        .map(|(m, p)| *m && *p)
+        .collect();
+    assert_eq!(
+        person, masks[0],
+        "only the person is marked in the first file"
+    );
+    assert!(person.iter().any(|m| *m) && !masks[1].iter().any(|m| *m));
 }
 
 #[test]
