@@ -486,8 +486,8 @@ impl AerieApp {
             self.pick = Some((p, text));
         }
         let files_shown = refs.iter().any(|(slot, _)| *slot != SLOT_MAP);
-        if files_shown {
-            preview_legend(ui, &super::layers::legend(&self.doc));
+        if files_shown && let Some(rect) = self.view.last_rect {
+            preview_legend(ui, rect, &super::layers::legend(&self.doc));
         }
         if let Some((_, text)) = &self.pick {
             let rect = ui.min_rect();
@@ -561,9 +561,10 @@ impl eframe::App for AerieApp {
 }
 
 /// Whether `cloud` holds what colour mode `mode` draws from.
-/// The previews' colours shown in the viewport's top right corner, one line each: a square and what it means.
-fn preview_legend(ui: &egui::Ui, entries: &[([u8; 3], &str)]) {
-    let corner = ui.min_rect().right_top() + egui::vec2(-8.0, 8.0);
+/// The previews' colours shown in the top right corner of the viewport's `rect`, one line each: a square and
+/// what it means.
+fn preview_legend(ui: &egui::Ui, rect: egui::Rect, entries: &[([u8; 3], &str)]) {
+    let corner = rect.right_top() + egui::vec2(-8.0, 8.0);
     for (i, (rgb, text)) in entries.iter().enumerate() {
         let y = corner.y + 18.0 * i as f32;
         let at = egui::pos2(corner.x, y);
