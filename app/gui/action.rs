@@ -77,6 +77,9 @@ pub enum Action {
     MapSaved(PathBuf),
     /// For each file in order, the points a cleaning stage would remove (true: removed), to paint them.
     ShowRemoved(Vec<Vec<bool>>),
+    /// For each file in order, the points `filters.moving` would remove (true: removed), to paint them in their
+    /// own colour.
+    ShowMoving(Vec<Vec<bool>>),
     /// Paint every file's points as read again.
     ClearRemoved,
 }

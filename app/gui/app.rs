@@ -220,6 +220,7 @@ impl AerieApp {
             }
             Action::MapSaved(path) => self.doc.map_saved(path),
             Action::ShowRemoved(masks) => self.doc.show_removed(masks),
+            Action::ShowMoving(masks) => self.doc.show_moving(masks),
             Action::ClearRemoved => self.doc.clear_removed(),
         }
     }
@@ -484,6 +485,10 @@ impl AerieApp {
             }
             self.pick = Some((p, text));
         }
+        let files_shown = refs.iter().any(|(slot, _)| *slot != SLOT_MAP);
+        if files_shown && let Some(rect) = self.view.last_rect {
+            preview_legend(ui, rect, &super::layers::legend(&self.doc));
+        }
         if let Some((_, text)) = &self.pick {
             let rect = ui.min_rect();
             ui.painter().text(
@@ -556,6 +561,29 @@ impl eframe::App for AerieApp {
 }
 
 /// Whether `cloud` holds what colour mode `mode` draws from.
+/// The previews' colours shown in the top right corner of the viewport's `rect`, one line each: a square and
+/// what it means.
+fn preview_legend(ui: &egui::Ui, rect: egui::Rect, entries: &[([u8; 3], &str)]) {
+    let corner = rect.right_top() + egui::vec2(-8.0, 8.0);
+    for (i, (rgb, text)) in entries.iter().enumerate() {
+        let y = corner.y + 18.0 * i as f32;
+        let at = egui::pos2(corner.x, y);
+        let label = ui.painter().text(
+            at,
+            egui::Align2::RIGHT_TOP,
+            *text,
+            egui::FontId::proportional(13.0),
+            Color32::from_gray(230),
+        );
+        let square = egui::Rect::from_min_size(
+            egui::pos2(label.left() - 16.0, y + 2.0),
+            egui::vec2(10.0, 10.0),
+        );
+        ui.painter()
+            .rect_filled(square, 1.0, Color32::from_rgb(rgb[0], rgb[1], rgb[2]));
+    }
+}
+
 fn has_colour_source(cloud: &Cloud, mode: ColorMode) -> bool {
     match mode {
         ColorMode::Height => true,

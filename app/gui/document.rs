@@ -20,8 +20,10 @@ pub struct Imported {
     pub cloud: Arc<Cloud>,
     /// `aerie info`'s text for it.
     pub info: String,
-    /// Points the cleaning preview would remove.
+    /// Points the outlier preview would remove.
     pub removed: Option<Arc<Vec<bool>>>,
+    /// Points the preview of `filters.moving` would remove (what moved while the scans were taken).
+    pub moving: Option<Arc<Vec<bool>>>,
     version: u64,
 }
 
@@ -189,6 +191,7 @@ impl Document {
             cloud: Arc::new(cloud),
             info,
             removed: None,
+            moving: None,
             version,
         });
         self.files_revision += 1;
@@ -257,12 +260,24 @@ impl Document {
         }
     }
 
-    /// Clears every file's mark of removed points.
+    /// Marks, file by file, the points `filters.moving` would remove (drawn in a colour of their own).
+    pub fn show_moving(&mut self, moving: Vec<Vec<bool>>) {
+        for (i, mask) in moving.into_iter().enumerate() {
+            let version = self.next_version();
+            if let Some(f) = self.files.get_mut(i) {
+                f.moving = Some(Arc::new(mask));
+                f.version = version;
+            }
+        }
+    }
+
+    /// Clears every file's marks of removed points (outliers and moving things).
     pub fn clear_removed(&mut self) {
         for i in 0..self.files.len() {
-            if self.files[i].removed.is_some() {
+            if self.files[i].removed.is_some() || self.files[i].moving.is_some() {
                 let version = self.next_version();
                 self.files[i].removed = None;
+                self.files[i].moving = None;
                 self.files[i].version = version;
             }
         }
@@ -321,7 +336,11 @@ mod tests {
         doc.show_removed(vec![vec![true, false]]);
         assert_ne!(doc.files()[0].version(), v);
         let v = doc.files()[0].version();
+        doc.show_moving(vec![vec![false, true]]);
+        assert_ne!(doc.files()[0].version(), v);
+        let v = doc.files()[0].version();
         doc.clear_removed();
-        assert!(doc.files()[0].removed.is_none() && doc.files()[0].version() != v);
+        let f = &doc.files()[0];
+        assert!(f.removed.is_none() && f.moving.is_none() && f.version() != v);
     }
 }

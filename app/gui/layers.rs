@@ -11,8 +11,28 @@ use super::view::{ColorMode, PointLayer};
 /// Slot of the map's layer in the viewport (the files' are their indices).
 pub const SLOT_MAP: usize = 1000;
 
-/// Colour of the points a stage would remove.
+/// Colour of the points outlier removal would remove (magenta).
 pub const REMOVED_COLOR: [u8; 3] = [255, 40, 200];
+
+/// Colour of the points `filters.moving` would remove (white: no colour map of the viewport reaches it).
+pub const MOVING_COLOR: [u8; 3] = [255, 255, 255];
+
+/// The previews' colours and what they mean, for the viewport's legend.
+pub const LEGEND: [([u8; 3], &str); 2] = [
+    (REMOVED_COLOR, "outliers (would be removed)"),
+    (MOVING_COLOR, "moving things (would be removed)"),
+];
+
+/// The entries of [`LEGEND`] that some file of `doc` shows now.
+pub fn legend(doc: &Document) -> Vec<([u8; 3], &'static str)> {
+    let outliers = doc.files().iter().any(|f| f.removed.is_some());
+    let moving = doc.files().iter().any(|f| f.moving.is_some());
+    LEGEND
+        .iter()
+        .zip([outliers, moving])
+        .filter_map(|(e, shown)| shown.then_some(*e))
+        .collect()
+}
 
 /// What a layer was built from: it is rebuilt when this changes.
 #[derive(Clone, Copy, PartialEq)]
@@ -48,8 +68,12 @@ impl Layers {
                 match old.iter().position(|(o, _)| *o == k) {
                     Some(i) => old.swap_remove(i),
                     None => {
-                        let mask = f.removed.as_ref().map(|m| (m.as_slice(), REMOVED_COLOR));
-                        (k, build(&f.cloud, k, mask))
+                        let masks: Vec<(&[bool], [u8; 3])> =
+                            [(&f.removed, REMOVED_COLOR), (&f.moving, MOVING_COLOR)]
+                                .into_iter()
+                                .filter_map(|(m, c)| m.as_ref().map(|m| (m.as_slice(), c)))
+                                .collect();
+                        (k, build(&f.cloud, k, &masks))
                     }
                 }
             })
@@ -58,7 +82,7 @@ impl Layers {
             let k = key(doc.map_version());
             match self.map.take() {
                 Some((o, layer)) if o == k => (o, layer),
-                _ => (k, build(&m.cloud, k, None)),
+                _ => (k, build(&m.cloud, k, &[])),
             }
         });
     }
@@ -74,8 +98,8 @@ impl Layers {
     }
 }
 
-fn build(cloud: &Cloud, key: Key, mask: Option<(&[bool], [u8; 3])>) -> PointLayer {
-    let mut layer = PointLayer::from_cloud(cloud, key.origin, key.color, mask);
+fn build(cloud: &Cloud, key: Key, masks: &[(&[bool], [u8; 3])]) -> PointLayer {
+    let mut layer = PointLayer::from_cloud(cloud, key.origin, key.color, masks);
     layer.point_size_px = f32::from_bits(key.size_bits);
     layer
 }
@@ -103,6 +127,24 @@ mod tests {
             masked.points.iter().filter(|p| p.color == removed).count(),
             1
         );
+        assert_eq!(legend(&doc), [LEGEND[0]]);
+        // Moving things in their own colour, beside the outliers.
+        doc.show_moving(vec![vec![false, true]]);
+        layers.sync(&doc, ColorMode::Height, 2.0);
+        let colours: Vec<[u8; 4]> = layers
+            .files()
+            .next()
+            .unwrap()
+            .points
+            .iter()
+            .map(|p| p.color)
+            .collect();
+        let moving = [MOVING_COLOR[0], MOVING_COLOR[1], MOVING_COLOR[2], 255];
+        assert!(
+            colours.contains(&removed) && colours.contains(&moving),
+            "{colours:?}"
+        );
+        assert_eq!(legend(&doc), LEGEND);
         layers.sync(&doc, ColorMode::Height, 3.0);
         assert_eq!(layers.files().next().unwrap().point_size_px, 3.0);
         doc.remove_file(0);

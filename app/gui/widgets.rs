@@ -42,3 +42,10 @@ pub fn path_field(
         }
     }
 }
+
+/// A small square of `rgb`, the colour the viewport paints a preview's points in, for the line that counts them.
+pub fn swatch(ui: &mut egui::Ui, rgb: [u8; 3]) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
+    ui.painter()
+        .rect_filled(rect, 1.0, egui::Color32::from_rgb(rgb[0], rgb[1], rgb[2]));
+}

@@ -70,13 +70,14 @@ fn next_version() -> u64 {
 }
 
 impl PointLayer {
-    /// Builds a layer from `cloud`, positions relative to `view_origin`. Points where `highlight` is true are
-    /// drawn in `highlight_color` instead (the points a stage would remove).
+    /// Builds a layer from `cloud`, positions relative to `view_origin`. Points a mask of `highlights` marks are
+    /// drawn in that mask's colour instead (the points a stage would remove); the last mask that marks a point
+    /// wins.
     pub fn from_cloud(
         cloud: &Cloud,
         view_origin: [f64; 3],
         mode: ColorMode,
-        highlight: Option<(&[bool], [u8; 3])>,
+        highlights: &[(&[bool], [u8; 3])],
     ) -> PointLayer {
         let colors = colorize(cloud, mode);
         let shift: [f32; 3] = std::array::from_fn(|k| (cloud.origin[k] - view_origin[k]) as f32);
@@ -87,10 +88,10 @@ impl PointLayer {
                 let i = i as usize;
                 let p = cloud.positions()[i];
                 let mut c = colors[i];
-                if let Some((mask, hc)) = highlight
-                    && mask.get(i).copied().unwrap_or(false)
-                {
-                    c = hc;
+                for (mask, hc) in highlights {
+                    if mask.get(i).copied().unwrap_or(false) {
+                        c = *hc;
+                    }
                 }
                 let n = cloud.normals().map_or([0.0; 3], |n| n[i]);
                 GpuPoint {
@@ -263,12 +264,8 @@ mod tests {
             vec![[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [2.0, 0.0, 2.0]],
         );
         let mask = [false, true, false];
-        let layer = PointLayer::from_cloud(
-            &cloud,
-            [0.0; 3],
-            ColorMode::Height,
-            Some((&mask, [255, 0, 0])),
-        );
+        let layer =
+            PointLayer::from_cloud(&cloud, [0.0; 3], ColorMode::Height, &[(&mask, [255, 0, 0])]);
         let red: Vec<u32> = layer
             .points
             .iter()

@@ -1,6 +1,9 @@
 //! Step 2, clean: the preparation recipe (the same TOML as `aerie prepare --recipe`) edited, loaded and saved;
-//! a preview that paints the points outlier removal would drop; the preparation itself on a background thread,
-//! with its per-stage counts.
+//! previews that paint the points outlier removal would drop, and those removing moving things would
+//! (`moving.rs`), each in a colour of its own; the preparation itself on a background thread, with its
+//! per-stage counts.
+
+mod moving;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,8 +17,9 @@ use eframe::egui::{self, RichText};
 
 use super::action::{Action, Step};
 use super::document::MapDoc;
+use super::layers::REMOVED_COLOR;
 use super::panel::{Cx, JobStatus, Panel};
-use super::widgets::{Dialog, path_field};
+use super::widgets::{Dialog, path_field, swatch};
 use crate::jobs::Job;
 
 /// What a preparation gives back.
@@ -37,6 +41,8 @@ pub struct CleanPanel {
     /// Points the preview would remove, of how many, and the files they were counted in
     /// ([`Document::files_revision`](super::document::Document::files_revision)).
     preview_counts: Option<(usize, usize, u64)>,
+    /// The preview of removing moving things.
+    moving: moving::MovingPreview,
 }
 
 impl CleanPanel {
@@ -48,6 +54,7 @@ impl CleanPanel {
             preview: None,
             prepare: None,
             preview_counts: None,
+            moving: moving::MovingPreview::default(),
         }
     }
 
@@ -147,9 +154,9 @@ fn stage_toggle(ui: &mut egui::Ui, recipe: &mut Recipe, stage: Stage, label: &st
     let mut on = recipe.stages.contains(&stage);
     if ui.checkbox(&mut on, label).changed() {
         if on {
-            // Keep the canonical order: crop, transform, outliers, downsampling, normals.
+            // Keep the canonical order: crop, transform, moving things, outliers, downsampling, normals.
             recipe.stages.push(stage);
-            recipe.stages.sort_by_key(|s| *s as u8);
+            recipe.stages.sort_by_key(|s| canonical_rank(*s));
         } else {
             recipe.stages.retain(|s| *s != stage);
         }
@@ -157,7 +164,21 @@ fn stage_toggle(ui: &mut egui::Ui, recipe: &mut Recipe, stage: Stage, label: &st
     on
 }
 
-fn recipe_ui(ui: &mut egui::Ui, r: &mut Recipe) {
+/// Where a stage the panel turns on goes in the recipe: removing moving things needs every scan's points as
+/// read, so it runs before outlier removal and downsampling (docs/user-guide.md, section 6).
+fn canonical_rank(stage: Stage) -> u8 {
+    match stage {
+        Stage::Crop => 0,
+        Stage::Transform => 1,
+        Stage::Moving => 2,
+        Stage::Sor => 3,
+        Stage::Radius => 4,
+        Stage::Downsample => 5,
+        Stage::Normals => 6,
+    }
+}
+
+fn recipe_ui(ui: &mut egui::Ui, r: &mut Recipe, poses: &Result<usize, String>) {
     ui.horizontal(|ui| {
         ui.label("map resolution r_map");
         ui.add(
@@ -167,6 +188,7 @@ fn recipe_ui(ui: &mut egui::Ui, r: &mut Recipe) {
                 .suffix(" m"),
         );
     });
+    moving::option_ui(ui, r, poses);
     if stage_toggle(ui, r, Stage::Sor, "statistical outlier removal") {
         ui.indent("sor", |ui| {
             ui.horizontal(|ui| {
@@ -215,7 +237,12 @@ fn recipe_ui(ui: &mut egui::Ui, r: &mut Recipe) {
     let others: Vec<String> = r
         .stages
         .iter()
-        .filter(|s| !matches!(s, Stage::Sor | Stage::Downsample | Stage::Normals))
+        .filter(|s| {
+            !matches!(
+                s,
+                Stage::Moving | Stage::Sor | Stage::Downsample | Stage::Normals
+            )
+        })
         .map(|s| stage_name(*s))
         .collect();
     if !others.is_empty() {
@@ -276,10 +303,10 @@ impl CleanPanel {
         });
     }
 
-    /// Preview and clear the outliers, run the cleaning.
-    fn run_ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
+    /// Preview and clear the outliers and the moving things, run the cleaning.
+    fn run_ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>, poses: &Result<usize, String>) {
         let idle = !self.busy();
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             if ui
                 .add_enabled(
                     idle && self.recipe.stages.contains(&Stage::Sor),
@@ -289,17 +316,32 @@ impl CleanPanel {
             {
                 self.start_preview(cx);
             }
-            if cx.doc.files().iter().any(|f| f.removed.is_some())
-                && ui.button("Clear preview").clicked()
+            if ui
+                .add_enabled(
+                    idle && poses.is_ok() && self.recipe.stages.contains(&Stage::Moving),
+                    egui::Button::new("Preview moving things"),
+                )
+                .clicked()
             {
+                self.moving.start(cx, self.recipe.filters.moving.clone());
+            }
+            let marked = |f: &super::document::Imported| f.removed.is_some() || f.moving.is_some();
+            if cx.doc.files().iter().any(marked) && ui.button("Clear preview").clicked() {
                 cx.send(Action::ClearRemoved);
                 self.preview_counts = None;
+                self.moving.clear();
             }
         });
         if let Some((removed, total)) = self.preview_counts(cx.doc) {
-            ui.label(format!(
-                "would remove {removed} of {total} points (magenta)"
-            ));
+            ui.horizontal(|ui| {
+                swatch(ui, REMOVED_COLOR);
+                ui.label(format!(
+                    "would remove {removed} of {total} points (magenta)"
+                ));
+            });
+        }
+        if let Some(shown) = self.moving.shown(cx.doc) {
+            moving::shown_ui(ui, shown);
         }
         if ui
             .add_enabled(
@@ -318,6 +360,7 @@ impl CleanPanel {
 
 impl Panel for CleanPanel {
     fn poll(&mut self, cx: &mut Cx<'_>) {
+        self.moving.poll(cx);
         if let Some(r) = self.preview.as_mut().and_then(Job::poll) {
             self.preview = None;
             match r {
@@ -343,6 +386,7 @@ impl Panel for CleanPanel {
             .preview
             .as_ref()
             .map(|j| (j.name.as_str(), j.progress())));
+        let p = p.or(self.moving.job());
         p.map(|(name, pr)| JobStatus {
             name: format!("{name}: {}", pr.stage_name()),
             fraction: pr.fraction(),
@@ -356,6 +400,7 @@ impl Panel for CleanPanel {
         if let Some(j) = &self.prepare {
             j.cancel();
         }
+        self.moving.cancel();
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, cx: &mut Cx<'_>) {
@@ -363,12 +408,13 @@ impl Panel for CleanPanel {
         let n = cx.doc.points_in_files();
         ui.label(format!("{} file(s), {n} points in", cx.doc.files().len()));
         ui.add_space(4.0);
-        recipe_ui(ui, &mut self.recipe);
+        let poses = moving::viewpoints_known(cx.doc);
+        recipe_ui(ui, &mut self.recipe, &poses);
         ui.add_space(4.0);
         ui.label(RichText::new("Recipe file (the same TOML as `aerie prepare --recipe`)").weak());
         self.recipe_file_ui(ui, cx);
         ui.separator();
-        self.run_ui(ui, cx);
+        self.run_ui(ui, cx, &poses);
         if let Some(m) = cx.doc.map()
             && !m.reports.is_empty()
         {
@@ -392,10 +438,11 @@ impl Panel for CleanPanel {
     }
 }
 
-/// The per-stage counts and times of a preparation.
+/// The per-stage counts and times of a preparation: points in and out, and those removed with the reasons
+/// (hover).
 pub fn report_table(ui: &mut egui::Ui, reports: &[aerie_pipeline::StageReport]) {
     egui::Grid::new("reports").striped(true).show(ui, |ui| {
-        for h in ["stage", "in", "out", "s"] {
+        for h in ["stage", "in", "out", "removed", "s"] {
             ui.label(RichText::new(h).strong());
         }
         ui.end_row();
@@ -403,6 +450,13 @@ pub fn report_table(ui: &mut egui::Ui, reports: &[aerie_pipeline::StageReport]) 
             ui.label(&r.stage);
             ui.label(r.points_in.to_string());
             ui.label(r.points_out.to_string());
+            if r.removed.is_empty() {
+                ui.label("");
+            } else {
+                let n: usize = r.removed.iter().map(|(_, n)| n).sum();
+                let why: Vec<String> = r.removed.iter().map(|(w, n)| format!("{w}: {n}")).collect();
+                ui.label(n.to_string()).on_hover_text(why.join("\n"));
+            }
             ui.label(format!("{:.2}", r.seconds));
             ui.end_row();
         }
