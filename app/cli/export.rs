@@ -23,7 +23,8 @@ pub struct Args {
     format: Option<FormatArg>,
     /// Shape the output for a tool: `marsim` writes binary PCD with x y z only (what MARSIM loads); `ros` writes
     /// PCD with float x y z (PCL's point types), moved to a local frame when the map is far from 0; `octomap`
-    /// writes OctoMap's binary tree (.bt) at `--resolution`.
+    /// writes OctoMap's binary tree (.bt) at `--resolution`; `copc` writes COPC (.copc.laz) for web and GIS
+    /// viewers.
     #[arg(long = "for", value_name = "TARGET", value_parser = target_parser())]
     target: Option<Target>,
     /// Encoding, for formats that offer a choice.
@@ -94,6 +95,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         match (options.target, options.resolution_m) {
             (Target::Octomap, Some(res)) => eprintln!(
                 "wrote an OctoMap tree of {} points at {res} m to {}",
+                cloud.len(),
+                output.display()
+            ),
+            (Target::Copc, _) => eprintln!(
+                "wrote a COPC octree of {} points to {}",
                 cloud.len(),
                 output.display()
             ),

@@ -26,6 +26,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod copc;
 mod error;
 pub mod octomap;
 mod output;
@@ -184,8 +185,7 @@ fn export_own(
     options: &ExportOptions,
     extension: &'static str,
 ) -> Result<Exported, ExportError> {
-    let named = path.extension().and_then(|e| e.to_str());
-    if !named.is_some_and(|e| e.eq_ignore_ascii_case(extension)) {
+    if !has_extension(path, extension) {
         return Err(ExportError::WrongExtension {
             path: path.to_path_buf(),
             target: options.target,
@@ -204,15 +204,23 @@ fn export_own(
             options.resolution_m.unwrap_or(DEFAULT_RESOLUTION_M),
             shift.unwrap_or([0.0; 3]),
         )?,
+        Target::Copc => copc::write(cloud, path, copc::scale_for(options.resolution_m))?,
         Target::Generic | Target::Marsim | Target::Ros => {}
     }
     let posed = cloud.meta.scans.iter().any(|s| s.world_from_scan.is_some());
-    let warnings = if posed {
+    let warnings = if posed || options.target != Target::Octomap {
         Vec::new()
     } else {
         vec![ExportWarning::NoScannerPose]
     };
     Ok(Exported { shift, warnings })
+}
+
+/// Whether `path`'s file name ends in `.extension` (any case; `extension` may hold dots: `copc.laz`).
+pub(crate) fn has_extension(path: &Path, extension: &str) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let (name, extension) = (name.to_ascii_lowercase(), extension.to_ascii_lowercase());
+    name.len() > extension.len() + 1 && name.ends_with(&format!(".{extension}"))
 }
 
 /// The format to write: the target's own, when the output's name or the format asked is it; else the format

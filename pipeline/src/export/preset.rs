@@ -41,18 +41,16 @@ impl Preset {
 
     /// Whether `path`'s extension is one a file of the preset takes (any of its format's, in any case).
     pub fn names(&self, path: &Path) -> bool {
-        let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
-            return false;
-        };
         match self.format {
             Some(format) => Format::from_path(path) == Some(format),
-            None => ext.eq_ignore_ascii_case(self.extension()),
+            // An extension of the target's own, which may hold a dot (`copc.laz`).
+            None => super::has_extension(path, self.extension()),
         }
     }
 }
 
 /// The export choices, in the order they are offered: the tools' own first, then every format.
-pub const PRESETS: [Preset; 10] = [
+pub const PRESETS: [Preset; 11] = [
     Preset {
         label: "MARSIM map (binary PCD, x y z)",
         format: Some(Format::Pcd),
@@ -70,6 +68,12 @@ pub const PRESETS: [Preset; 10] = [
         format: None,
         encoding: None,
         target: Target::Octomap,
+    },
+    Preset {
+        label: "COPC (.copc.laz: octree LAZ for web and GIS viewers)",
+        format: None,
+        encoding: None,
+        target: Target::Copc,
     },
     Preset {
         label: "PCD compressed",

@@ -17,6 +17,9 @@ pub enum Target {
     /// OctoMap (octomap_server, exploration planners) loads its binary tree (`.bt`): occupied where the map has
     /// points, free along the scanners' rays.
     Octomap,
+    /// Web and GIS viewers (Potree, QGIS, viewer.copc.io, PDAL) load COPC (`.copc.laz`): LAZ 1.4 whose points are
+    /// grouped in an octree, every level a uniform subsample of the map.
+    Copc,
 }
 
 /// What a target asks of the file written for it. Every property of a target is here, so that a target is added
@@ -44,11 +47,12 @@ pub(super) struct Spec {
 
 impl Target {
     /// Every target, [`Target::Generic`] first.
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 5] = [
         Target::Generic,
         Target::Marsim,
         Target::Ros,
         Target::Octomap,
+        Target::Copc,
     ];
 
     /// What the target asks of its file: the one description of each target.
@@ -96,6 +100,18 @@ impl Target {
                 xyz_only: true,
                 // OctoMap's coordinates are floats, and its keys reach 32768 voxels from 0.
                 local_frame: true,
+            },
+            Target::Copc => Spec {
+                name: "copc",
+                reader: "COPC viewers (Potree, QGIS, viewer.copc.io, PDAL)",
+                about: "COPC (.copc.laz) for web and GIS viewers: LAZ 1.4 in an octree whose every level is a uniform \
+                        subsample of the map.",
+                format: None,
+                extension: Some(super::copc::EXTENSION),
+                encoding: None,
+                xyz_only: false,
+                // LAS stores integers on an offset near the map's centre: millimetres anywhere on Earth.
+                local_frame: false,
             },
         }
     }
