@@ -85,7 +85,9 @@ def check_levels(reader, expected, scales):
         previous = len(got)
         counts.append(len(got))
         cell = info.spacing / 2**k / scales
-        cells = lambda pts: {tuple(c) for c in np.floor((pts - cube_min) / cell).astype(np.int64)}
+        # The cells per axis at level k; a point on the cube's upper face is in the last cell.
+        last = round(2 * info.halfsize / info.spacing) * 2**k - 1
+        cells = lambda pts: {tuple(c) for c in np.minimum(np.floor((pts - cube_min) / cell), last).astype(np.int64)}
         missing = cells(expected) - cells(got)
         if missing:
             fail(f"levels 0..{k} leave {len(missing)} cells of {info.spacing / 2**k:.4f} m with map points empty")

@@ -84,7 +84,9 @@ fn yard_pcd(path: &Path, origin: [f64; 3]) {
             2 => [30.0 + 0.3 * u, 20.0 + 0.3 * v, 15.0 * w],
             _ => [60.0 * u, 40.0 * v, 0.02 * w],
         };
-        let [x, y, z] = std::array::from_fn(|k| origin[k] + p[k]);
+        // Whole millimetres plus 0.2 mm: no coordinate is half-way between two of the file's millimetres, where
+        // the x y z text (6 decimals) could not tell which way the file rounded it.
+        let [x, y, z] = std::array::from_fn(|k| origin[k] + (p[k] * 1000.0).round() / 1000.0 + 0.0002);
         writeln!(rows, "{x:.4} {y:.4} {z:.4} {}", i % 4096).unwrap();
     }
     let pcd = format!(

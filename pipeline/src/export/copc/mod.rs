@@ -134,7 +134,7 @@ pub(super) fn write(cloud: &Cloud, path: &Path, scale: f64) -> Result<(), Export
     let nodes = octree::build(&grid, &cube, &octree::Params::DEFAULT);
     let order: Vec<u32> = nodes.iter().flat_map(|n| n.points.iter().copied()).collect();
     let sorted = cloud.select(&order);
-    let (gmin, gmax) = grid_bounds(&grid);
+    let (gmin, gmax) = octree::bounds(&grid).unwrap_or_default();
     drop((grid, order));
     let records = Records::new(&sorted, scale, offset).map_err(write_err)?;
     let laz = laz::LazVlrBuilder::default()
@@ -179,13 +179,6 @@ fn compress_nodes(
         .into_par_iter()
         .map(|range| file::compress_chunk(&records.encode(sorted, range), laz))
         .collect()
-}
-
-/// The lowest and highest stored integer coordinates.
-fn grid_bounds(grid: &[[i32; 3]]) -> ([i32; 3], [i32; 3]) {
-    grid.iter().fold(([i32::MAX; 3], [i32::MIN; 3]), |(lo, hi), p| {
-        (std::array::from_fn(|k| lo[k].min(p[k])), std::array::from_fn(|k| hi[k].max(p[k])))
-    })
 }
 
 /// The lowest and highest GPS time, (0, 0) without times.

@@ -8,7 +8,8 @@
 //! depths 0..=d hold at least one point in every cell of depth d's grid that holds a point of the map.
 //!
 //! Everything is in the file's integer coordinates (metres = offset + scale x integer), the values readers see:
-//! a node's points lie in its cube as the readers compute it.
+//! a node's points lie in its cube as the readers compute it (closed boxes: a point on a face between two nodes
+//! is in the upper one).
 
 use rayon::prelude::*;
 
@@ -56,23 +57,19 @@ pub(super) struct Cube {
 }
 
 impl Cube {
-    /// The cube centred on the points' bounds, its edge their largest extent plus two units, so no point lies
-    /// on its upper faces (half-open cells). `None` without points.
+    /// The cube from the points' lowest corner, its edge their largest extent (at least one unit): the cube the
+    /// header's bounds give, which is how copclib and PDAL find a node's box (the header's minimum plus the key
+    /// times the largest extent over 2^d), as well as from the `copc info` VLR's centre and half-size. A point on
+    /// an upper face goes to the upper child, so the outermost nodes' boxes are closed. `None` without points.
     pub fn around(points: &[[i32; 3]]) -> Option<Cube> {
-        let (lo, hi) = points.par_iter().fold_with(
-            ([i32::MAX; 3], [i32::MIN; 3]),
-            |(lo, hi), p| (std::array::from_fn(|k| lo[k].min(p[k])), std::array::from_fn(|k| hi[k].max(p[k]))),
-        ).reduce(
-            || ([i32::MAX; 3], [i32::MIN; 3]),
-            |a, b| (std::array::from_fn(|k| a.0[k].min(b.0[k])), std::array::from_fn(|k| a.1[k].max(b.1[k]))),
-        );
-        if points.is_empty() {
-            return None;
-        }
-        let extent = (0..3).map(|k| f64::from(hi[k]) - f64::from(lo[k])).fold(0.0, f64::max);
-        let edge = extent + 2.0;
-        let min = std::array::from_fn(|k| (f64::from(lo[k]) + f64::from(hi[k])) / 2.0 - edge / 2.0);
-        Some(Cube { min, edge })
+        let (lo, hi) = bounds(points)?;
+        let extent = (0..3)
+            .map(|k| f64::from(hi[k]) - f64::from(lo[k]))
+            .fold(1.0, f64::max);
+        Some(Cube {
+            min: lo.map(f64::from),
+            edge: extent,
+        })
     }
 
     /// The cube of the node `key`.
@@ -118,6 +115,18 @@ pub(super) struct Node {
 pub(super) fn build(points: &[[i32; 3]], cube: &Cube, params: &Params) -> Vec<Node> {
     let all: Vec<u32> = (0..points.len() as u32).collect();
     node(points, cube, params, Key::ROOT, all)
+}
+
+/// The lowest and highest integer coordinates, `None` without points.
+pub(super) fn bounds(points: &[[i32; 3]]) -> Option<([i32; 3], [i32; 3])> {
+    let min3 = |a: [i32; 3], b: [i32; 3]| std::array::from_fn(|k| a[k].min(b[k]));
+    let max3 = |a: [i32; 3], b: [i32; 3]| std::array::from_fn(|k| a[k].max(b[k]));
+    let none = ([i32::MAX; 3], [i32::MIN; 3]);
+    let (lo, hi) = points
+        .par_iter()
+        .fold(|| none, |(lo, hi), &p| (min3(lo, p), max3(hi, p)))
+        .reduce(|| none, |a, b| (min3(a.0, b.0), max3(a.1, b.1)));
+    (!points.is_empty()).then_some((lo, hi))
 }
 
 /// The nodes of the subtree at `key`, which holds the points `idx`.

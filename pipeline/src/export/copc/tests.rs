@@ -175,7 +175,7 @@ fn every_level_covers_every_occupied_cell_and_every_point_is_written_once() {
             assert!(!std::mem::replace(&mut seen[i as usize], true), "point {i} twice");
             for k in 0..3 {
                 let lo = cube.min[k] + f64::from(at[k]) * edge;
-                assert!((lo..lo + edge).contains(&f64::from(grid[i as usize][k])));
+                assert!((lo..=lo + edge).contains(&f64::from(grid[i as usize][k])));
             }
         }
     }
@@ -184,7 +184,10 @@ fn every_level_covers_every_occupied_cell_and_every_point_is_written_once() {
     assert!(depth >= 3, "the test map must reach depth 3, not {depth}");
     let cell_of = |i: u32, d: i32| {
         let cell = cube.edge / f64::from(params.grid) / f64::from(1 << d);
-        std::array::from_fn::<i64, 3, _>(|k| ((f64::from(grid[i as usize][k]) - cube.min[k]) / cell).floor() as i64)
+        let last = (i64::from(params.grid) << d) - 1;
+        std::array::from_fn::<i64, 3, _>(|k| {
+            (((f64::from(grid[i as usize][k]) - cube.min[k]) / cell).floor() as i64).min(last)
+        })
     };
     for d in 0..depth {
         let occupied: HashSet<[i64; 3]> = (0..grid.len() as u32).map(|i| cell_of(i, d)).collect();
