@@ -87,7 +87,11 @@ fn copc_levels(
     path: &std::path::Path,
     cloud: &aerie_pipeline::Cloud,
 ) -> anyhow::Result<Option<copc::CopcSummary>> {
-    let las14 = cloud.meta.format.as_deref().is_some_and(|f| f.starts_with("LAZ 1.4"));
+    let las14 = cloud
+        .meta
+        .format
+        .as_deref()
+        .is_some_and(|f| f.starts_with("LAZ 1.4"));
     if !las14 {
         return Ok(None);
     }

@@ -26,7 +26,8 @@ static COPC_PEERS: Need = Need {
             .output()
             .is_ok_and(|o| o.status.success());
         (!python).then(|| {
-            "needs python3 with laspy, lazrs and copclib (pip install 'laspy[lazrs]' copclib)".to_string()
+            "needs python3 with laspy, lazrs and copclib (pip install 'laspy[lazrs]' copclib)"
+                .to_string()
         })
     },
 };
@@ -86,7 +87,8 @@ fn yard_pcd(path: &Path, origin: [f64; 3]) {
         };
         // Whole millimetres plus 0.2 mm: no coordinate is half-way between two of the file's millimetres, where
         // the x y z text (6 decimals) could not tell which way the file rounded it.
-        let [x, y, z] = std::array::from_fn(|k| origin[k] + (p[k] * 1000.0).round() / 1000.0 + 0.0002);
+        let [x, y, z] =
+            std::array::from_fn(|k| origin[k] + (p[k] * 1000.0).round() / 1000.0 + 0.0002);
         writeln!(rows, "{x:.4} {y:.4} {z:.4} {}", i % 4096).unwrap();
     }
     let pcd = format!(
@@ -104,7 +106,13 @@ fn export_and_check(origin: [f64; 3]) -> String {
     yard_pcd(dir.path().join("yard.pcd").as_path(), origin);
     for args in [
         vec!["prepare", &p("yard.pcd"), "-o", &p("yard.amap")],
-        vec!["export", &p("yard.amap"), "--for", "copc", &p("yard.copc.laz")],
+        vec![
+            "export",
+            &p("yard.amap"),
+            "--for",
+            "copc",
+            &p("yard.copc.laz"),
+        ],
         vec!["export", &p("yard.amap"), &p("yard.xyz")],
     ] {
         let o = aerie(&args);
@@ -112,7 +120,11 @@ fn export_and_check(origin: [f64; 3]) -> String {
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/copc_peers/check_copc.py");
     let o = Command::new("python3")
-        .args([&script.display().to_string(), &p("yard.copc.laz"), &p("yard.xyz")])
+        .args([
+            &script.display().to_string(),
+            &p("yard.copc.laz"),
+            &p("yard.xyz"),
+        ])
         .output()
         .unwrap();
     println!("check_copc.py: {}", text(&o));
@@ -126,7 +138,10 @@ fn export_and_check(origin: [f64; 3]) -> String {
 fn laspy_and_copclib_read_the_copc_export() {
     let info = export_and_check([0.0; 3]);
     println!("aerie info:\n{info}");
-    assert!(info.contains("LAZ 1.4") && info.contains("COPC 1.0 octree"), "{info}");
+    assert!(
+        info.contains("LAZ 1.4") && info.contains("COPC 1.0 octree"),
+        "{info}"
+    );
     assert!(info.contains("level 0     1 nodes"), "{info}");
 }
 

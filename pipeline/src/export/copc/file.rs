@@ -73,7 +73,13 @@ pub(super) fn write(w: &mut impl Write, mut parts: Parts<'_>) -> std::io::Result
     let mut laz_data = Vec::new();
     parts.laz.write_to(&mut laz_data)?;
     let mut vlrs = Vec::new();
-    vlr(&mut vlrs, "laszip encoded", 22204, "lazperf variant", &laz_data)?;
+    vlr(
+        &mut vlrs,
+        "laszip encoded",
+        22204,
+        "lazperf variant",
+        &laz_data,
+    )?;
     for v in parts.vlrs {
         vlr(&mut vlrs, &v.user_id, v.record_id, &v.description, &v.data)?;
     }
@@ -118,7 +124,13 @@ pub(super) fn write(w: &mut impl Write, mut parts: Parts<'_>) -> std::io::Result
         w.write_all(chunk)?;
     }
     w.write_all(&table_bytes)?;
-    evlr_header(w, "copc", HIERARCHY_RECORD, "EPT hierarchy", entries.len() as u64)?;
+    evlr_header(
+        w,
+        "copc",
+        HIERARCHY_RECORD,
+        "EPT hierarchy",
+        entries.len() as u64,
+    )?;
     w.write_all(&entries)
 }
 
@@ -145,8 +157,15 @@ fn fixed(text: &str, len: usize) -> Vec<u8> {
 }
 
 /// Writes a VLR: its 54-byte header and `data`.
-fn vlr(w: &mut impl Write, user: &str, record: u16, about: &str, data: &[u8]) -> std::io::Result<()> {
-    let len = u16::try_from(data.len()).map_err(|_| std::io::Error::other("a VLR over 65535 bytes"))?;
+fn vlr(
+    w: &mut impl Write,
+    user: &str,
+    record: u16,
+    about: &str,
+    data: &[u8],
+) -> std::io::Result<()> {
+    let len =
+        u16::try_from(data.len()).map_err(|_| std::io::Error::other("a VLR over 65535 bytes"))?;
     w.write_all(&[0, 0])?;
     w.write_all(&fixed(user, 16))?;
     w.write_all(&record.to_le_bytes())?;
@@ -156,7 +175,13 @@ fn vlr(w: &mut impl Write, user: &str, record: u16, about: &str, data: &[u8]) ->
 }
 
 /// Writes an EVLR's 60-byte header, for `len` bytes of data.
-fn evlr_header(w: &mut impl Write, user: &str, record: u16, about: &str, len: u64) -> std::io::Result<()> {
+fn evlr_header(
+    w: &mut impl Write,
+    user: &str,
+    record: u16,
+    about: &str,
+    len: u64,
+) -> std::io::Result<()> {
     w.write_all(&[0, 0])?;
     w.write_all(&fixed(user, 16))?;
     w.write_all(&record.to_le_bytes())?;
@@ -181,7 +206,9 @@ pub(super) fn read(data: &[u8], path: &Path) -> Result<Option<(Info, Vec<Entry>)
         && data.starts_with(b"LASF")
         && data[24..26] == [1, 4]
         && data[HEADER_LEN + 2..HEADER_LEN + 6] == *b"copc"
-        && data[HEADER_LEN + 6..HEADER_LEN + 18].iter().all(|&b| b == 0)
+        && data[HEADER_LEN + 6..HEADER_LEN + 18]
+            .iter()
+            .all(|&b| b == 0)
         && data[HEADER_LEN + 18..HEADER_LEN + 20] == 1u16.to_le_bytes();
     if !is_copc {
         return Ok(None);
@@ -195,19 +222,36 @@ pub(super) fn read(data: &[u8], path: &Path) -> Result<Option<(Info, Vec<Entry>)
         gps_time: [f64_at(first + 56), f64_at(first + 64)],
     };
     let mut entries = Vec::new();
-    page(data, path, u64_at(first + 40), u64_at(first + 48), &mut entries, 0)?;
+    page(
+        data,
+        path,
+        u64_at(first + 40),
+        u64_at(first + 48),
+        &mut entries,
+        0,
+    )?;
     Ok(Some((info, entries)))
 }
 
 /// Reads the hierarchy page at `at` (`len` bytes) into `out`, and the pages its entries point to.
-fn page(data: &[u8], path: &Path, at: u64, len: u64, out: &mut Vec<Entry>, depth: u32) -> Result<()> {
+fn page(
+    data: &[u8],
+    path: &Path,
+    at: u64,
+    len: u64,
+    out: &mut Vec<Entry>,
+    depth: u32,
+) -> Result<()> {
     let place = format!("copc hierarchy page at byte {at}");
     let end = at.checked_add(len).filter(|&e| e <= data.len() as u64);
     let (Some(end), true) = (end, len % ENTRY_LEN as u64 == 0 && depth < 64) else {
         return Err(Error::format(
             path,
             place,
-            format!("{len} bytes of 32-byte entries do not fit in the file's {} bytes", data.len()),
+            format!(
+                "{len} bytes of 32-byte entries do not fit in the file's {} bytes",
+                data.len()
+            ),
         ));
     };
     for e in data[at as usize..end as usize].chunks_exact(ENTRY_LEN) {
@@ -227,7 +271,11 @@ fn page(data: &[u8], path: &Path, at: u64, len: u64, out: &mut Vec<Entry>, depth
                 points: c as u64,
             }),
             c => {
-                return Err(Error::format(path, place, format!("node {key:?} has {c} points")));
+                return Err(Error::format(
+                    path,
+                    place,
+                    format!("node {key:?} has {c} points"),
+                ));
             }
         }
     }

@@ -89,14 +89,23 @@ pub struct CopcSummary {
 impl std::fmt::Display for CopcSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let [x, y, z] = self.center;
-        writeln!(f, "  copc        COPC 1.0 octree, {} points in {} levels", self.points, self.levels.len())?;
+        writeln!(
+            f,
+            "  copc        COPC 1.0 octree, {} points in {} levels",
+            self.points,
+            self.levels.len()
+        )?;
         writeln!(
             f,
             "  octree      centre {x:.3} {y:.3} {z:.3}, half-size {:.3} m, root spacing {:.4} m",
             self.halfsize, self.spacing_m
         )?;
         for l in &self.levels {
-            writeln!(f, "  level {:<5} {} nodes, {} points", l.depth, l.nodes, l.points)?;
+            writeln!(
+                f,
+                "  level {:<5} {} nodes, {} points",
+                l.depth, l.nodes, l.points
+            )?;
         }
         Ok(())
     }
@@ -115,11 +124,16 @@ pub(super) fn write(cloud: &Cloud, path: &Path, scale: f64) -> Result<(), Export
         source,
     };
     let offset: [f64; 3] = std::array::from_fn(|k| ((lo[k] + hi[k]) / 2.0).round());
-    let reach = (0..3).map(|k| (hi[k] - offset[k]).max(offset[k] - lo[k])).fold(0.0, f64::max);
+    let reach = (0..3)
+        .map(|k| (hi[k] - offset[k]).max(offset[k] - lo[k]))
+        .fold(0.0, f64::max);
     if !reach.is_finite() || reach / scale > f64::from(i32::MAX) / 2.0 {
         return Err(write_err(Error::parameter(
             "map extent",
-            format!("points lie up to {reach:.0} m from the map's centre; COPC's 32-bit coordinates at {scale} m reach only {:.0} m", f64::from(i32::MAX) / 2.0 * scale),
+            format!(
+                "points lie up to {reach:.0} m from the map's centre; COPC's 32-bit coordinates at {scale} m reach only {:.0} m",
+                f64::from(i32::MAX) / 2.0 * scale
+            ),
         )));
     }
     let shift: [f64; 3] = std::array::from_fn(|k| cloud.origin[k] - offset[k]);
@@ -132,7 +146,10 @@ pub(super) fn write(cloud: &Cloud, path: &Path, scale: f64) -> Result<(), Export
         path: path.to_path_buf(),
     })?;
     let nodes = octree::build(&grid, &cube, &octree::Params::DEFAULT);
-    let order: Vec<u32> = nodes.iter().flat_map(|n| n.points.iter().copied()).collect();
+    let order: Vec<u32> = nodes
+        .iter()
+        .flat_map(|n| n.points.iter().copied())
+        .collect();
     let sorted = cloud.select(&order);
     let (gmin, gmax) = octree::bounds(&grid).unwrap_or_default();
     drop((grid, order));
@@ -142,7 +159,8 @@ pub(super) fn write(cloud: &Cloud, path: &Path, scale: f64) -> Result<(), Export
         .map_err(|e| write_err(Error::parameter("laz", e.to_string())))?
         .with_variable_chunk_size()
         .build();
-    let chunks = compress_nodes(&sorted, &records, &nodes, &laz).map_err(|e| write_err(Error::io(path, e)))?;
+    let chunks = compress_nodes(&sorted, &records, &nodes, &laz)
+        .map_err(|e| write_err(Error::io(path, e)))?;
     let vlrs = records.vlrs(&sorted).map_err(write_err)?;
     let info = file::Info {
         center: std::array::from_fn(|k| offset[k] + scale * (cube.min[k] + cube.edge / 2.0)),
@@ -156,10 +174,16 @@ pub(super) fn write(cloud: &Cloud, path: &Path, scale: f64) -> Result<(), Export
         info,
         laz: &laz,
         vlrs: &vlrs,
-        nodes: nodes.iter().zip(chunks).map(|(n, c)| (n.key, n.points.len() as u64, c)).collect(),
+        nodes: nodes
+            .iter()
+            .zip(chunks)
+            .map(|(n, c)| (n.key, n.points.len() as u64, c))
+            .collect(),
     };
-    atomic::write_atomic_buffered(path, |w| file::write(w, parts).map_err(|e| Error::io(path, e)))
-        .map_err(write_err)
+    atomic::write_atomic_buffered(path, |w| {
+        file::write(w, parts).map_err(|e| Error::io(path, e))
+    })
+    .map_err(write_err)
 }
 
 /// Each node's records compressed as its own chunk, in parallel, in node order.
@@ -184,7 +208,10 @@ fn compress_nodes(
 /// The lowest and highest GPS time, (0, 0) without times.
 fn time_range(cloud: &Cloud) -> [f64; 2] {
     cloud.time().map_or([0.0; 2], |t| {
-        t.iter().fold([f64::INFINITY, f64::NEG_INFINITY], |[a, b], &v| [a.min(v), b.max(v)])
+        t.iter()
+            .fold([f64::INFINITY, f64::NEG_INFINITY], |[a, b], &v| {
+                [a.min(v), b.max(v)]
+            })
     })
 }
 

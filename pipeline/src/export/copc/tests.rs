@@ -34,7 +34,17 @@ fn site(origin: [f64; 3], n: usize) -> Cloud {
         color: Some((0..n).map(|i| [(i % 65535) as u16, 7, 65535]).collect()),
         classification: Some((0..n).map(|i| (i % 3) as u8 + 1).collect()),
         time: Some((0..n).map(|i| 1e5 + i as f64 * 1e-3).collect()),
-        normals: Some((0..n).map(|i| if i % 4 == 0 { [0.0, -1.0, 0.0] } else { [0.0, 0.0, 1.0] }).collect()),
+        normals: Some(
+            (0..n)
+                .map(|i| {
+                    if i % 4 == 0 {
+                        [0.0, -1.0, 0.0]
+                    } else {
+                        [0.0, 0.0, 1.0]
+                    }
+                })
+                .collect(),
+        ),
         positions,
         ..Columns::default()
     };
@@ -64,8 +74,9 @@ fn millimetres(cloud: &Cloud, offset: [f64; 3]) -> Vec<[i64; 3]> {
 fn same_points(path: &Path, map: &Cloud) -> Cloud {
     let back = io::read(path, None, &ReadOptions::default()).unwrap();
     let bytes = std::fs::read(path).unwrap();
-    let offset: [f64; 3] =
-        std::array::from_fn(|k| f64::from_le_bytes(bytes[155 + 8 * k..163 + 8 * k].try_into().unwrap()));
+    let offset: [f64; 3] = std::array::from_fn(|k| {
+        f64::from_le_bytes(bytes[155 + 8 * k..163 + 8 * k].try_into().unwrap())
+    });
     assert_eq!(back.len(), map.len());
     let (a, b) = (millimetres(&back, offset), millimetres(map, offset));
     let diff: Vec<_> = a.iter().zip(&b).filter(|(x, y)| x != y).take(5).collect();
@@ -84,14 +95,21 @@ fn a_copc_export_reads_back_as_laz_with_every_point_and_attribute() {
     assert_eq!(done.shift, None);
     assert!(done.warnings.is_empty(), "{:?}", done.warnings);
     let back = same_points(&path, &map);
-    assert!(back.meta.format.as_deref().unwrap_or("").contains("1.4"), "{:?}", back.meta.format);
+    assert!(
+        back.meta.format.as_deref().unwrap_or("").contains("1.4"),
+        "{:?}",
+        back.meta.format
+    );
     let key = |c: &Cloud, i: usize| c.world(i).map(|v| (v * 1000.0).round() as i64);
     let by_place: HashMap<[i64; 3], usize> = (0..map.len()).map(|i| (key(&map, i), i)).collect();
     for j in (0..back.len()).step_by(997) {
         let i = by_place[&key(&back, j)];
         assert_eq!(back.intensity().unwrap()[j], map.intensity().unwrap()[i]);
         assert_eq!(back.color().unwrap()[j], map.color().unwrap()[i]);
-        assert_eq!(back.classification().unwrap()[j], map.classification().unwrap()[i]);
+        assert_eq!(
+            back.classification().unwrap()[j],
+            map.classification().unwrap()[i]
+        );
         assert!((back.time().unwrap()[j] - map.time().unwrap()[i]).abs() < 1e-9);
         assert_eq!(back.normals().unwrap()[j], map.normals().unwrap()[i]);
     }
@@ -122,7 +140,10 @@ fn the_same_map_gives_the_same_bytes_on_any_thread_count() {
     let map = site([0.0; 3], 50_000);
     let write_with = |threads: usize, name: &str| {
         let path = dir.path().join(name);
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         pool.install(|| export(&map, &path, &options()).unwrap());
         std::fs::read(path).unwrap()
     };
@@ -145,7 +166,12 @@ fn an_empty_map_or_an_unwritable_folder_leaves_no_file() {
     assert!(err.is_bad_input(), "{err}");
     assert!(!path.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    let err = export(&site([0.0; 3], 100), &dir.path().join("map.laz"), &options()).unwrap_err();
+    let err = export(
+        &site([0.0; 3], 100),
+        &dir.path().join("map.laz"),
+        &options(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains(".copc.laz"), "{err}");
 }
 
@@ -167,12 +193,19 @@ fn every_level_covers_every_occupied_cell_and_every_point_is_written_once() {
     let mut seen = vec![false; grid.len()];
     let mut keys = HashSet::new();
     for n in &nodes {
-        assert!(n.key == Key::ROOT || keys.contains(&parent(n.key)), "{:?}", n.key);
+        assert!(
+            n.key == Key::ROOT || keys.contains(&parent(n.key)),
+            "{:?}",
+            n.key
+        );
         keys.insert(n.key);
         let edge = cube.edge / f64::from(1 << n.key.d);
         let at = [n.key.x, n.key.y, n.key.z];
         for &i in &n.points {
-            assert!(!std::mem::replace(&mut seen[i as usize], true), "point {i} twice");
+            assert!(
+                !std::mem::replace(&mut seen[i as usize], true),
+                "point {i} twice"
+            );
             for k in 0..3 {
                 let lo = cube.min[k] + f64::from(at[k]) * edge;
                 assert!((lo..=lo + edge).contains(&f64::from(grid[i as usize][k])));
@@ -214,7 +247,13 @@ fn parent(k: Key) -> Key {
 fn a_plain_laz_file_is_not_copc() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plain.laz");
-    io::write(&site([0.0; 3], 100), &path, None, &io::WriteOptions::default()).unwrap();
+    io::write(
+        &site([0.0; 3], 100),
+        &path,
+        None,
+        &io::WriteOptions::default(),
+    )
+    .unwrap();
     assert_eq!(read(&path).unwrap(), None);
     assert!(is_copc_name(Path::new("a/B.COPC.LAZ")) && !is_copc_name(&path));
 }
