@@ -244,7 +244,7 @@ fn page(
 ) -> Result<()> {
     let place = format!("copc hierarchy page at byte {at}");
     let end = at.checked_add(len).filter(|&e| e <= data.len() as u64);
-    let (Some(end), true) = (end, len % ENTRY_LEN as u64 == 0 && depth < 64) else {
+    let (Some(end), true) = (end, len.is_multiple_of(ENTRY_LEN as u64) && depth < 64) else {
         return Err(Error::format(
             path,
             place,
