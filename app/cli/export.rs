@@ -26,7 +26,8 @@ pub struct Args {
     /// Shape the output for a tool: `marsim` writes binary PCD with x y z only (what MARSIM loads); `ros` writes
     /// PCD with float x y z (PCL's point types), moved to a local frame when the map is far from 0; `octomap`
     /// writes OctoMap's binary tree (.bt) at `--resolution`; `gazebo` writes a Gazebo model folder (OUTPUT is
-    /// the folder, new or empty); `isaac` writes a USD stage (.usda) for Isaac Sim.
+    /// the folder, new or empty); `isaac` writes a USD stage (.usda) for Isaac Sim; `copc` writes COPC (.copc.laz)
+    /// for web and GIS viewers.
     #[arg(long = "for", value_name = "TARGET", value_parser = target_parser())]
     target: Option<Target>,
     /// Encoding, for formats that offer a choice.
@@ -103,6 +104,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             _ if options.target == Target::Gazebo || options.target == Target::Isaac => {
                 eprint!("{}", mesh_note(options.target, output)?);
             }
+            (Target::Copc, _) => eprintln!(
+                "wrote a COPC octree of {} points to {}",
+                cloud.len(),
+                output.display()
+            ),
             _ => eprintln!("wrote {} points to {}", cloud.len(), output.display()),
         }
         if let Some(note) = done.shift_note() {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use aerie_pipeline::CloudSummary;
-use aerie_pipeline::export::{gazebo, isaac, octomap};
+use aerie_pipeline::export::{copc, gazebo, isaac, octomap};
 use aerie_pipeline::features::spacing;
 use aerie_pipeline::io::{self, Format, ReadOptions};
 use anyhow::Context;
@@ -13,7 +13,7 @@ use super::choices::FormatArg;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Scan files (.las .laz .e57 .ply .pcd .xyz .txt .csv .bin), prepared maps (.amap), OctoMap trees (.bt),
-    /// Gazebo model folders or USD stages (.usda).
+    /// COPC files (.copc.laz, shown with their octree's levels), Gazebo model folders or USD stages (.usda).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Print JSON (one object per file, in an array) for scripts; the point count is under `points`.
@@ -69,10 +69,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .map_err(super::format_hint("--format"))?;
         super::warn_read(&cloud);
         let summary = CloudSummary::of(&cloud);
+        // A COPC file is LAZ read as a cloud, plus its octree's levels.
+        let octree = copc_levels(path, &cloud)?;
         if args.json {
-            json.push(serde_json::to_value(&summary)?);
+            let mut value = serde_json::to_value(&summary)?;
+            if let Some(o) = &octree {
+                value["copc"] = serde_json::to_value(o)?;
+            }
+            json.push(value);
         } else {
             print!("{summary}");
+            if let Some(o) = &octree {
+                print!("{o}");
+            }
         }
     }
     if args.json {
@@ -103,6 +112,22 @@ fn is_usda(path: &std::path::Path) -> bool {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("usda"));
     named || isaac::is_usda_file(path)
+}
+
+/// The octree of a COPC file (LAS 1.4 whose first VLR is COPC's), `None` for any other cloud.
+fn copc_levels(
+    path: &std::path::Path,
+    cloud: &aerie_pipeline::Cloud,
+) -> anyhow::Result<Option<copc::CopcSummary>> {
+    let las14 = cloud
+        .meta
+        .format
+        .as_deref()
+        .is_some_and(|f| f.starts_with("LAZ 1.4"));
+    if !las14 {
+        return Ok(None);
+    }
+    copc::read(path).with_context(|| format!("cannot read the COPC octree of {}", path.display()))
 }
 
 /// Whether `path` is an OctoMap tree: named .bt, or starting with the line OctoMap writes first.

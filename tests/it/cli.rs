@@ -594,3 +594,58 @@ fn mesh_exports_refuse_bad_output_places() {
     );
     assert_eq!(std::fs::read_dir(p("full")).unwrap().count(), 1);
 }
+
+/// `aerie export --for copc`: a COPC file that `aerie info` reads as LAZ and shows with its levels; a name other
+/// than .copc.laz and a folder that cannot be written exit 2 and write nothing.
+#[test]
+fn a_copc_export_reads_back_with_its_levels_and_refuses_bad_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).display().to_string();
+    let mut xyz = String::new();
+    for i in 0..40 {
+        for j in 0..40 {
+            xyz.push_str(&format!(
+                "{} {} 0\n",
+                0.05 * f64::from(i),
+                0.05 * f64::from(j)
+            ));
+        }
+    }
+    std::fs::write(p("floor.xyz"), xyz).unwrap();
+    let o = aerie(&["prepare", &p("floor.xyz"), "-o", &p("floor.amap")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = aerie(&[
+        "export",
+        &p("floor.amap"),
+        "--for",
+        "copc",
+        &p("floor.copc.laz"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("COPC octree"), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let o = aerie(&["info", &p("floor.copc.laz")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("LAZ 1.4, point format 6"), "{out}");
+    // Every point of the cloud is in the octree.
+    let points = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("points"))
+        .map(str::trim)
+        .unwrap_or("?");
+    assert!(
+        out.contains(&format!("COPC 1.0 octree, {points} points")) && out.contains("level 0"),
+        "{out}"
+    );
+    std::fs::write(p("blocker"), b"a file, not a folder").unwrap();
+    for (out_path, says) in [
+        (p("floor.laz"), "must be named .copc.laz"),
+        (p("blocker/floor.copc.laz"), "cannot write"),
+    ] {
+        let o = aerie(&["export", &p("floor.amap"), "--for", "copc", &out_path]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{out_path}: {err}");
+        assert!(err.contains(says), "{out_path}: {err}");
+        assert!(!Path::new(&out_path).exists(), "{out_path}");
+    }
+}

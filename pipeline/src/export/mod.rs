@@ -28,6 +28,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod copc;
 mod error;
 pub mod gazebo;
 pub mod isaac;
@@ -191,9 +192,8 @@ fn export_own(
     options: &ExportOptions,
 ) -> Result<Exported, ExportError> {
     let spec = options.target.spec();
-    let named = path.extension().and_then(|e| e.to_str());
     if let Some(extension) = spec.extension
-        && !named.is_some_and(|e| e.eq_ignore_ascii_case(extension))
+        && !has_extension(path, extension)
     {
         return Err(ExportError::WrongExtension {
             path: path.to_path_buf(),
@@ -221,6 +221,7 @@ fn export_own(
             let (visual, collision) = surface::meshes_of(cloud, path)?;
             isaac::write_stage(&visual, &collision, cloud, resolution_m, path, to_local)?;
         }
+        Target::Copc => copc::write(cloud, path, copc::scale_for(options.resolution_m))?,
         Target::Generic | Target::Marsim | Target::Ros => {}
     }
     let posed = cloud.meta.scans.iter().any(|s| s.world_from_scan.is_some());
@@ -230,6 +231,13 @@ fn export_own(
         Vec::new()
     };
     Ok(Exported { shift, warnings })
+}
+
+/// Whether `path`'s file name ends in `.extension` (any case; `extension` may hold dots: `copc.laz`).
+pub(crate) fn has_extension(path: &Path, extension: &str) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let (name, extension) = (name.to_ascii_lowercase(), extension.to_ascii_lowercase());
+    name.len() > extension.len() + 1 && name.ends_with(&format!(".{extension}"))
 }
 
 /// The format to write: the target's own, when the output's name or the format asked is it; else the format

@@ -51,18 +51,16 @@ impl Preset {
         if self.is_folder() {
             return path.file_name().is_some() && path.extension().is_none();
         }
-        let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
-            return false;
-        };
         match self.format {
             Some(format) => Format::from_path(path) == Some(format),
-            None => ext.eq_ignore_ascii_case(self.extension()),
+            // An extension of the target's own, which may hold a dot (`copc.laz`).
+            None => super::has_extension(path, self.extension()),
         }
     }
 }
 
 /// The export choices, in the order they are offered: the tools' own first, then every format.
-pub const PRESETS: [Preset; 12] = [
+pub const PRESETS: [Preset; 13] = [
     Preset {
         label: "MARSIM map (binary PCD, x y z)",
         format: Some(Format::Pcd),
@@ -92,6 +90,12 @@ pub const PRESETS: [Preset; 12] = [
         format: None,
         encoding: None,
         target: Target::Isaac,
+    },
+    Preset {
+        label: "COPC (.copc.laz: octree LAZ for web and GIS viewers)",
+        format: None,
+        encoding: None,
+        target: Target::Copc,
     },
     Preset {
         label: "PCD compressed",

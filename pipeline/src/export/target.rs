@@ -24,6 +24,9 @@ pub enum Target {
     /// Isaac Sim (and any USD reader) loads a text USD stage (`.usda`): the map's mesh with UsdPhysics collision,
     /// Z up, metres, and its points for viewing.
     Isaac,
+    /// Web and GIS viewers (Potree, QGIS, viewer.copc.io, PDAL) load COPC (`.copc.laz`): LAZ 1.4 whose points are
+    /// grouped in an octree, every level a uniform subsample of the map.
+    Copc,
 }
 
 /// What a target asks of the file written for it. Every property of a target is here, so that a target is added
@@ -54,13 +57,14 @@ pub(super) struct Spec {
 
 impl Target {
     /// Every target, [`Target::Generic`] first.
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 7] = [
         Target::Generic,
         Target::Marsim,
         Target::Ros,
         Target::Octomap,
         Target::Gazebo,
         Target::Isaac,
+        Target::Copc,
     ];
 
     /// What the target asks of its file: the one description of each target.
@@ -137,6 +141,19 @@ impl Target {
                 xyz_only: true,
                 // USD's points are 32-bit floats (point3f).
                 local_frame: true,
+                directory: false,
+            },
+            Target::Copc => Spec {
+                name: "copc",
+                reader: "COPC viewers (Potree, QGIS, viewer.copc.io, PDAL)",
+                about: "COPC (.copc.laz) for web and GIS viewers: LAZ 1.4 in an octree whose every level is a uniform \
+                        subsample of the map.",
+                format: None,
+                extension: Some(super::copc::EXTENSION),
+                encoding: None,
+                xyz_only: false,
+                // LAS stores integers on an offset near the map's centre: millimetres anywhere on Earth.
+                local_frame: false,
                 directory: false,
             },
         }

@@ -58,6 +58,7 @@ use layout::Layout;
 use laz::read_laz_points;
 
 pub use write::write;
+pub(crate) use write::{Records, grid_position};
 
 /// Parse a LAS or LAZ file held in `data` (the whole file). `path` names it in errors.
 ///

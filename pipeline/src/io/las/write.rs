@@ -416,10 +416,9 @@ impl<'a> Plan<'a> {
         let (_, time_at, color_at, nir_at) =
             format_layout(self.format).unwrap_or((20, None, None, None));
         for (r, i) in out.chunks_exact_mut(rl).zip(range) {
-            let p = cloud.positions()[i];
+            let v = grid_position(cloud.positions()[i], shift, inv);
             for k in 0..3 {
-                let v = ((f64::from(p[k]) + shift[k]) * inv).round() as i32;
-                r[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
+                r[4 * k..4 * k + 4].copy_from_slice(&v[k].to_le_bytes());
             }
             if let (Some(v), Some(s)) = (self.intensity, self.intensity_scale) {
                 let x = (v[i] * s).round().clamp(0.0, 65535.0) as u16;
@@ -492,5 +491,64 @@ fn put_scalar(out: &mut [u8], kind: ScalarKind, v: f64) {
         ScalarKind::I64 => out.copy_from_slice(&(r as i64).to_le_bytes()),
         ScalarKind::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
         ScalarKind::F64 => out.copy_from_slice(&v.to_le_bytes()),
+    }
+}
+
+/// A point's stored integer coordinates: its position plus `shift` (the cloud's origin minus the file's offset),
+/// divided by the scale (`inv` is its inverse) and rounded. The one rounding of every LAS writer here.
+pub(crate) fn grid_position(p: [f32; 3], shift: [f64; 3], inv: f64) -> [i32; 3] {
+    std::array::from_fn(|k| ((f64::from(p[k]) + shift[k]) * inv).round() as i32)
+}
+
+/// Point records of LAS 1.4's point formats 6-8 on a coordinate grid the caller chooses, for a writer that
+/// lays its file out itself (COPC, `export::copc`): the same attribute mapping as [`write`].
+pub(crate) struct Records<'a>(Plan<'a>);
+
+impl<'a> Records<'a> {
+    /// The records of `cloud`: format 6, 7 with RGB, 8 with RGB and NIR; coordinates stored as
+    /// `offset + scale * integer`.
+    pub(crate) fn new(cloud: &'a Cloud, scale: f64, offset: [f64; 3]) -> Result<Records<'a>> {
+        let opts = WriteOptions {
+            las_version: Some(LasVersion::V1_4),
+            ..WriteOptions::default()
+        };
+        let mut plan = Plan::new(cloud, &opts)?;
+        plan.format = match (plan.color.is_some(), plan.nir.is_some()) {
+            (false, _) => 6,
+            (true, false) => 7,
+            (true, true) => 8,
+        };
+        let extra_len = plan.record_len - plan.std_len;
+        plan.std_len = format_layout(plan.format).map_or(30, |l| l.0);
+        plan.record_len = plan.std_len + extra_len;
+        plan.scale = scale;
+        plan.offset = offset;
+        Ok(Records(plan))
+    }
+
+    /// The point data record format (6, 7 or 8).
+    pub(crate) fn format(&self) -> u8 {
+        self.0.format
+    }
+
+    /// Bytes per record.
+    pub(crate) fn record_len(&self) -> usize {
+        self.0.record_len
+    }
+
+    /// Bytes per record after the format's own fields (the extra-bytes dimensions).
+    pub(crate) fn extra_bytes(&self) -> u16 {
+        (self.0.record_len - self.0.std_len) as u16
+    }
+
+    /// The VLRs the records need besides the compression's: the extra-bytes description and the CRS (WKT).
+    pub(crate) fn vlrs(&self, cloud: &Cloud) -> Result<Vec<las::Vlr>> {
+        let header = self.0.header(cloud, false)?;
+        Ok(header.vlrs().clone())
+    }
+
+    /// Points `range` of the cloud as records.
+    pub(crate) fn encode(&self, cloud: &Cloud, range: std::ops::Range<usize>) -> Vec<u8> {
+        self.0.encode(cloud, range)
     }
 }
