@@ -290,7 +290,7 @@ fn check_extent(q: &[[f32; 3]], h: f32) -> Result<(), MeshError> {
 }
 
 /// `mesh` with at most `max_triangles` triangles, keeping its shape as closely as the budget allows (what a
-/// collision mesh uses). meshoptimizer's edge-collapse simplifier [R36] with the border locked first, so that
+/// collision mesh uses). meshoptimizer's edge-collapse simplifier [R44] with the border locked first, so that
 /// holes keep their outline; when that cannot reach the budget, the border may move along itself (holes stay
 /// open: a border edge only ever collapses into its border), and last its sloppy simplifier.
 pub fn simplify(mesh: &Mesh, max_triangles: usize) -> Mesh {

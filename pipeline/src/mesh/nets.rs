@@ -1,6 +1,6 @@
 //! Surface nets over the sparse signed distance of [`super::sdf`]: one vertex per cell the surface crosses, one
-//! quad (two triangles) per grid edge it crosses, as Gibson's surface nets [R34] and their naive form in
-//! Mikola Lysenko's write-up [R35]; the vertex is the mean of the cell's edge crossings.
+//! quad (two triangles) per grid edge it crosses, as Gibson's surface nets [R42] and their naive form in
+//! Mikola Lysenko's write-up [R43]; the vertex is the mean of the cell's edge crossings.
 //!
 //! Only cells near the samples are visited, and a cell with a corner without a distance gets no vertex, so the
 //! mesh stops where the map has no points. Everything runs over sorted keys, each step a parallel map whose

@@ -4,7 +4,7 @@
 //! (docs/algorithms.md, section 8) onto the middle of the layer, and its normal. The distance at a corner `x` is
 //! the Gaussian-weighted mean of `n_i . (x - q_i)` over the points within the support radius whose normals agree
 //! with the nearest point's (so the two faces of a thin wall do not cancel), as in Hoppe et al.'s signed distance
-//! from tangent planes [R32], smoothed as implicit moving least squares does [R33]. Positive is outside: the side
+//! from tangent planes [R40], smoothed as implicit moving least squares does [R41]. Positive is outside: the side
 //! the normals point to, toward the scanner. A corner with no point within the support radius has no distance
 //! (NaN), and no surface is drawn next to it: that is what keeps the mesh near the points and holes open.
 //!
