@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use aerie_pipeline::Cloud;
 use aerie_pipeline::io::{self, ReadOptions};
 use aerie_pipeline::map::amap::{AmapFile, is_map_file};
 use aerie_pipeline::mesh::{self, MeshError, MeshOptions, RESOLUTION_RANGE, io::MeshFormat};
-use aerie_pipeline::Cloud;
 use anyhow::Context;
 
 use super::BadInput;
@@ -67,7 +67,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         return Err(anyhow::Error::new(BadInput(format!(
             "{}: no surface found at {} m: the map's points are farther apart than the resolution",
             args.map.display(),
-            options.resolution_m.map_or("the points' spacing".to_string(), |r| r.to_string())
+            options
+                .resolution_m
+                .map_or("the points' spacing".to_string(), |r| r.to_string())
         )))
         .context(Hint("give a larger --resolution".into())));
     }

@@ -16,7 +16,11 @@ fn floor_map(dir: &Path) -> String {
     let mut xyz = String::new();
     for i in 0..=40 {
         for j in 0..=40 {
-            xyz.push_str(&format!("{} {} 0\n", 0.05 * f64::from(i), 0.05 * f64::from(j)));
+            xyz.push_str(&format!(
+                "{} {} 0\n",
+                0.05 * f64::from(i),
+                0.05 * f64::from(j)
+            ));
         }
     }
     let text = dir.join("floor.xyz");
@@ -32,18 +36,31 @@ fn a_map_becomes_a_mesh_in_each_format_and_info_reads_it_back() {
     let dir = tempfile::tempdir().unwrap();
     let map = floor_map(dir.path());
     for ext in ["ply", "obj", "glb"] {
-        let out = dir.path().join(format!("floor.{ext}")).display().to_string();
+        let out = dir
+            .path()
+            .join(format!("floor.{ext}"))
+            .display()
+            .to_string();
         let o = aerie(&["mesh", &map, "-o", &out]);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success() && err.contains("wrote a mesh of"), "{ext}: {err}");
+        assert!(
+            o.status.success() && err.contains("wrote a mesh of"),
+            "{ext}: {err}"
+        );
         let o = aerie(&["info", "--json", &out]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let tris = v[0]["triangles"].as_u64().unwrap();
         assert!(tris > 300, "{ext}: {tris} triangles");
         let (lo, hi) = (&v[0]["bounds"][0], &v[0]["bounds"][1]);
-        assert!(lo[2].as_f64().unwrap().abs() < 0.01 && hi[2].as_f64().unwrap().abs() < 0.01, "{v}");
-        assert!(hi[0].as_f64().unwrap() < 2.1 && lo[0].as_f64().unwrap() > -0.1, "{v}");
+        assert!(
+            lo[2].as_f64().unwrap().abs() < 0.01 && hi[2].as_f64().unwrap().abs() < 0.01,
+            "{v}"
+        );
+        assert!(
+            hi[0].as_f64().unwrap() < 2.1 && lo[0].as_f64().unwrap() > -0.1,
+            "{v}"
+        );
     }
     let small = dir.path().join("small.ply").display().to_string();
     let o = aerie(&["mesh", &map, "-o", &small, "--triangles", "100", "-q"]);
@@ -69,8 +86,16 @@ fn bad_input_exits_2_and_leaves_no_output() {
     let cases: [(&[&str], String, &str); 6] = [
         (&["mesh", &p("bare.xyz")], p("bare.ply"), "no normals"),
         (&["mesh", &p("empty.xyz")], p("empty.ply"), ""),
-        (&["mesh", &map, "--resolution", "0.0001"], p("fine.ply"), "out of range"),
-        (&["mesh", &map, "--resolution", "50"], p("coarse.ply"), "out of range"),
+        (
+            &["mesh", &map, "--resolution", "0.0001"],
+            p("fine.ply"),
+            "out of range",
+        ),
+        (
+            &["mesh", &map, "--resolution", "50"],
+            p("coarse.ply"),
+            "out of range",
+        ),
         (&["mesh", &map], p("a_file/m.ply"), "a_file"),
         (&["mesh", &map], p("m.stl"), ".ply, .obj or .glb"),
     ];
@@ -86,7 +111,7 @@ fn bad_input_exits_2_and_leaves_no_output() {
     }
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
-        .filter_map(|e| e.ok())
+        .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().starts_with(".aerie-tmp"))
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");

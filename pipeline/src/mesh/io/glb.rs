@@ -42,10 +42,10 @@ pub(super) fn write(mesh: &Mesh, offset: [f64; 3], w: &mut impl Write) -> std::i
     bin.extend_from_slice(bytemuck::cast_slice(mesh.triangles()));
     let json = document(mesh, &positions, normals.is_some(), offset, bin.len());
     let mut text = serde_json::to_vec(&json).map_err(std::io::Error::other)?;
-    while text.len() % 4 != 0 {
+    while !text.len().is_multiple_of(4) {
         text.push(b' ');
     }
-    while bin.len() % 4 != 0 {
+    while !bin.len().is_multiple_of(4) {
         bin.push(0);
     }
     let total = 12 + 8 + text.len() + 8 + bin.len();

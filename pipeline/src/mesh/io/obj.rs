@@ -68,9 +68,9 @@ pub(super) fn read(path: &Path, data: &[u8]) -> Result<Mesh> {
                         .ok_or_else(|| Error::format(path, place(), "expected three numbers"))?;
                 }
                 if kind == "v" {
-                    vertices.push(p)
+                    vertices.push(p);
                 } else {
-                    normals.push(p)
+                    normals.push(p);
                 }
             }
             Some("f") => {
