@@ -13,7 +13,8 @@ use super::choices::FormatArg;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Scan files (.las .laz .e57 .ply .pcd .xyz .txt .csv .bin), prepared maps (.amap), OctoMap trees (.bt),
-    /// COPC files (.copc.laz, shown with their octree's levels), Gazebo model folders or USD stages (.usda).
+    /// COPC files (.copc.laz, shown with their octree's levels), Gazebo model folders, USD stages (.usda) or
+    /// meshes (.ply with faces, .obj, .glb).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Print JSON (one object per file, in an array) for scripts; the point count is under `points`.
@@ -49,6 +50,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 json.push(value);
             } else {
                 print!("{text}");
+            }
+            continue;
+        }
+        if aerie_pipeline::mesh::io::is_mesh_file(path) {
+            let mesh = aerie_pipeline::mesh::io::read(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let summary = aerie_pipeline::mesh::io::MeshSummary::of(&mesh, path);
+            if args.json {
+                json.push(serde_json::to_value(&summary)?);
+            } else {
+                print!("{summary}");
             }
             continue;
         }

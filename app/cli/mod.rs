@@ -11,6 +11,7 @@ mod demo;
 mod export;
 mod fly;
 mod info;
+mod mesh;
 mod prepare;
 mod report;
 mod scan;
@@ -91,6 +92,9 @@ enum Command {
     /// Write a prepared map for another tool (PCD for MARSIM/ROS, PLY with normals, LAS/LAZ, E57, XYZ).
     #[command(allow_negative_numbers = true)]
     Export(export::Args),
+    /// Make a surface mesh of a prepared map (.ply, .obj or .glb) for simulators that load meshes.
+    #[command(allow_negative_numbers = true)]
+    Mesh(mesh::Args),
     /// Render what a LiDAR or depth camera would measure in a map, from a pose or along a trajectory.
     #[command(allow_negative_numbers = true)]
     Scan(scan::Args),
@@ -138,6 +142,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(a) => export::run(&a),
         Command::Fly(a) => fly::run(&a),
         Command::Demo(a) => demo::run(&a),
+        Command::Mesh(a) => mesh::run(&a),
     }
 }
 

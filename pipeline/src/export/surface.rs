@@ -20,9 +20,7 @@ pub(super) fn meshes_of(cloud: &Cloud, path: &Path) -> Result<(Mesh, Mesh), Expo
             path: path.to_path_buf(),
         });
     }
-    let options = MeshOptions {
-        max_triangles: None,
-    };
+    let options = MeshOptions::default();
     let visual =
         mesh::reconstruct(cloud, &options, &NoProgress).map_err(|source| ExportError::Mesh {
             path: path.to_path_buf(),
