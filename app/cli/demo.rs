@@ -219,7 +219,7 @@ fn scan_step(out: &Path) -> anyhow::Result<(Step, Labelled, Mission)> {
 /// whose point_source_id is k: what `aerie prepare raw/demo_scan.laz --poses raw/demo_poses.csv --remove-moving`
 /// reads.
 fn write_station_poses(cloud: &Cloud, path: &Path) -> anyhow::Result<()> {
-    let poses: Vec<ScanPose> = (cloud.meta.scans.iter().enumerate())
+    let poses: Vec<ScanPose> = cloud.meta.scans.iter().enumerate()
         .filter_map(|(k, s)| {
             Some(ScanPose {
                 name: Some(format!("station{}", k + 1)),

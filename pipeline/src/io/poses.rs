@@ -205,7 +205,7 @@ pub fn balm_csv(poses: &[ScanPose]) -> String {
     out
 }
 
- `full12.pcd` or `000012.pcd` (its last run of digits), for matching
+/// The scan number in a file name such as `full12.pcd` or `000012.pcd` (its last run of digits), for matching
 /// poses to a per-point scan index (LAS `point_source_id`).
 pub fn scan_number(name: &str) -> Option<u32> {
     let stem = name.rsplit(['/', '\\']).next()?.split('.').next()?;
