@@ -209,7 +209,7 @@ fn remove_moving_matches_a_poses_file_by_scan_index_and_by_time() {
             &["--remove-moving", "--poses", poses.to_str().unwrap()],
         );
         assert!(o.status.success(), "{}", text(&o));
-        assert!(!text(&o).contains("warning"), "{}", text(&o));
+        assert!(!text(&o).contains("filters.moving:"), "{}", text(&o));
         let (person, floor) = person_and_floor(&map);
         assert_eq!(person, 0, "{}: person points left", input.display());
         assert!(floor > 1000, "{floor}");
@@ -225,7 +225,7 @@ fn remove_moving_matches_a_poses_file_by_scan_index_and_by_time() {
         &["--remove-moving", "--poses", inverted.to_str().unwrap()],
     );
     assert!(
-        text(&o).contains("warning") && text(&o).contains("inverse"),
+        text(&o).contains("warning: filters.moving:") && text(&o).contains("inverse"),
         "{}",
         text(&o)
     );
