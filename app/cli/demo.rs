@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use aerie_pipeline::export::{ExportOptions, Target, export, write_map};
-use aerie_pipeline::io::{self, WriteOptions};
 use aerie_pipeline::filters::moving::{
     DEFAULT_SLICE_S, MovingParams, PoseSource, Viewpoints, attach_scans, moving_mask, viewpoints,
 };
 use aerie_pipeline::io::poses::ScanPose;
+use aerie_pipeline::io::{self, WriteOptions};
 use aerie_pipeline::prepare::{Recipe, Stage, prepare};
 use aerie_pipeline::{Cloud, Error, NoProgress};
 use aerie_simcore::demo::{DemoConfig, DemoSite, Label, raw_scan};
@@ -147,7 +147,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     say(
         "2/5 preparing the map (removing the walking person, outlier removal, 0.1 m downsampling, normals)...",
     );
-    let (cleaned, cloud) = moving_step(out, raw)?;
+    let (cleaned, cloud) = moving_step(out, &raw)?;
     let (prepared, amap_path, map_cloud) = prepare_step(out, cloud, args.quiet)?;
     say("3/5 exporting for MARSIM (binary PCD) and GIS (LAZ)...");
     let exported = export_step(out, &map_cloud)?;
@@ -219,7 +219,11 @@ fn scan_step(out: &Path) -> anyhow::Result<(Step, Labelled, Mission)> {
 /// whose point_source_id is k: what `aerie prepare raw/demo_scan.laz --poses raw/demo_poses.csv --remove-moving`
 /// reads.
 fn write_station_poses(cloud: &Cloud, path: &Path) -> anyhow::Result<()> {
-    let poses: Vec<ScanPose> = cloud.meta.scans.iter().enumerate()
+    let poses: Vec<ScanPose> = cloud
+        .meta
+        .scans
+        .iter()
+        .enumerate()
         .filter_map(|(k, s)| {
             Some(ScanPose {
                 name: Some(format!("station{}", k + 1)),
@@ -247,7 +251,7 @@ const POSES: &str = "raw/demo_poses.csv";
 /// The raw scan with each point's station pose read back from the poses file (as `aerie prepare --poses` does),
 /// and what filters.moving classifies as moving on it, scored against the labels; writes `out/moving.png` (the
 /// points removed, from above). Returns the step's line and the cloud with its scans attached.
-fn moving_step(out: &Path, raw: Labelled) -> anyhow::Result<(Step, Cloud)> {
+fn moving_step(out: &Path, raw: &Labelled) -> anyhow::Result<(Step, Cloud)> {
     let t = Instant::now();
     let source = PoseSource::read(&out.join(POSES), None, DEFAULT_SLICE_S)?;
     let views = viewpoints(&raw.cloud, Some(&source))?;

@@ -160,7 +160,9 @@ fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
     if args.remove_moving && !recipe.stages.contains(&Stage::Moving) {
         // After cropping and transforming, before the stages that drop points (the carving wants every ray,
         // and outlier removal then takes what is left of a moving object), else last.
-        let at = recipe.stages.iter()
+        let at = recipe
+            .stages
+            .iter()
             .position(|s| !matches!(s, Stage::Crop | Stage::Transform))
             .unwrap_or(recipe.stages.len());
         recipe.stages.insert(at, Stage::Moving);

@@ -61,7 +61,10 @@ fn scan(s: usize) -> Vec<[f32; 3]> {
     let mut out = Vec::new();
     for i in 0..480 {
         for j in 0..70 {
-            let (az, el) = ((i as f64 * 0.75).to_radians(), (-45.0 + j as f64 * 0.75).to_radians());
+            let (az, el) = (
+                (i as f64 * 0.75).to_radians(),
+                (-45.0 + j as f64 * 0.75).to_radians(),
+            );
             let u = [el.cos() * az.cos(), el.cos() * az.sin(), el.sin()];
             if let Some(t) = cast(o, u, s == 0) {
                 let t = t + 0.01 * (((i * 7919 + j * 104_729 + s * 31) % 200) as f64 / 100.0 - 1.0);
@@ -74,7 +77,10 @@ fn scan(s: usize) -> Vec<[f32; 3]> {
 
 fn pose(s: usize) -> Isometry3<f64> {
     let o = sensor(s);
-    Isometry3::from_parts(Translation3::new(o[0], o[1], o[2]), UnitQuaternion::identity())
+    Isometry3::from_parts(
+        Translation3::new(o[0], o[1], o[2]),
+        UnitQuaternion::identity(),
+    )
 }
 
 /// The four scans as one cloud with GPS time (scan s at s seconds, its beams over 0.05 s) and, when `ids`, a
@@ -91,7 +97,9 @@ fn merged(ids_too: bool) -> Cloud {
     let mut cloud = Cloud::from_positions([0.0; 3], positions);
     cloud.set_time(Some(times)).unwrap();
     if ids_too {
-        cloud.push_extra(ExtraDim::new("point_source_id", ids)).unwrap();
+        cloud
+            .push_extra(ExtraDim::new("point_source_id", ids))
+            .unwrap();
     }
     cloud
 }
@@ -103,7 +111,10 @@ fn write(cloud: &Cloud, path: &Path) {
 /// A TUM line for `pose` at time `t`.
 fn tum(t: f64, pose: &Isometry3<f64>) -> String {
     let (v, q) = (pose.translation.vector, pose.rotation.coords);
-    format!("{t} {} {} {} {} {} {} {}\n", v.x, v.y, v.z, q.x, q.y, q.z, q.w)
+    format!(
+        "{t} {} {} {} {} {} {} {}\n",
+        v.x, v.y, v.z, q.x, q.y, q.z, q.w
+    )
 }
 
 /// Map points inside the person's box (above the floor), and on the floor.
@@ -114,7 +125,9 @@ fn person_and_floor(map: &Path) -> (usize, usize) {
         .map(|i| cloud.world(i))
         .filter(|p| (0..3).all(|k| p[k] > lo[k] && p[k] < hi[k]) && p[2] > 0.2)
         .count();
-    let floor = (0..cloud.len()).filter(|&i| cloud.world(i)[2].abs() < 0.05).count();
+    let floor = (0..cloud.len())
+        .filter(|&i| cloud.world(i)[2].abs() < 0.05)
+        .count();
     (inside, floor)
 }
 
@@ -152,7 +165,7 @@ fn remove_moving_takes_the_person_out_of_scans_with_viewpoints() {
         write(&cloud, &path);
         files.push(path);
     }
-    let inputs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let inputs: Vec<&Path> = files.iter().map(std::path::PathBuf::as_path).collect();
     let (kept, clean) = (dir.path().join("kept.amap"), dir.path().join("clean.amap"));
     let o = prepare(&inputs, &kept, &[]);
     assert!(o.status.success(), "{}", text(&o));
@@ -171,7 +184,10 @@ fn remove_moving_takes_the_person_out_of_scans_with_viewpoints() {
         serde_json::from_slice(&std::fs::read(dir.path().join("clean.report.json")).unwrap())
             .unwrap();
     let text = report.to_string();
-    assert!(text.contains("filters.moving") && text.contains("seen_through"), "{text}");
+    assert!(
+        text.contains("filters.moving") && text.contains("seen_through"),
+        "{text}"
+    );
 }
 
 /// One LAS with point_source_id, and with GPS time, matched to a poses file: the person is removed both ways;

@@ -169,7 +169,12 @@ fn per_file(inputs: &[Cloud], src: &PoseSource) -> Option<Vec<Isometry3<f64>>> {
 
 /// Several PCD inputs, some with a VIEWPOINT: those without one were seen from the origin.
 fn pcd_sequence_origin(inputs: &mut [Cloud]) {
-    let is_pcd = |c: &Cloud| c.meta.format.as_deref().is_some_and(|f| f.starts_with("PCD"));
+    let is_pcd = |c: &Cloud| {
+        c.meta
+            .format
+            .as_deref()
+            .is_some_and(|f| f.starts_with("PCD"))
+    };
     let posed = |c: &Cloud| c.meta.scans.iter().any(|s| s.world_from_scan.is_some());
     if inputs.len() < 2 || !inputs.iter().all(is_pcd) || !inputs.iter().any(posed) {
         return;
@@ -305,7 +310,10 @@ mod tests {
     fn nothing_to_match_names_the_file() {
         let src = source("0 0 0 0 0 0 0 1\n1 0 0 0 0 0 0 1\n", "traj.txt");
         let e = viewpoints(&line(3), Some(&src)).unwrap_err().to_string();
-        assert!(e.contains("traj.txt") && e.contains("point_source_id"), "{e}");
+        assert!(
+            e.contains("traj.txt") && e.contains("point_source_id"),
+            "{e}"
+        );
         let e = viewpoints(&line(3), None).unwrap_err();
         assert!(e.is_missing_poses(), "{e}");
     }

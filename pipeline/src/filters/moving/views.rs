@@ -160,7 +160,10 @@ impl Viewpoints {
     pub fn single(points: usize, pose: Isometry3<f64>, name: &str) -> Viewpoints {
         Viewpoints {
             order: None,
-            ranges: vec![0..points],
+            ranges: vec![Range {
+                start: 0,
+                end: points,
+            }],
             poses: vec![pose],
             names: vec![name.to_string()],
         }
@@ -363,8 +366,14 @@ mod tests {
         use nalgebra::{UnitQuaternion, Vector3};
         let turn = |deg: f64| UnitQuaternion::from_axis_angle(&Vector3::z_axis(), deg.to_radians());
         let trajectory = vec![
-            (11.0, Isometry3::from_parts(Translation3::new(10.0, 0.0, 0.0), turn(90.0))),
-            (10.0, Isometry3::from_parts(Translation3::new(0.0, 0.0, 0.0), turn(0.0))),
+            (
+                11.0,
+                Isometry3::from_parts(Translation3::new(10.0, 0.0, 0.0), turn(90.0)),
+            ),
+            (
+                10.0,
+                Isometry3::from_parts(Translation3::new(0.0, 0.0, 0.0), turn(0.0)),
+            ),
         ];
         // Three slices: [10.0, 10.1), [10.5, 10.6) (two points, mean 10.55), [11.0, 11.1).
         let times = [10.0, 10.5, 11.02, 10.58, 10.52];
@@ -376,7 +385,10 @@ mod tests {
         assert_eq!(members, vec![vec![0], vec![1, 3, 4], vec![2]]);
         let mid = v.pose(1);
         let f = (10.5 + 10.58 + 10.52) / 3.0 - 10.0;
-        assert!((mid.translation.vector.x - 10.0 * f).abs() < 1e-9, "{mid:?}");
+        assert!(
+            (mid.translation.vector.x - 10.0 * f).abs() < 1e-9,
+            "{mid:?}"
+        );
         assert!((mid.rotation.angle() - (90.0 * f).to_radians()).abs() < 1e-9);
         // The last slice lies 0.02 s past the trajectory's end: within half a slice, the end pose.
         assert!((v.pose(2).translation.vector.x - 10.0).abs() < 1e-12);
