@@ -10,9 +10,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use aerie_pipeline::export::{ExportOptions, Target, export, write_map};
+use aerie_pipeline::filters::moving::{
+    DEFAULT_SLICE_S, MovingParams, PoseSource, Viewpoints, attach_scans, moving_mask, viewpoints,
+};
+use aerie_pipeline::io::poses::ScanPose;
 use aerie_pipeline::io::{self, WriteOptions};
-use aerie_pipeline::prepare::{Recipe, prepare};
-use aerie_pipeline::{Cloud, Error};
+use aerie_pipeline::prepare::{Recipe, Stage, prepare};
+use aerie_pipeline::{Cloud, Error, NoProgress};
 use aerie_simcore::demo::{DemoConfig, DemoSite, Label, raw_scan};
 use aerie_simcore::flight::Flight;
 use aerie_simcore::flight::outputs::{RunInfo, write_run};
@@ -140,8 +144,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     say("1/5 scanning the demo scene from 5 stations (a simulated terrestrial scanner)...");
     let (scanned, raw, mission) = scan_step(out)?;
-    say("2/5 preparing the map (outlier removal, 0.1 m downsampling, normals)...");
-    let (prepared, amap_path, map_cloud) = prepare_step(out, raw, args.quiet)?;
+    say(
+        "2/5 preparing the map (removing the walking person, outlier removal, 0.1 m downsampling, normals)...",
+    );
+    let (cleaned, cloud) = moving_step(out, &raw)?;
+    let (prepared, amap_path, map_cloud) = prepare_step(out, cloud, args.quiet)?;
     say("3/5 exporting for MARSIM (binary PCD) and GIS (LAZ)...");
     let exported = export_step(out, &map_cloud)?;
     say("4/5 flying an Avia quad through the forest and the corridor...");
@@ -159,7 +166,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     say("5/5 writing the report...");
     let report = out.join("report.html");
-    let steps = [scanned, prepared, exported, flown];
+    let steps = [scanned, cleaned, prepared, exported, flown];
     let html = report_html(&steps, started.elapsed().as_secs_f64());
     aerie_pipeline::io::atomic::write_atomic(&report, |f| {
         f.write_all(html.as_bytes())
@@ -178,12 +185,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 /// Scans the demo site into `out/raw/demo_scan.laz` and `out/raw.png`: the step's line, the raw cloud and the
 /// mission made for the site.
-fn scan_step(out: &Path) -> anyhow::Result<(Step, Cloud, Mission)> {
+fn scan_step(out: &Path) -> anyhow::Result<(Step, Labelled, Mission)> {
     let t = Instant::now();
     let scan = raw_scan(&DemoConfig::default())?;
     let raw_path = out.join("raw/demo_scan.laz");
     io::write(&scan.cloud, &raw_path, None, &WriteOptions::default())
         .with_context(|| format!("cannot write {}", raw_path.display()))?;
+    write_station_poses(&scan.cloud, &out.join(POSES))?;
     plots::scene::top_view_png(&scan.cloud, &out.join("raw.png"))?;
     let by = |l: Label| scan.report.points_by_label.get(&l).copied().unwrap_or(0);
     let step = Step {
@@ -200,17 +208,102 @@ fn scan_step(out: &Path) -> anyhow::Result<(Step, Cloud, Mission)> {
         ),
     };
     let mission = demo_mission(&scan.site);
-    Ok((step, scan.cloud, mission))
+    let raw = Labelled {
+        cloud: scan.cloud,
+        labels: scan.labels,
+    };
+    Ok((step, raw, mission))
+}
+
+/// The stations' poses beside the raw scan, as a balm poses.csv whose line `station<k>` is the pose of the points
+/// whose point_source_id is k: what `aerie prepare raw/demo_scan.laz --poses raw/demo_poses.csv --remove-moving`
+/// reads.
+fn write_station_poses(cloud: &Cloud, path: &Path) -> anyhow::Result<()> {
+    let poses: Vec<ScanPose> = cloud
+        .meta
+        .scans
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| {
+            Some(ScanPose {
+                name: Some(format!("station{}", k + 1)),
+                stamp_s: None,
+                world_from_sensor: s.world_from_scan?,
+            })
+        })
+        .collect();
+    let text = aerie_pipeline::io::poses::balm_csv(&poses);
+    aerie_pipeline::io::atomic::write_atomic(path, |f| {
+        f.write_all(text.as_bytes()).map_err(|e| Error::io(path, e))
+    })?;
+    Ok(())
+}
+
+/// The raw scan and what each of its points lies on (the simulator's ground truth).
+struct Labelled {
+    cloud: Cloud,
+    labels: Vec<Label>,
+}
+
+/// The poses file beside the raw scan.
+const POSES: &str = "raw/demo_poses.csv";
+
+/// The raw scan with each point's station pose read back from the poses file (as `aerie prepare --poses` does),
+/// and what filters.moving classifies as moving on it, scored against the labels; writes `out/moving.png` (the
+/// points removed, from above). Returns the step's line and the cloud with its scans attached.
+fn moving_step(out: &Path, raw: &Labelled) -> anyhow::Result<(Step, Cloud)> {
+    let t = Instant::now();
+    let source = PoseSource::read(&out.join(POSES), None, DEFAULT_SLICE_S)?;
+    let views = viewpoints(&raw.cloud, Some(&source))?;
+    let labels: Vec<Label> = (0..views.len())
+        .flat_map(|s| (0..views.count(s)).map(move |k| (s, k)))
+        .map(|(s, k)| raw.labels[views.point(s, k)])
+        .collect();
+    let cloud = attach_scans(&raw.cloud, &views);
+    let scans = Viewpoints::from_scans(&cloud)?;
+    let mask = moving_mask(&cloud, &scans, &MovingParams::default(), &NoProgress)?;
+    let count = |f: &dyn Fn(Label, bool) -> bool| {
+        labels
+            .iter()
+            .zip(&mask.dynamic)
+            .filter(|&(&l, &d)| f(l, d))
+            .count()
+    };
+    let person = count(&|l, _| l == Label::Person);
+    let person_left = count(&|l, d| l == Label::Person && !d);
+    let artefact = |l: Label| matches!(l, Label::Person | Label::Outlier | Label::Mixed);
+    let statics = count(&|l, _| !artefact(l));
+    let static_removed = count(&|l, d| !artefact(l) && d);
+    let removed: Vec<usize> = (0..cloud.len()).filter(|&i| mask.dynamic[i]).collect();
+    plots::scene::top_view_png(&cloud.select(&removed), &out.join("moving.png"))?;
+    let mut figures = format!(
+        "points on the walking person: {person} before, {person_left} after; static points removed: \
+         {static_removed} of {statics} ({:.3}%); {} points removed in all, from {} stations",
+        100.0 * static_removed as f64 / statics.max(1) as f64,
+        removed.len(),
+        scans.len()
+    );
+    for w in &mask.stats.warnings {
+        let _ = write!(figures, "; warning: {w}");
+    }
+    let step = Step {
+        name: "remove moving (ground truth)",
+        seconds: t.elapsed().as_secs_f64(),
+        figures,
+    };
+    Ok((step, cloud))
 }
 
 /// Prepares the raw cloud at 0.1 m into `out/demo.amap` (and `out/map.png`): the step's line, the map's path
 /// and the map as a cloud.
 fn prepare_step(out: &Path, raw: Cloud, quiet: bool) -> anyhow::Result<(Step, PathBuf, Cloud)> {
     let t = Instant::now();
-    let recipe = Recipe {
+    let mut recipe = Recipe {
         resolution_m: 0.1,
         ..Recipe::default()
     };
+    // As `aerie prepare --remove-moving` does: the moving stage first, before outlier removal.
+    recipe.stages.insert(0, Stage::Moving);
     let progress = TerminalProgress::new(quiet);
     let points_in = raw.len();
     let prepared = prepare(vec![(raw, None)], &recipe, &progress)?;
@@ -230,9 +323,13 @@ fn prepare_step(out: &Path, raw: Cloud, quiet: bool) -> anyhow::Result<(Step, Pa
     for r in &prepared.reports {
         let _ = write!(
             figures,
-            "{}: {} -> {} points; ",
+            "{}: {} -> {} points",
             r.stage, r.points_in, r.points_out
         );
+        for (why, n) in &r.removed {
+            let _ = write!(figures, " ({n} {why})");
+        }
+        figures.push_str("; ");
     }
     let step = Step {
         name: "prepare (.amap)",
@@ -357,13 +454,17 @@ tr:nth-child(even){{background:#eee}} code{{background:#eee;padding:1px 4px}}</s
 <h1>Aerie demo</h1>
 <p>A procedural site (forest, building with a corridor, poles and wires, parked vehicles;
 <code>maps/demo/scene.toml</code>) was scanned by a simulated terrestrial scanner from five stations,
-with range noise, stray points, mixed points on edges and a person walking through. The raw scan was cleaned and
-packed into a map, exported for MARSIM and GIS,
+with range noise, stray points, mixed points on edges and a person walking through. The raw scan was cleaned
+(the walking person removed by the free space the other stations saw, then outliers) and packed into a map, exported for MARSIM and GIS,
 and a quadrotor with a Livox Avia flew through it, recording ROS 2 data. Total time {total_s:.1} s.</p>
 <table><tr><th>step</th><th>time</th><th>figures</th></tr>{rows}</table>
 <h2>The raw scan, from above</h2><p><code>raw/demo_scan.laz</code>: stations' density falls with distance; stray points and the walking person are in it.</p>
 <img src="raw.png">
-<h2>The prepared map, from above</h2><p><code>demo.amap</code> (and <code>export/demo_marsim.pcd</code>, <code>export/demo_map.laz</code>): outliers removed, 0.1 m resolution, normals and plane thickness.</p>
+<h2>The walking person, removed</h2><p>The stations' poses are written beside the raw scan (<code>raw/demo_poses.csv</code>: line <code>station<i>k</i></code> is the pose of the points whose <code>point_source_id</code> is <i>k</i>), so the map is prepared as
+<code>aerie prepare raw/demo_scan.laz --poses raw/demo_poses.csv --remove-moving -o demo.amap</code> would: every point a later station saw through is removed (free-space carving, <code>filters.moving</code>).
+The points removed, from above (the person's path through the site; the simulator's labels score it in the table above):</p>
+<img src="moving.png">
+<h2>The prepared map, from above</h2><p><code>demo.amap</code> (and <code>export/demo_marsim.pcd</code>, <code>export/demo_map.laz</code>): the walking person and outliers removed, 0.1 m resolution, normals and plane thickness.</p>
 <img src="map.png">
 <h2>The flight</h2><p><code>flight/flight.mcap</code> (PointCloud2 with the Livox driver's fields x y z intensity tag line timestamp, Imu, Odometry, TF; open it in Foxglove or play it with <code>ros2 bag play</code>),
 <code>flight/uav.tum</code> (ground truth), <code>flight/mission.toml</code> (fly it again: <code>aerie fly demo.amap --mission flight/mission.toml -o run/</code>).

@@ -181,6 +181,9 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             return if e.is_bad_input() { 2 } else { 1 };
         }
         // A map error inside the simulator's is transparent: its chain skips the pipeline error it wraps.
+        if let Some(e) = cause.downcast_ref::<aerie_pipeline::filters::moving::MovingError>() {
+            return if e.is_bad_input() { 2 } else { 1 };
+        }
         if let Some(e) = cause.downcast_ref::<aerie_simcore::SimError>() {
             return if e.is_bad_input() { 2 } else { 1 };
         }

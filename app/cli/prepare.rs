@@ -5,13 +5,16 @@ use std::time::Instant;
 
 use aerie_pipeline::export::{not_an_input, same_file, write_map};
 use aerie_pipeline::filters::TransformParams;
+use aerie_pipeline::filters::moving::{DEFAULT_SLICE_S, PoseSource, attach_viewpoints};
+use aerie_pipeline::io::poses::PosesFormat;
 use aerie_pipeline::io::{self, Format};
 use aerie_pipeline::prepare::{Recipe, Stage, map_read_options, prepare};
 use aerie_pipeline::report::{MapReport, PrepareSummary};
-use aerie_pipeline::{Cloud, Error, Progress};
+use aerie_pipeline::{Attribute, Cloud, Error, Progress};
 use anyhow::Context;
 
 use super::choices::{DownsampleArg, FormatArg, SorCompatArg};
+use crate::errors::Hint;
 use crate::progress::TerminalProgress;
 
 #[derive(clap::Args, Debug)]
@@ -62,9 +65,49 @@ pub struct Args {
     /// Read the inputs as this format instead of guessing from their extension.
     #[arg(long, ignore_case = true)]
     format: Option<FormatArg>,
+    /// Remove what moved while the scans were taken (people, vehicles, the operator) by the free space the scans
+    /// saw: adds the filters.moving stage before outlier removal and downsampling. It needs where each point was seen from: scans
+    /// that carry their pose (E57 scan poses, a PCD VIEWPOINT per file), or --poses.
+    #[arg(long)]
+    remove_moving: bool,
+    /// Sensor poses for --remove-moving (world_from_sensor): a TUM trajectory (t x y z qx qy qz qw), KITTI poses
+    /// (12 numbers a line) or a balm poses.csv. Matched to the points by LAS point_source_id (a poses.csv by the
+    /// number in each line's file name, TUM/KITTI by line from 0), by per-point time (LAS gps_time, a PCD/PLY
+    /// time field: a SLAM map cut into --time-slice slices) or one pose per input file in the order given.
+    #[arg(long, value_name = "FILE")]
+    poses: Option<PathBuf>,
+    /// Layout of the --poses file. Default: guessed, .csv is balm's, else 8 numbers a line TUM, 12 KITTI.
+    #[arg(long, ignore_case = true)]
+    poses_format: Option<PosesFormatArg>,
+    /// Seconds of a time slice when a map with per-point time is matched to a --poses trajectory: each slice is
+    /// seen from the trajectory at its time.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SLICE_S)]
+    time_slice: f64,
     /// Print nothing but errors and warnings.
     #[arg(short, long)]
     quiet: bool,
+}
+
+/// The layout of a `--poses` file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PosesFormatArg {
+    /// `timestamp tx ty tz qx qy qz qw` a line.
+    Tum,
+    /// 12 numbers a line: `[R | t]` row by row.
+    Kitti,
+    /// `file,stamp_s,tx,ty,tz,r00..r22` with a header line.
+    #[value(alias = "csv")]
+    Balm,
+}
+
+impl From<PosesFormatArg> for PosesFormat {
+    fn from(f: PosesFormatArg) -> PosesFormat {
+        match f {
+            PosesFormatArg::Tum => PosesFormat::Tum,
+            PosesFormatArg::Kitti => PosesFormat::Kitti,
+            PosesFormatArg::Balm => PosesFormat::BalmCsv,
+        }
+    }
 }
 
 /// The recipe from the file (or the default) with the flags applied.
@@ -114,8 +157,60 @@ fn recipe_from(args: &Args) -> anyhow::Result<Recipe> {
             recipe.stages.insert(0, Stage::Crop);
         }
     }
+    if args.remove_moving && !recipe.stages.contains(&Stage::Moving) {
+        // After cropping and transforming, before the stages that drop points (the carving wants every ray,
+        // and outlier removal then takes what is left of a moving object), else last.
+        let at = recipe
+            .stages
+            .iter()
+            .position(|s| !matches!(s, Stage::Crop | Stage::Transform))
+            .unwrap_or(recipe.stages.len());
+        recipe.stages.insert(at, Stage::Moving);
+    }
     recipe.validate()?;
     Ok(recipe)
+}
+
+/// The `--poses` file when the recipe removes moving things (an error when it is given for nothing).
+fn pose_source(args: &Args, recipe: &Recipe) -> anyhow::Result<Option<PoseSource>> {
+    let moving = recipe.stages.contains(&Stage::Moving);
+    let Some(path) = &args.poses else {
+        return Ok(None);
+    };
+    if !moving {
+        return Err(super::BadInput(
+            "--poses is used to remove moving things: add --remove-moving (or filters.moving to the recipe's \
+             stages)"
+                .into(),
+        )
+        .into());
+    }
+    let format = args.poses_format.map(PosesFormat::from);
+    Ok(Some(PoseSource::read(path, format, args.time_slice)?))
+}
+
+/// Each input's scans with their poses, for the filters.moving stage; a missing pose gets the flags as a hint.
+fn attach_poses(
+    inputs: &mut [(Cloud, Option<TransformParams>)],
+    poses: Option<&PoseSource>,
+) -> anyhow::Result<()> {
+    let mut clouds: Vec<Cloud> = inputs.iter_mut().map(|(c, _)| std::mem::take(c)).collect();
+    let done = attach_viewpoints(&mut clouds, poses);
+    for ((c, _), back) in inputs.iter_mut().zip(clouds) {
+        *c = back;
+    }
+    done.map_err(|e| {
+        let hint = if e.is_missing_poses() {
+            "give the sensor poses with --poses FILE (a TUM trajectory, KITTI poses or a balm poses.csv) and each \
+             point's scan as LAS point_source_id or its time (LAS gps_time, a PCD/PLY time field), or prepare \
+             files that carry their pose (E57 with scan poses, one PCD per scan with VIEWPOINT)"
+        } else {
+            "see `aerie prepare --help` for how --poses is matched to the points"
+        };
+        anyhow::Error::new(e)
+            .context(Hint(hint.into()))
+            .context("--remove-moving: cannot tell where the points were seen from")
+    })
 }
 
 /// The inputs: the files on the command line, then the recipe's with their transforms.
@@ -185,6 +280,12 @@ fn read_inputs(
     progress: &TerminalProgress,
 ) -> anyhow::Result<Vec<(Cloud, Option<TransformParams>)>> {
     let mut inputs = Vec::with_capacity(files.len());
+    // A poses file is matched to the points by their scan index or time, which a map does not keep.
+    let mut options = map_read_options();
+    if args.poses.is_some() {
+        options.skip.retain(|a| *a != Attribute::Time);
+        options.skip_extras = false;
+    }
     for (path, t) in files {
         progress.stage(
             &format!(
@@ -193,7 +294,7 @@ fn read_inputs(
             ),
             0,
         );
-        let cloud = io::read(&path, args.format.map(Format::from), &map_read_options())
+        let cloud = io::read(&path, args.format.map(Format::from), &options)
             .with_context(|| format!("cannot read {}", path.display()))
             .map_err(super::format_hint("--format"))?;
         super::warn_read(&cloud);
@@ -209,7 +310,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let paths: Vec<&Path> = files.iter().map(|(p, _)| p.as_path()).collect();
     check_paths(args, &paths)?;
     let progress = TerminalProgress::new(args.quiet);
-    let inputs = read_inputs(args, files, &progress)?;
+    let poses = pose_source(args, &recipe)?;
+    let mut inputs = read_inputs(args, files, &progress)?;
+    if recipe.stages.contains(&Stage::Moving) {
+        attach_poses(&mut inputs, poses.as_ref())?;
+    }
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();
     let prepared = prepare(inputs, &recipe, &progress)?;
     progress.stage("write map", 0);

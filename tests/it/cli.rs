@@ -434,6 +434,20 @@ fn the_demo_flies_its_route_without_a_collision() {
         report.contains("0 collisions, goals done"),
         "the report's flight line"
     );
+    // The walking person: the stations' poses written beside the raw scan remove most of it (what no other
+    // station saw through stays), and almost nothing static goes with it.
+    let figures = report
+        .split("points on the walking person: ")
+        .nth(1)
+        .expect("the moving step's line");
+    let numbers: Vec<f64> = figures
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (before, after, static_removed, statics) = (numbers[0], numbers[1], numbers[2], numbers[3]);
+    assert!(before > 100.0 && after < 0.6 * before, "{figures}");
+    assert!(static_removed < 0.001 * statics, "{figures}");
+    assert!(out.join("raw/demo_poses.csv").exists() && out.join("moving.png").exists());
 
     // The demo's mission again with `aerie fly`, recorded as a rosbag2 folder in lz4 chunks, cut short.
     let (map, mission, run) = (

@@ -11,6 +11,7 @@ mod shared_data;
 mod cli;
 mod map_and_scan;
 mod mesh;
+mod moving;
 
 pub use shared_data::shared_data;
 mod tidy;

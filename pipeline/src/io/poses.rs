@@ -185,6 +185,26 @@ fn pose_from(r: [f64; 9], t: [f64; 3]) -> std::result::Result<Isometry3<f64>, St
     ))
 }
 
+/// The text of a balm `poses.csv` holding `poses` (what [`parse_poses`] reads back): a header, then one line per
+/// pose, `name` (empty when none), stamp (0 when none), translation and rotation row by row, 9 decimals.
+pub fn balm_csv(poses: &[ScanPose]) -> String {
+    let mut out = String::from("file,stamp_s,tx,ty,tz,r00,r01,r02,r10,r11,r12,r20,r21,r22\n");
+    for p in poses {
+        let t = p.world_from_sensor.translation.vector;
+        let r = p.world_from_sensor.rotation.to_rotation_matrix();
+        let m = r.matrix();
+        let mut fields = vec![
+            p.name.clone().unwrap_or_default(),
+            format!("{:.6}", p.stamp_s.unwrap_or(0.0)),
+        ];
+        fields.extend(t.iter().map(|v| format!("{v:.9}")));
+        fields.extend((0..3).flat_map(|i| (0..3).map(move |j| format!("{:.9}", m[(i, j)]))));
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out
+}
+
 /// The scan number in a file name such as `full12.pcd` or `000012.pcd` (its last run of digits), for matching
 /// poses to a per-point scan index (LAS `point_source_id`).
 pub fn scan_number(name: &str) -> Option<u32> {
@@ -228,6 +248,10 @@ mod tests {
         }
         let csv = parse_poses(csv, csv_path, None).unwrap();
         assert_eq!(csv[0].name.as_deref(), Some("full7.pcd"));
+        let back = parse_poses(&balm_csv(&csv), csv_path, None).unwrap();
+        assert_eq!(back[0].name, csv[0].name);
+        let d = back[0].world_from_sensor.inverse() * csv[0].world_from_sensor;
+        assert!(d.translation.vector.norm() < 1e-8 && d.rotation.angle() < 1e-8);
         assert_eq!(scan_number("full7.pcd"), Some(7));
         assert_eq!(scan_number("pcd/000012.pcd"), Some(12));
     }

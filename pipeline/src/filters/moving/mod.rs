@@ -28,6 +28,7 @@ mod carve;
 mod grid;
 mod planes;
 mod seen;
+mod sources;
 mod views;
 
 use std::time::Instant;
@@ -35,6 +36,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+pub use sources::{DEFAULT_SLICE_S, PoseSource, attach_viewpoints, viewpoints};
 pub use views::{Viewpoints, attach_scans};
 
 use carve::{Margins, carve_scan};
@@ -159,6 +161,35 @@ pub enum MovingError {
         /// Points in the cloud.
         points: usize,
     },
+    /// A time slice of an accumulated map lies outside the trajectory's span.
+    #[error(
+        "points at time {time:.3} s lie outside the trajectory's span ({first:.3} to {last:.3} s); the points' \
+         times and the trajectory's stamps must be on the same clock and cover the same run"
+    )]
+    TimesNotCovered {
+        /// The slice's time, seconds.
+        time: f64,
+        /// The trajectory's first stamp (NaN when it has none).
+        first: f64,
+        /// Its last stamp.
+        last: f64,
+    },
+    /// A poses file does not fit the points it was given for.
+    #[error("{}: {message}", path.display())]
+    Poses {
+        /// The poses file.
+        path: std::path::PathBuf,
+        /// What does not fit, and what was expected.
+        message: String,
+    },
+    /// One input of several does not say where its points were seen from.
+    #[error("{}: {inner}", file.display())]
+    Input {
+        /// The input file.
+        file: std::path::PathBuf,
+        /// What is missing in it.
+        inner: Box<MovingError>,
+    },
     /// The grid over the points' bounds would be too large.
     #[error(
         "the points span {voxels} voxels of {voxel_m} m, more than the grid allows; crop the cloud (stray points far \
@@ -181,6 +212,26 @@ pub enum MovingError {
     /// The cloud itself is unusable (non-finite), or the user cancelled.
     #[error(transparent)]
     Pipeline(#[from] Error),
+}
+
+impl MovingError {
+    /// Whether the error is in what the user gave (files, poses, parameters) rather than the machine failing.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            MovingError::Pipeline(e) => e.is_bad_input(),
+            MovingError::Input { inner, .. } => inner.is_bad_input(),
+            _ => true,
+        }
+    }
+
+    /// Whether the error says that no poses were given at all (what a front end adds its own hint to).
+    pub fn is_missing_poses(&self) -> bool {
+        match self {
+            MovingError::NoPoses { .. } => true,
+            MovingError::Input { inner, .. } => inner.is_missing_poses(),
+            _ => false,
+        }
+    }
 }
 
 impl From<MovingError> for Error {

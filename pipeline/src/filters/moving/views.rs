@@ -100,6 +100,91 @@ impl Viewpoints {
         })
     }
 
+    /// Scans made of short time slices of one accumulated map (a SLAM map saved with per-point time): points
+    /// are grouped by `floor((t - t_first) / slice_s)`, and each non-empty slice is seen from the trajectory's
+    /// pose at the mean time of its points, interpolated between the two nearest samples (translation linearly,
+    /// rotation by slerp). `trajectory` holds `(stamp_s, world_from_sensor)` samples in any order.
+    ///
+    /// # Errors
+    ///
+    /// [`MovingError::Parameter`] for a slice that is not a positive length of time or a time that is not
+    /// finite, and [`MovingError::TimesNotCovered`] when a slice's time lies outside the trajectory's span by
+    /// more than half a slice (another clock, or the trajectory of another run).
+    pub fn from_times(
+        times: &[f64],
+        trajectory: &[(f64, Isometry3<f64>)],
+        slice_s: f64,
+    ) -> Result<Viewpoints, MovingError> {
+        if !(slice_s.is_finite() && slice_s > 0.0) {
+            return Err(MovingError::Parameter {
+                name: "slice_s".into(),
+                message: format!("{slice_s} is not a positive number of seconds"),
+            });
+        }
+        if let Some(i) = times.iter().position(|t| !t.is_finite()) {
+            return Err(MovingError::Parameter {
+                name: "time".into(),
+                message: format!("point {i} has time {}", times[i]),
+            });
+        }
+        let t0 = times.iter().copied().fold(f64::INFINITY, f64::min);
+        let slot = |t: f64| ((t - t0) / slice_s).floor() as u64;
+        let mut slots: Vec<u64> = times.iter().map(|&t| slot(t)).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        let mut sums = vec![(0.0f64, 0usize); slots.len()];
+        let index: Vec<u32> = times
+            .iter()
+            .map(|&t| {
+                let k = slots.partition_point(|&s| s < slot(t));
+                sums[k].0 += t - t0;
+                sums[k].1 += 1;
+                k as u32
+            })
+            .collect();
+        let mut samples = trajectory.to_vec();
+        samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut poses = Vec::with_capacity(slots.len());
+        let mut names = Vec::with_capacity(slots.len());
+        for &(sum, n) in &sums {
+            let t = t0 + sum / n as f64;
+            poses.push(pose_at(&samples, t, 0.5 * slice_s)?);
+            names.push(format!("slice at t = {t:.3} s"));
+        }
+        let mut views = Viewpoints::from_scan_index(&index, &poses)?;
+        views.names = names;
+        Ok(views)
+    }
+
+    /// One scan of all `points` points, seen from `pose` (one file with one pose).
+    pub fn single(points: usize, pose: Isometry3<f64>, name: &str) -> Viewpoints {
+        Viewpoints {
+            order: None,
+            ranges: vec![Range {
+                start: 0,
+                end: points,
+            }],
+            poses: vec![pose],
+            names: vec![name.to_string()],
+        }
+    }
+
+    /// Whether the scans are the cloud's points in their own order (no reordering needed to attach them).
+    pub fn in_cloud_order(&self) -> bool {
+        self.order.is_none()
+    }
+
+    /// The scans as `meta.scans` lists them: name, range in the grouped order, pose.
+    pub fn scan_infos(&self) -> Vec<ScanInfo> {
+        (0..self.len())
+            .map(|s| ScanInfo {
+                name: self.names[s].clone(),
+                points: self.ranges[s].clone(),
+                world_from_scan: Some(self.poses[s]),
+            })
+            .collect()
+    }
+
     /// Number of scans.
     pub fn len(&self) -> usize {
         self.poses.len()
@@ -132,6 +217,45 @@ impl Viewpoints {
     }
 }
 
+/// The pose of a sorted trajectory at time `t`: interpolated between the samples around it, or the end sample
+/// when `t` lies outside by at most `slack` seconds.
+fn pose_at(
+    samples: &[(f64, Isometry3<f64>)],
+    t: f64,
+    slack: f64,
+) -> Result<Isometry3<f64>, MovingError> {
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        return Err(MovingError::TimesNotCovered {
+            time: t,
+            first: f64::NAN,
+            last: f64::NAN,
+        });
+    };
+    if t < first.0 - slack || t > last.0 + slack {
+        return Err(MovingError::TimesNotCovered {
+            time: t,
+            first: first.0,
+            last: last.0,
+        });
+    }
+    let k = samples.partition_point(|s| s.0 <= t);
+    if k == 0 {
+        return Ok(first.1);
+    }
+    if k == samples.len() {
+        return Ok(last.1);
+    }
+    let ((ta, a), (tb, b)) = (samples[k - 1], samples[k]);
+    let f = if tb > ta { (t - ta) / (tb - ta) } else { 0.0 };
+    let translation = a.translation.vector.lerp(&b.translation.vector, f);
+    // Opposite quaternions are the same rotation; slerp takes the shorter way either way.
+    let rotation = a
+        .rotation
+        .try_slerp(&b.rotation, f, 1e-9)
+        .unwrap_or(a.rotation);
+    Ok(Isometry3::from_parts(translation.into(), rotation))
+}
+
 /// The cloud reordered so that each scan's points are contiguous, with `meta.scans` naming each scan's range and
 /// pose: what [`Viewpoints::from_scans`] (and so the `filters.moving` stage of a recipe) reads. Use it when scans
 /// come as a per-point index (LAS `point_source_id`) and a poses file; points keep their order within a scan.
@@ -147,13 +271,7 @@ pub fn attach_scans(cloud: &Cloud, views: &Viewpoints) -> Cloud {
         c.meta.scans.clear();
         c
     };
-    out.meta.scans = (0..views.len())
-        .map(|s| ScanInfo {
-            name: views.name(s).to_string(),
-            points: views.ranges[s].clone(),
-            world_from_scan: Some(views.poses[s]),
-        })
-        .collect();
+    out.meta.scans = views.scan_infos();
     out
 }
 
@@ -226,6 +344,7 @@ fn behind_fraction(cloud: &Cloud, views: &Viewpoints, s: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nalgebra::Translation3;
 
     #[test]
     fn a_scan_index_groups_points_by_scan() {
@@ -238,6 +357,49 @@ mod tests {
         assert_eq!(listed, vec![vec![1, 4], vec![3], vec![0, 2]]);
         let e = Viewpoints::from_scan_index(&[0, 7], &poses).unwrap_err();
         assert!(e.to_string().contains("scan 7"), "{e}");
+    }
+
+    /// An accumulated map with per-point time: slices of 0.1 s, each seen from the trajectory at its points'
+    /// mean time (translation interpolated, rotation slerped).
+    #[test]
+    fn time_slices_are_seen_from_the_interpolated_trajectory() {
+        use nalgebra::{UnitQuaternion, Vector3};
+        let turn = |deg: f64| UnitQuaternion::from_axis_angle(&Vector3::z_axis(), deg.to_radians());
+        let trajectory = vec![
+            (
+                11.0,
+                Isometry3::from_parts(Translation3::new(10.0, 0.0, 0.0), turn(90.0)),
+            ),
+            (
+                10.0,
+                Isometry3::from_parts(Translation3::new(0.0, 0.0, 0.0), turn(0.0)),
+            ),
+        ];
+        // Three slices: [10.0, 10.1), [10.5, 10.6) (two points, mean 10.55), [11.0, 11.1).
+        let times = [10.0, 10.5, 11.02, 10.58, 10.52];
+        let v = Viewpoints::from_times(&times, &trajectory, 0.1).unwrap();
+        assert_eq!(v.len(), 3);
+        let members: Vec<Vec<usize>> = (0..3)
+            .map(|s| (0..v.count(s)).map(|k| v.point(s, k)).collect())
+            .collect();
+        assert_eq!(members, vec![vec![0], vec![1, 3, 4], vec![2]]);
+        let mid = v.pose(1);
+        let f = (10.5 + 10.58 + 10.52) / 3.0 - 10.0;
+        assert!(
+            (mid.translation.vector.x - 10.0 * f).abs() < 1e-9,
+            "{mid:?}"
+        );
+        assert!((mid.rotation.angle() - (90.0 * f).to_radians()).abs() < 1e-9);
+        // The last slice lies 0.02 s past the trajectory's end: within half a slice, the end pose.
+        assert!((v.pose(2).translation.vector.x - 10.0).abs() < 1e-12);
+        assert!(v.name(1).contains("10.533"), "{}", v.name(1));
+        let e = Viewpoints::from_times(&[9.0, 10.5], &trajectory, 0.1).unwrap_err();
+        assert!(
+            matches!(e, MovingError::TimesNotCovered { .. }) && e.to_string().contains("9.000"),
+            "{e}"
+        );
+        assert!(Viewpoints::from_times(&times, &trajectory, 0.0).is_err());
+        assert!(Viewpoints::from_times(&[f64::NAN], &trajectory, 0.1).is_err());
     }
 
     #[test]
