@@ -13,6 +13,14 @@ cleaned map), and the method alone.
     python3 bench/dynamic_peers.py /tmp/moving/demo_avia /tmp/moving/demo_os0 /tmp/moving/hall_avia \\
         /tmp/moving/hall_os0
 
+A folder without ground truth (the real balm hall written in the layout by `moving_bench balm ... OUT` with
+BALM_LAYOUT=1) is cleaned by DUFOMap alone, with what it removes counted by height band; `--aerie-removed
+OUT/removed.pcd` counts Aerie's removed points (from the same `moving_bench balm` run) beside it:
+
+    BALM_LAYOUT=1 target/fast/examples/moving_bench balm ../shared/data/balm/hall_fused.laz \\
+        ../shared/data/balm/poses.csv /tmp/moving/balm
+    python3 bench/dynamic_peers.py /tmp/moving/balm/layout --aerie-removed /tmp/moving/balm/removed.pcd
+
 DUFOMap runs with its paper's parameters (resolution 0.1 m, d_s 0.2, d_p 1) on 2 threads, as in its README:
 run() on every frame in the world frame, oncePropagateCluster(if_propagate=True), then segment() on the
 accumulated points.
@@ -101,14 +109,44 @@ def run_dufomap(seq, tmp, threads):
     t2 = time.perf_counter()
     write_pcd(out, cloud[labels == 0])
     wall = time.perf_counter() - t0
+    run_dufomap.labels = labels
     return out, wall, t2 - t1
+
+
+def bands(z, floor):
+    """Counts of points per 1 m height band above `floor` (the 1st percentile of the map's heights)."""
+    edges = np.arange(-1.0, 16.0, 1.0)
+    h, _ = np.histogram(z - floor, bins=np.concatenate([[-1e9], edges, [1e9]]))
+    return " ".join(f"{int(n)}" for n in h)
+
+
+def unlabelled(seq, threads, aerie_removed):
+    """DUFOMap (and Aerie's removed points, when given) on a layout without ground truth: removed share and
+    removed points per height band."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _, wall, alone = run_dufomap(seq, tmp, threads)
+    labels = run_dufomap.labels
+    cloud = np.concatenate([read_pcd(p)[0] for p in sorted(glob.glob(os.path.join(seq, "pcd", "*.pcd")))])
+    floor = np.percentile(cloud[:, 2], 1.0)
+    print(f"{len(cloud)} points; height bands (m above the 1st percentile, {floor:.2f}): <-1, then 1 m from -1 to 16, >16")
+    print(f"all points: {bands(cloud[:, 2], floor)}")
+    gone = int((labels == 1).sum())
+    print(f"DUFOMap removed {gone} ({100 * gone / len(cloud):.3f}%), wall {wall:.2f} s, method {alone:.2f} s, "
+          f"by band: {bands(cloud[labels == 1][:, 2], floor)}")
+    if aerie_removed:
+        z = read_pcd(aerie_removed)[0][:, 2]
+        print(f"Aerie removed {len(z)} ({100 * len(z) / len(cloud):.3f}%), by band: {bands(z, floor)}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sequences", nargs="+")
     ap.add_argument("--threads", type=int, default=2, help="DUFOMap threads (Aerie uses rayon's default)")
+    ap.add_argument("--aerie-removed", help="Aerie's removed.pcd, for a folder without ground truth")
     args = ap.parse_args()
+    if len(args.sequences) == 1 and not os.path.exists(os.path.join(args.sequences[0], "gt_cloud.pcd")):
+        unlabelled(args.sequences[0], args.threads, args.aerie_removed)
+        return
     print(f"{'sequence':<12} {'method':<8} {'SA %':>7} {'DA %':>7} {'AA %':>7} {'wall s':>7} {'method s':>8}")
     for seq in args.sequences:
         name = os.path.basename(os.path.normpath(seq))

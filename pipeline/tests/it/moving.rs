@@ -151,7 +151,7 @@ fn the_report_counts_what_was_removed() {
     assert_eq!(clean.meta.scans.last().unwrap().points.end, clean.len());
 }
 
-/// One thread or two: the same classification (the free set is an OR of bits).
+/// One thread or two: the same classification (votes are counts of scans, decided per scan).
 #[test]
 fn the_result_does_not_depend_on_the_thread_count() {
     let (cloud, _) = scene();

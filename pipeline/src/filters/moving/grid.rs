@@ -1,9 +1,10 @@
 //! The voxel grid of `filters.moving`: which voxels hold points (a dense bit per voxel of the cloud's bounding
 //! box, with a rank table so each occupied voxel gets a dense id), and per occupied voxel whether some scan saw
-//! through it (a bit) and which scan last protected it (its own hits nearby).
+//! through it (how many scans, against how many scans hit it) and which scan last protected it (its own hits
+//! nearby).
 //!
 //! Only voxels that hold points are ever classified, so the per-voxel state is kept for those alone: a ray's
-//! step through empty space costs one bit test. Memory: 1.5 bits per voxel of the box plus 4.1 bytes per
+//! step through empty space costs one bit test. Memory: 1.5 bits per voxel of the box plus 22 bytes per
 //! occupied voxel, whatever the number of scans.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -25,8 +26,13 @@ pub(super) struct VoxelGrid {
     occupied: Vec<u64>,
     /// Occupied voxels in the words before each word of `occupied`.
     rank: Vec<u32>,
-    /// One bit per occupied voxel (by id): some scan's ray passed through it away from that scan's own hits.
-    free: Vec<AtomicU64>,
+    /// Per occupied voxel (by id): scans whose rays passed through it away from their own hits (and passed the
+    /// void test).
+    frees: Vec<AtomicU32>,
+    /// Per occupied voxel: how many such scans make it free (1 unless many scans hit it, see `set_need`).
+    need: Vec<u32>,
+    /// Per occupied voxel, 1 + the index of the last scan with a point in it (a scan's hits counted once).
+    hit: Vec<AtomicU32>,
     /// Per occupied voxel, 1 + the index of the last scan whose hits lie within the protection margin.
     protect: Vec<AtomicU32>,
     /// Per occupied voxel, 1 + the index of the last scan that listed it as a candidate to free.
@@ -59,7 +65,9 @@ impl VoxelGrid {
             dims,
             occupied: vec![0; words],
             rank: Vec::new(),
-            free: Vec::new(),
+            frees: Vec::new(),
+            need: Vec::new(),
+            hit: Vec::new(),
             protect: Vec::new(),
             listed: Vec::new(),
         })
@@ -84,6 +92,11 @@ impl VoxelGrid {
     /// Index of a voxel inside the box in x-fastest order.
     pub fn linear(&self, c: Cell) -> usize {
         ((c[2] * self.dims[1] + c[1]) * self.dims[0] + c[0]) as usize
+    }
+
+    /// Linear index steps of one voxel along x, y and z.
+    pub fn strides(&self) -> [i64; 3] {
+        [1, self.dims[0], self.dims[0] * self.dims[1]]
     }
 
     /// The voxel of a linear index.
@@ -128,10 +141,17 @@ impl VoxelGrid {
             })
             .collect();
         let n = total as usize;
-        self.free = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        self.frees = (0..n).map(|_| AtomicU32::new(0)).collect();
+        self.need = vec![1; n];
+        self.hit = (0..n).map(|_| AtomicU32::new(0)).collect();
         self.protect = (0..n).map(|_| AtomicU32::new(0)).collect();
         self.listed = (0..n).map(|_| AtomicU32::new(0)).collect();
         n
+    }
+
+    /// Occupied voxels (after [`VoxelGrid::seal`]).
+    pub fn occupied_count(&self) -> usize {
+        self.need.len()
     }
 
     /// The dense id of an occupied voxel, `None` when the voxel is empty or outside.
@@ -139,16 +159,42 @@ impl VoxelGrid {
         if !self.contains(c) {
             return None;
         }
-        let i = self.linear(c);
+        self.id_at(self.linear(c))
+    }
+
+    /// The dense id of the occupied voxel at linear index `i` (inside the box), `None` when it is empty.
+    #[inline]
+    pub fn id_at(&self, i: usize) -> Option<usize> {
         let word = self.occupied[i / 64];
         let bit = 1u64 << (i % 64);
         (word & bit != 0)
             .then(|| self.rank[i / 64] as usize + (word & (bit - 1)).count_ones() as usize)
     }
 
+    /// Record that scan `tag` (1 + its index) has a point in voxel `id`; true the first time in that scan.
+    pub fn first_hit(&self, id: usize, tag: u32) -> bool {
+        self.hit[id].load(Ordering::Relaxed) != tag
+            && self.hit[id].swap(tag, Ordering::Relaxed) != tag
+    }
+
+    /// Forget which scans hit which voxel (after counting them, before carving).
+    pub fn reset_hits(&mut self) {
+        for h in &mut self.hit {
+            *h.get_mut() = 0;
+        }
+    }
+
+    /// How many scans must see each voxel free before it is free (by id).
+    pub fn set_need(&mut self, need: Vec<u32>) {
+        debug_assert_eq!(need.len(), self.need.len());
+        self.need = need;
+    }
+
     /// Record that scan `tag` (1 + its index) has a hit within the margin of voxel `id`.
     pub fn protect(&self, id: usize, tag: u32) {
-        self.protect[id].store(tag, Ordering::Relaxed);
+        if self.protect[id].load(Ordering::Relaxed) != tag {
+            self.protect[id].store(tag, Ordering::Relaxed);
+        }
     }
 
     /// Whether scan `tag` protects voxel `id`.
@@ -162,16 +208,15 @@ impl VoxelGrid {
             && self.listed[id].swap(tag, Ordering::Relaxed) != tag
     }
 
-    /// Mark voxel `id` seen free; true when it was not yet.
-    pub fn set_free(&self, id: usize) -> bool {
-        let bit = 1u64 << (id % 64);
-        let word = &self.free[id / 64];
-        word.load(Ordering::Relaxed) & bit == 0 && word.fetch_or(bit, Ordering::Relaxed) & bit == 0
+    /// Count one more scan that saw voxel `id` free (call at most once per scan); true when that makes it free.
+    pub fn add_free(&self, id: usize) -> bool {
+        self.frees[id].fetch_add(1, Ordering::Relaxed) + 1 == self.need[id]
     }
 
-    /// Whether voxel `id` was seen free by some scan.
+    /// Whether enough scans saw voxel `id` free.
+    #[inline]
     pub fn is_free(&self, id: usize) -> bool {
-        self.free[id / 64].load(Ordering::Relaxed) & (1u64 << (id % 64)) != 0
+        self.frees[id].load(Ordering::Relaxed) >= self.need[id]
     }
 }
 
@@ -190,8 +235,8 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(g.id([1, 0, 0]), None);
         assert_eq!(g.id([10, 0, 0]), None);
-        assert!(g.set_free(b));
-        assert!(!g.set_free(b));
+        assert!(g.add_free(b));
+        assert!(!g.add_free(b));
         assert!(g.is_free(b) && !g.is_free(a));
         g.protect(a, 3);
         assert!(g.protected_by(a, 3) && !g.protected_by(a, 4));

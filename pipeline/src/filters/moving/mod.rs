@@ -13,11 +13,13 @@
 //!   grazing the ground or a wall frees nothing (`planes.rs`);
 //! - a crossed voxel is freed only when the same scan saw nearly all its neighbours free (DUFOMap's void test,
 //!   relaxed: `max_unseen_neighbours`), so pose error, windows and thin frames of a real fused map survive
-//!   (`seen.rs`).
+//!   (`seen.rs`);
+//! - a voxel that many scans hit must be seen free by a share of them (`min_free_share`), so that one scan
+//!   slipping past a beam or a window frame does not outvote the many that hit it.
 //!
-//! The stage streams over the scans: memory is the grid (1.5 bits per voxel of the bounding box, 4 bytes per
-//! occupied voxel), not the number of scans. Each scan's rays run on rayon; the free set is an OR of bits, so
-//! the result is the same whatever the thread count or order.
+//! The stage streams over the scans: memory is the grid (1.5 bits per voxel of the bounding box, 22 bytes per
+//! occupied voxel), not the number of scans. Each scan's rays run on rayon; each voxel's votes are counts of
+//! scans, decided per scan after all its rays, so the result is the same whatever the thread count or order.
 //!
 //! Inputs: the cloud and where each point was seen from ([`Viewpoints`]: the cloud's scans with their poses,
 //! or a per-point scan index with a poses file, see [`crate::io::poses`]). Without poses the stage fails with
@@ -72,6 +74,11 @@ pub struct MovingParams {
     /// Half thickness of a voxel's plane layer beyond the plane's own (twice its RMS thickness), metres: a ray
     /// frees the voxel only by passing through the whole layer. Default: 0.02.
     pub plane_tolerance_m: f64,
+    /// A voxel that many scans hit must be seen free by at least this share of them (rounded up; always at
+    /// least one scan), so that the few scans whose rays slip past a thin static structure (a beam, a window
+    /// frame) through pose error and the beam's footprint do not outvote the many that hit it. 0 is DUFOMap's
+    /// "seen free once". Default: 0.1.
+    pub min_free_share: f64,
 }
 
 impl Default for MovingParams {
@@ -85,6 +92,7 @@ impl Default for MovingParams {
             max_unseen_neighbours: 8,
             plane_test: true,
             plane_tolerance_m: 0.02,
+            min_free_share: 0.1,
         }
     }
 }
@@ -104,6 +112,9 @@ impl MovingParams {
         }
         if !(self.footprint_rad.is_finite() && (0.0..1.0).contains(&self.footprint_rad)) {
             return Err(bad("footprint_rad", self.footprint_rad));
+        }
+        if !(0.0..=1.0).contains(&self.min_free_share) {
+            return Err(bad("min_free_share", self.min_free_share));
         }
         if self.max_unseen_neighbours > 26 {
             return Err(bad(
@@ -306,6 +317,16 @@ pub fn moving_mask(
         max_unseen: params.max_unseen_neighbours as usize,
     };
     let seen = seen::Seen::new(&grid);
+    let hits = carve::count_hits(&grid, views.len(), &|s| views.count(s), &|s, k| {
+        cloud.positions()[views.point(s, k)].map(f64::from)
+    });
+    grid.reset_hits();
+    let share = params.min_free_share;
+    grid.set_need(
+        hits.iter()
+            .map(|&h| ((share * f64::from(h)).ceil() as u32).max(1))
+            .collect(),
+    );
     progress.stage("filters.moving", views.len() as u64);
     let mut crossings = 0;
     for s in 0..views.len() {

@@ -19,7 +19,13 @@ pub(super) struct Seen {
     bits: Vec<u64>,
     rank: Vec<u32>,
     tags: Vec<AtomicU32>,
+    /// One bit per brick of `BRICK`^3 voxels (linear order over `brick_dims`): some voxel of it is near a point.
+    bricks: Vec<u64>,
+    brick_dims: [i64; 3],
 }
+
+/// Edge of a brick, voxels: a ray crosses a brick with no voxel near a point in one step.
+pub(super) const BRICK: i64 = 4;
 
 impl Seen {
     /// Marks for the occupied voxels of `grid` and their 26 neighbours.
@@ -56,24 +62,69 @@ impl Seen {
             })
             .collect();
         let tags = (0..total).map(|_| AtomicU32::new(0)).collect();
-        Seen { bits, rank, tags }
+        let brick_dims = grid.dims.map(|d| (d + BRICK - 1) / BRICK);
+        let mut bricks = vec![0u64; (brick_dims.iter().product::<i64>() as usize).div_ceil(64)];
+        for (w, &word) in bits.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                let c = grid.cell_at(w * 64 + rest.trailing_zeros() as usize);
+                rest &= rest - 1;
+                let b =
+                    ((c[2] / BRICK) * brick_dims[1] + c[1] / BRICK) * brick_dims[0] + c[0] / BRICK;
+                bricks[b as usize / 64] |= 1 << (b % 64);
+            }
+        }
+        Seen {
+            bits,
+            rank,
+            tags,
+            bricks,
+            brick_dims,
+        }
+    }
+
+    /// Bricks along x, y, z (the grid's dimensions over `BRICK`, rounded up).
+    pub fn brick_dims(&self) -> [i64; 3] {
+        self.brick_dims
+    }
+
+    /// Whether some voxel of brick `b` (brick coordinates inside `brick_dims`) is near a point.
+    #[inline]
+    pub fn brick_near(&self, b: [i64; 3]) -> bool {
+        let i = ((b[2] * self.brick_dims[1] + b[1]) * self.brick_dims[0] + b[0]) as usize;
+        self.bricks[i / 64] & (1 << (i % 64)) != 0
     }
 
     fn id(&self, grid: &VoxelGrid, c: Cell) -> Option<usize> {
         if !grid.contains(c) {
             return None;
         }
-        let i = grid.linear(c);
+        self.id_at(grid.linear(c))
+    }
+
+    #[inline]
+    fn id_at(&self, i: usize) -> Option<usize> {
         let word = self.bits[i / 64];
         let bit = 1u64 << (i % 64);
         (word & bit != 0)
             .then(|| self.rank[i / 64] as usize + (word & (bit - 1)).count_ones() as usize)
     }
 
-    /// Record that scan `tag` crossed voxel `c` (voxels far from every point are not kept).
-    pub fn mark(&self, grid: &VoxelGrid, c: Cell, tag: u32) {
-        if let Some(id) = self.id(grid, c) {
-            self.tags[id].store(tag, Ordering::Relaxed);
+    /// One bit per voxel of the box (linear order): the voxel is within one voxel of a point. A ray's step
+    /// elsewhere has nothing to mark, test or free.
+    pub fn near_bits(&self) -> &[u64] {
+        &self.bits
+    }
+
+    /// Record that scan `tag` crossed the voxel at linear index `i` (voxels far from every point are not kept).
+    /// The mark is written only when it changes, so threads walking the same voxels share its cache line.
+    #[inline]
+    pub fn mark_at(&self, i: usize, tag: u32) {
+        if let Some(id) = self.id_at(i) {
+            let t = &self.tags[id];
+            if t.load(Ordering::Relaxed) != tag {
+                t.store(tag, Ordering::Relaxed);
+            }
         }
     }
 
