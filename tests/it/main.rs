@@ -10,6 +10,7 @@ mod shared_data;
 
 mod cli;
 mod map_and_scan;
+mod tiles;
 
 pub use shared_data::shared_data;
 mod tidy;

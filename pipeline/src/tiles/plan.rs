@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::filters::TransformParams;
 use crate::grid::world_cell;
 use crate::{Cloud, Error, Result};
 
@@ -57,6 +58,49 @@ impl TilePlan {
             sor_halo_voxels: 2,
             normals_halo_voxels: 4,
         })
+    }
+
+    /// A plan of `tiles` tiles covering the world bounds of `inputs` (each box moved by its input's
+    /// transform), before any stage: [`TilePlan::covering`] for inputs not yet merged. Any plan gives the
+    /// same map (the outer tiles reach to infinity); this one spreads the points over the tiles.
+    pub fn for_inputs(
+        inputs: &[(Cloud, Option<TransformParams>)],
+        resolution_m: f64,
+        tiles: [u32; 2],
+    ) -> Result<TilePlan> {
+        let mut lo = [f64::INFINITY; 2];
+        let mut hi = [f64::NEG_INFINITY; 2];
+        for (cloud, t) in inputs {
+            let Some((a, b)) = cloud.bounds() else {
+                continue;
+            };
+            let m = t.as_ref().map(TransformParams::affine).transpose()?;
+            for corner in 0..8 {
+                let c = [0, 1, 2].map(|k| if corner >> k & 1 == 0 { a[k] } else { b[k] });
+                let w = match &m {
+                    Some(m) => {
+                        let q = m * nalgebra::Point3::new(c[0], c[1], c[2]);
+                        [q.x, q.y]
+                    }
+                    None => [c[0], c[1]],
+                };
+                for k in 0..2 {
+                    lo[k] = lo[k].min(w[k]);
+                    hi[k] = hi[k].max(w[k]);
+                }
+            }
+        }
+        let mut cloud = Cloud::from_positions([0.0; 3], Vec::new());
+        if lo[0].is_finite() {
+            cloud = Cloud::from_positions(
+                [lo[0], lo[1], 0.0],
+                vec![
+                    [0.0; 3],
+                    [(hi[0] - lo[0]) as f32, (hi[1] - lo[1]) as f32, 0.0],
+                ],
+            );
+        }
+        TilePlan::covering(&cloud, resolution_m, tiles, [0, 0])
     }
 
     /// Check the plan's own values (a plan read from a file may hold anything).
