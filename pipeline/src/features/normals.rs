@@ -593,8 +593,8 @@ pub(crate) struct PositionSum {
 impl PositionSum {
     /// Add one position.
     pub(crate) fn add(&mut self, p: [f32; 3]) {
-        for k in 0..3 {
-            self.sums[k].add(f64::from(p[k]));
+        for (s, v) in self.sums.iter_mut().zip(p) {
+            s.add(f64::from(v));
         }
         self.count += 1;
     }
