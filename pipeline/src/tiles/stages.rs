@@ -16,20 +16,40 @@ use crate::filters::{DownsampleParams, downsample};
 use crate::grid::world_cell;
 use crate::{Cloud, Error, Progress, Result, StageReport};
 
-/// Widen `halo` (voxels) for a tile whose points' neighbourhoods reached past it.
-fn wider(halo: u64) -> u64 {
-    halo.saturating_mul(2).max(1)
+/// What a tile's try found: every core point's result, or the reach (metres) a wider halo must cover.
+enum Tried<R> {
+    /// Every core point's neighbourhood lay inside the region.
+    Done(R),
+    /// Some did not: the largest of their k-th-neighbour distances found so far (an upper bound of the true
+    /// one, since more points only bring neighbours nearer), infinite when fewer than k points were loaded.
+    Reach(f64),
+}
+
+/// The halo (voxels) for a tile's next try: one that holds every failed point's ball found so far (so the
+/// next try passes), or twice the last one when no bound is known.
+fn wider(halo: u64, reach: f64, resolution_m: f64) -> u64 {
+    let need = (reach / resolution_m).ceil() + 2.0;
+    if need.is_finite() && need < 1e15 {
+        (need as u64).max(halo + 1)
+    } else {
+        halo.saturating_mul(2).max(1)
+    }
+}
+
+/// The largest of `reach`es, if any.
+fn max_reach(acc: Option<f64>, reach: f64) -> Option<f64> {
+    Some(acc.map_or(reach, |a| a.max(reach)))
 }
 
 /// Tile `t`'s points (`loaded`, ascending, holding its core) and which of them are core, with a halo of
 /// `halo` voxels widened until `accept` takes every core point: `accept(loaded, core flags, region)` returns
-/// the core points' results, or `None` when one point's neighbourhood reaches past the region.
+/// the core points' results, or the reach a wider halo must cover (see [`Tried`]).
 fn widen_until<R>(
     plan: &TilePlan,
     layout: &Layout,
     t: usize,
     mut halo: u64,
-    mut accept: impl FnMut(&[u32], &[bool], &super::region::Region) -> Result<Option<R>>,
+    mut accept: impl FnMut(&[u32], &[bool], &super::region::Region) -> Result<Tried<R>>,
 ) -> Result<R> {
     let core = layout.members(t);
     loop {
@@ -43,16 +63,17 @@ fn widen_until<R>(
                 c += 1;
             }
         }
-        if let Some(r) = accept(&loaded, &is_core, &region)? {
-            return Ok(r);
-        }
+        let reach = match accept(&loaded, &is_core, &region)? {
+            Tried::Done(r) => return Ok(r),
+            Tried::Reach(reach) => reach,
+        };
         if layout.all_inside(&region) {
             return Err(Error::parameter(
                 "plan",
                 format!("tile {t}: neighbourhoods incomplete with every point loaded (a bug)"),
             ));
         }
-        halo = wider(halo);
+        halo = wider(halo, reach, plan.resolution_m);
     }
 }
 
@@ -83,7 +104,7 @@ pub(crate) fn sor_tiled(
             plan.sor_halo_voxels,
             |loaded, is_core, region| {
                 if loaded.len() < query.points {
-                    return Ok(None);
+                    return Ok(Tried::Reach(f64::INFINITY));
                 }
                 let pos: Vec<[f32; 3]> = loaded
                     .iter()
@@ -93,17 +114,18 @@ pub(crate) fn sor_tiled(
                 let res = nb.knn_root_sums_and_reach_in_cell_order(query.points, progress)?;
                 let res = scatter(&res, &nb.into_order());
                 let mut out = Vec::new();
+                let mut failed = None;
                 for (j, &(sum, kth2)) in res.iter().enumerate() {
                     if !is_core[j] {
                         continue;
                     }
                     let reach = f64::from(kth2).sqrt();
                     if !region.holds_ball(world(cloud, pos[j]), reach) {
-                        return Ok(None);
+                        failed = max_reach(failed, reach);
                     }
                     out.push((loaded[j], sum / query.divisor as f64));
                 }
-                Ok(Some(out))
+                Ok(failed.map_or(Tried::Done(out), Tried::Reach))
             },
         )?;
         let mut part = ExactSum::new();
@@ -253,7 +275,7 @@ pub(crate) fn normals_tiled(
             plan.normals_halo_voxels,
             |loaded, is_core, region| {
                 if loaded.len() < k {
-                    return Ok(None);
+                    return Ok(Tried::Reach(f64::INFINITY));
                 }
                 let pos: Vec<[f32; 3]> = loaded
                     .iter()
@@ -269,15 +291,19 @@ pub(crate) fn normals_tiled(
                         None => search_radius.map_or(f64::INFINITY, f64::from),
                     },
                 )?;
+                let mut failed = None;
                 for (j, &r) in reach.iter().enumerate() {
                     if is_core[j] && !region.holds_ball(world(cloud, pos[j]), r) {
-                        return Ok(None);
+                        failed = max_reach(failed, r);
                     }
+                }
+                if let Some(r) = failed {
+                    return Ok(Tried::Reach(r));
                 }
                 let mut part = with_ids(cloud, loaded)?;
                 let (_, rules) =
                     normals::estimate_normals_with(&mut part, params, Some(centroid), progress)?;
-                Ok(Some(tile_fits(&part, &rules, &layout, t)))
+                Ok(Tried::Done(tile_fits(&part, &rules, &layout, t)))
             },
         )?;
         for (i, f) in found {
