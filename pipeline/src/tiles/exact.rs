@@ -193,4 +193,27 @@ mod tests {
         assert_eq!(forward.value().to_bits(), backward.value().to_bits());
         assert_eq!(forward.value().to_bits(), grouped.value().to_bits());
     }
+
+    proptest::proptest! {
+        /// Any split of any finite values into parts, summed in any order, gives the same bits.
+        #[test]
+        fn partial_sums_combine_exactly(
+            values in proptest::collection::vec(
+                proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO,
+                0..200,
+            ),
+            cut in 0usize..200,
+        ) {
+            let cut = cut.min(values.len());
+            let mut whole = ExactSum::new();
+            values.iter().for_each(|&v| whole.add(v));
+            let (a, b) = values.split_at(cut);
+            let mut left = ExactSum::new();
+            a.iter().rev().for_each(|&v| left.add(v));
+            let mut right = ExactSum::new();
+            b.iter().for_each(|&v| right.add(v));
+            right.merge(&left);
+            proptest::prop_assert_eq!(whole.value().to_bits(), right.value().to_bits());
+        }
+    }
 }
