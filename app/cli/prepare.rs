@@ -10,6 +10,7 @@ use aerie_pipeline::io::poses::PosesFormat;
 use aerie_pipeline::io::{self, Format};
 use aerie_pipeline::prepare::{Recipe, Stage, map_read_options, prepare};
 use aerie_pipeline::report::{MapReport, PrepareSummary};
+use aerie_pipeline::tiles::{TilePlan, prepare_tiled};
 use aerie_pipeline::{Attribute, Cloud, Error, Progress};
 use anyhow::Context;
 
@@ -22,8 +23,8 @@ pub struct Args {
     /// Scan files to prepare (merged into one map; E57 scan poses are applied).
     inputs: Vec<PathBuf>,
     /// The map to write (.amap). The report is written beside it as <name>.report.json.
-    #[arg(short, long)]
-    output: PathBuf,
+    #[arg(short, long, required_unless_present = "plan_only")]
+    output: Option<PathBuf>,
     /// A TOML recipe describing the whole preparation; the flags below override it.
     #[arg(long)]
     recipe: Option<PathBuf>,
@@ -86,6 +87,61 @@ pub struct Args {
     /// Print nothing but errors and warnings.
     #[arg(short, long)]
     quiet: bool,
+    /// Prepare tile by tile on a grid of NxM tiles covering the inputs (e.g. 3x3): each neighbourhood stage
+    /// sees one tile and its halo, and the map is the same, byte for byte, as without (docs/architecture.md,
+    /// "Tiled prepare"). Runs outlier removal, voxel-nearest downsampling and normals only.
+    #[arg(long, value_parser = parse_tiles, conflicts_with = "plan")]
+    tiles: Option<[u32; 2]>,
+    /// Prepare tile by tile under this tile plan (a PLAN.json that --plan-only wrote).
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// Write the tile plan for --tiles (default 2x2) to this file (PLAN.json) and stop: no map is prepared.
+    #[arg(long, conflicts_with = "plan")]
+    plan_only: Option<PathBuf>,
+}
+
+/// `NxM` (tiles along x and y), each from 1 to 1024.
+fn parse_tiles(s: &str) -> Result<[u32; 2], String> {
+    let bad = || format!("{s:?} is not NxM tiles (e.g. 3x3), each 1 to 1024");
+    let (a, b) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let n = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=1024).contains(n))
+    };
+    Ok([n(a).ok_or_else(bad)?, n(b).ok_or_else(bad)?])
+}
+
+/// The tile plan the flags ask for, if any: read from --plan, or made for --tiles / --plan-only.
+fn tile_plan(
+    args: &Args,
+    inputs: &[(Cloud, Option<TransformParams>)],
+    recipe: &Recipe,
+) -> anyhow::Result<Option<TilePlan>> {
+    if let Some(p) = &args.plan {
+        let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
+        return Ok(Some(TilePlan::from_json(&text, p)?));
+    }
+    if args.tiles.is_none() && args.plan_only.is_none() {
+        return Ok(None);
+    }
+    let tiles = args.tiles.unwrap_or([2, 2]);
+    Ok(Some(TilePlan::for_inputs(
+        inputs,
+        recipe.resolution_m,
+        tiles,
+    )?))
+}
+
+/// `--plan-only`: write the plan through a temporary file and a rename (removed on error and on Ctrl-C).
+fn write_plan(plan: &TilePlan, path: &Path) -> anyhow::Result<()> {
+    let json = plan.to_json()?;
+    aerie_pipeline::io::atomic::write_atomic(path, |f| {
+        std::io::Write::write_all(f, json.as_bytes())
+            .map_err(aerie_pipeline::io::atomic::io_err(path))
+    })?;
+    Ok(())
 }
 
 /// The layout of a `--poses` file.
@@ -250,8 +306,12 @@ fn input_files(
 
 /// The output is a .amap that overwrites no input (nor does its report), and no input is given twice.
 fn check_paths(args: &Args, inputs: &[&Path]) -> anyhow::Result<()> {
-    super::check_output(&args.output, inputs)?;
-    not_an_input(&MapReport::path_for(&args.output), inputs)?;
+    if let Some(plan) = &args.plan_only {
+        return Ok(not_an_input(plan, inputs)?);
+    }
+    let output = args.output.as_deref().unwrap_or(Path::new(""));
+    super::check_output(output, inputs)?;
+    not_an_input(&MapReport::path_for(output), inputs)?;
     // The same file twice would double every point (an E57's scans are one file).
     for (i, a) in inputs.iter().enumerate() {
         if let Some(b) = inputs[..i].iter().find(|b| same_file(a, b)) {
@@ -263,10 +323,10 @@ fn check_paths(args: &Args, inputs: &[&Path]) -> anyhow::Result<()> {
             .into());
         }
     }
-    if args.output.extension().and_then(|e| e.to_str()) != Some("amap") {
+    if output.extension().and_then(|e| e.to_str()) != Some("amap") {
         return Err(super::BadInput(format!(
             "the map must be written to a .amap file, not {}",
-            args.output.display()
+            output.display()
         ))
         .into());
     }
@@ -316,7 +376,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         attach_poses(&mut inputs, poses.as_ref())?;
     }
     let points_in: usize = inputs.iter().map(|(c, _)| c.len()).sum();
-    let prepared = prepare(inputs, &recipe, &progress)?;
+    let plan = tile_plan(args, &inputs, &recipe)?;
+    if let (Some(path), Some(plan)) = (&args.plan_only, &plan) {
+        write_plan(plan, path)?;
+        progress.finish();
+        drop(progress);
+        if !args.quiet {
+            println!("wrote {} ({} tiles)", path.display(), plan.tile_count());
+        }
+        return Ok(());
+    }
+    let output = args.output.clone().unwrap_or_default();
+    let prepared = match &plan {
+        Some(plan) => prepare_tiled(inputs, &recipe, plan, &progress)?,
+        None => prepare(inputs, &recipe, &progress)?,
+    };
     progress.stage("write map", 0);
     let summary = PrepareSummary {
         recipe: &recipe,
@@ -325,14 +399,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         points_in,
         seconds: started.elapsed().as_secs_f64(),
     };
-    let report_file = write_map(&prepared.map, &summary, &args.output)?;
+    let report_file = write_map(&prepared.map, &summary, &output)?;
     progress.finish();
     drop(progress);
     if !args.quiet {
         super::report::print(&prepared.reports);
         println!(
             "wrote {} ({} points from {} input points, r_map {} m) and {} in {:.1} s",
-            args.output.display(),
+            output.display(),
             prepared.map.len(),
             points_in,
             recipe.resolution_m,

@@ -68,6 +68,7 @@ pub mod prepare;
 pub mod progress;
 pub mod report;
 pub mod summary;
+pub mod tiles;
 
 pub use cloud::{
     Attribute, Cloud, Columns, ExtraDim, ExtraScalar, ExtraValues, Metadata, PointIndex, Returned,

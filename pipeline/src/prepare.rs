@@ -260,14 +260,48 @@ pub fn prepare(
     recipe: &Recipe,
     progress: &dyn Progress,
 ) -> Result<Prepared> {
+    let mut begun = begin(inputs, recipe, progress)?;
+    let (recipe, cloud) = (&begun.recipe, &mut begun.cloud);
+    for stage in &recipe.stages {
+        crate::memory::release_free_memory();
+        begun
+            .reports
+            .push(run_stage(*stage, cloud, recipe, progress)?);
+        if cloud.is_empty() {
+            return Err(emptied(*stage));
+        }
+    }
+    let cloud = std::mem::take(&mut begun.cloud);
+    finish(cloud, begun, progress)
+}
+
+/// A preparation's state before its stages: the recipe as it runs, the merged cloud, the reports so far, the
+/// sources and the dropped attributes. Shared by [`prepare`] and the tiled prepare (`tiles`).
+pub(crate) struct Begun {
+    /// The recipe as it runs ([`as_run`]).
+    pub(crate) recipe: Recipe,
+    /// The inputs merged and stripped to what a map stores.
+    pub(crate) cloud: Cloud,
+    /// The merge's report, if there was one; the stages' follow.
+    pub(crate) reports: Vec<StageReport>,
+    sources: Vec<MapSource>,
+    dropped: Vec<String>,
+}
+
+/// Check the recipe and merge the inputs (the start of every preparation).
+pub(crate) fn begin(
+    inputs: Vec<(Cloud, Option<TransformParams>)>,
+    recipe: &Recipe,
+    progress: &dyn Progress,
+) -> Result<Begun> {
     recipe.validate()?;
-    let recipe = &as_run(recipe);
+    let recipe = as_run(recipe);
     if inputs.is_empty() {
         return Err(Error::parameter("inputs", "no input files"));
     }
     let sources = sources_of(&inputs);
     let mut reports = Vec::new();
-    let (mut cloud, dropped) = combine(inputs, progress, &mut reports)?;
+    let (cloud, dropped) = combine(inputs, progress, &mut reports)?;
     if cloud.is_empty() {
         let names: Vec<&str> = sources
             .iter()
@@ -283,16 +317,33 @@ pub fn prepare(
             },
         ));
     }
-    for stage in &recipe.stages {
-        crate::memory::release_free_memory();
-        reports.push(run_stage(*stage, &mut cloud, recipe, progress)?);
-        if cloud.is_empty() {
-            return Err(Error::parameter(
-                "recipe",
-                format!("stage {stage:?} removed every point; the map would be empty"),
-            ));
-        }
-    }
+    Ok(Begun {
+        recipe,
+        cloud,
+        reports,
+        sources,
+        dropped,
+    })
+}
+
+/// The error when `stage` removed every point.
+pub(crate) fn emptied(stage: Stage) -> Error {
+    Error::parameter(
+        "recipe",
+        format!("stage {stage:?} removed every point; the map would be empty"),
+    )
+}
+
+/// Pack the prepared `cloud` into a map and fill its metadata (the end of every preparation).
+pub(crate) fn finish(cloud: Cloud, begun: Begun, progress: &dyn Progress) -> Result<Prepared> {
+    let Begun {
+        recipe,
+        mut reports,
+        sources,
+        dropped,
+        ..
+    } = begun;
+    let recipe = &recipe;
     crate::memory::release_free_memory();
     progress.stage("map.buckets", cloud.len() as u64);
     let started = std::time::Instant::now();

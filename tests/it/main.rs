@@ -12,6 +12,7 @@ mod cli;
 mod map_and_scan;
 mod mesh;
 mod moving;
+mod tiles;
 
 pub use shared_data::shared_data;
 mod tidy;

@@ -41,6 +41,7 @@ use crate::features::{Neighbor, Neighbors};
 use crate::filters::{CHUNK, check_cloud};
 use crate::progress::Progress;
 use crate::report::StageReport;
+use crate::tiles::ExactSum;
 
 /// Parameters of `features.normals`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -273,7 +274,7 @@ enum Rule {
 }
 
 /// How many orientation rules there are (the size of their counts).
-const RULES: usize = 6;
+pub(crate) const RULES: usize = 6;
 
 /// One point's plane: ((normal, gamma), (orientation rule, curvature)). [`no_plane`] is the result without one.
 type Fitted = (([f32; 3], f32), (u8, f32));
@@ -291,6 +292,18 @@ pub fn estimate_normals(
     params: &NormalsParams,
     progress: &dyn Progress,
 ) -> Result<StageReport> {
+    estimate_normals_with(cloud, params, None, progress).map(|(report, _)| report)
+}
+
+/// [`estimate_normals`] with the centroid the "outward" rule faces away from given (a tiled prepare gives the
+/// whole map's; `None`: the cloud's own), returning also each point's orientation rule (as [`RULES`] indices,
+/// in the cloud's new order) for a caller that counts them over a part of the cloud.
+pub(crate) fn estimate_normals_with(
+    cloud: &mut Cloud,
+    params: &NormalsParams,
+    centroid: Option<[f64; 3]>,
+    progress: &dyn Progress,
+) -> Result<(StageReport, Vec<u8>)> {
     let started = Instant::now();
     let mut report = StageReport::new("features.normals", cloud.len());
     check_params(params)?;
@@ -310,14 +323,8 @@ pub fn estimate_normals(
         along2: radius.map_or(f64::INFINITY, |r| (f64::from(r) / 3.0).powi(2)),
         across: f64::from(params.surface_bandwidth_m),
     };
-    if k < params.k && n > 0 {
-        report.warnings.push(format!(
-            "k = {} is more than the cloud's {n} points: using {k}",
-            params.k
-        ));
-    }
     progress.stage("normals", n as u64);
-    let orientation = Orientation::new(cloud, params);
+    let orientation = Orientation::new(cloud, params, centroid);
     let mut normals = Vec::new();
     let mut gamma = Vec::new();
     let mut rules = Vec::new();
@@ -362,20 +369,15 @@ pub fn estimate_normals(
         let (positions, order) = nb.into_sorted();
         (Returned::Reordered { positions, order }, done)
     })?;
-    let mut counts = [0usize; RULES];
-    for &r in &rules {
-        counts[r as usize] += 1;
-    }
-    drop(rules);
-    report.figure("k", k as f64);
-    report.figure("radius_m", radius.map_or(f64::INFINITY, |r| r as f64));
-    report_rules(&mut report, &counts);
-    let no_normal = counts[Rule::None as usize];
-    if let (Some(r), Some(s)) = (radius, spacings.as_deref())
-        && let Some(hint) = sparse_hint(params, r, no_normal, s, crs::declared(&cloud.meta))
-    {
-        report.warnings.push(hint);
-    }
+    let counts = count_rules(&rules);
+    let georeferenced = crs::declared(&cloud.meta);
+    fill_report(
+        &mut report,
+        params,
+        &counts,
+        spacings.as_deref(),
+        georeferenced,
+    );
     cloud.set_normals(Some(normals))?;
     cloud.set_gamma(Some(gamma))?;
     for (name, column) in [
@@ -389,7 +391,47 @@ pub fn estimate_normals(
         }
     }
     report.finish(n, started);
-    Ok(report)
+    Ok((report, rules))
+}
+
+/// How many points each orientation rule oriented, from each point's rule.
+pub(crate) fn count_rules(rules: &[u8]) -> [usize; RULES] {
+    let mut counts = [0usize; RULES];
+    for &r in rules {
+        counts[r as usize] += 1;
+    }
+    counts
+}
+
+/// The stage report's warnings and figures for `n = report.points_in` points, from the rules' counts and the
+/// spacing column (of the whole cloud: a tiled prepare calls this once with every tile's points).
+pub(crate) fn fill_report(
+    report: &mut StageReport,
+    params: &NormalsParams,
+    counts: &[usize; RULES],
+    spacings: Option<&[f32]>,
+    georeferenced: bool,
+) {
+    let n = report.points_in;
+    let radius = params
+        .radius_m
+        .or(params.resolution_m.map(|r| (3.0 * r) as f32));
+    let k = params.k.min(n);
+    if k < params.k && n > 0 {
+        report.warnings.push(format!(
+            "k = {} is more than the cloud's {n} points: using {k}",
+            params.k
+        ));
+    }
+    report.figure("k", k as f64);
+    report.figure("radius_m", radius.map_or(f64::INFINITY, |r| r as f64));
+    report_rules(report, counts);
+    let no_normal = counts[Rule::None as usize];
+    if let (Some(r), Some(s)) = (radius, spacings)
+        && let Some(hint) = sparse_hint(params, r, no_normal, s, georeferenced)
+    {
+        report.warnings.push(hint);
+    }
 }
 
 fn check_params(params: &NormalsParams) -> Result<()> {
@@ -447,7 +489,7 @@ struct Orientation {
 const MAX_STATIONS: usize = 256;
 
 impl Orientation {
-    fn new(cloud: &Cloud, params: &NormalsParams) -> Orientation {
+    fn new(cloud: &Cloud, params: &NormalsParams, centroid: Option<[f64; 3]>) -> Orientation {
         let (o, n) = (cloud.origin, cloud.len());
         let mut scanners: Vec<(usize, usize, [f64; 3])> = cloud
             .meta
@@ -480,7 +522,7 @@ impl Orientation {
             viewpoint: params
                 .viewpoint
                 .map(|v| [v[0] - o[0], v[1] - o[1], v[2] - o[2]]),
-            centroid: centroid(cloud.positions()),
+            centroid: centroid.unwrap_or_else(|| self::centroid(cloud.positions()).mean()),
         }
     }
 
@@ -523,28 +565,53 @@ impl Orientation {
     }
 }
 
-/// The mean position, summed in chunk order (the same for any number of threads).
-fn centroid(positions: &[[f32; 3]]) -> [f64; 3] {
-    let parts: Vec<[f64; 3]> = positions
+/// The exact sums of the positions (relative to the origin) and their count: the same for any number of
+/// threads, and a tiled prepare adds its tiles' sums into the whole cloud's (`tiles`).
+pub(crate) fn centroid(positions: &[[f32; 3]]) -> PositionSum {
+    positions
         .par_chunks(CHUNK)
         .map(|c| {
-            let mut s = [0.0f64; 3];
+            let mut s = PositionSum::default();
             for p in c {
-                for k in 0..3 {
-                    s[k] += p[k] as f64;
-                }
+                s.add(*p);
             }
             s
         })
-        .collect();
-    let mut s = [0.0f64; 3];
-    for p in parts {
-        for k in 0..3 {
-            s[k] += p[k];
+        .reduce(PositionSum::default, |mut a, b| {
+            a.merge(&b);
+            a
+        })
+}
+
+/// Exact sums of positions and their count (see [`centroid`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PositionSum {
+    sums: [ExactSum; 3],
+    count: u64,
+}
+
+impl PositionSum {
+    /// Add one position.
+    pub(crate) fn add(&mut self, p: [f32; 3]) {
+        for (s, v) in self.sums.iter_mut().zip(p) {
+            s.add(f64::from(v));
         }
+        self.count += 1;
     }
-    let nf = positions.len().max(1) as f64;
-    [s[0] / nf, s[1] / nf, s[2] / nf]
+
+    /// Add another part's sums.
+    pub(crate) fn merge(&mut self, other: &PositionSum) {
+        for k in 0..3 {
+            self.sums[k].merge(&other.sums[k]);
+        }
+        self.count += other.count;
+    }
+
+    /// The mean position (the sums' values over the count; 0 for no points).
+    pub(crate) fn mean(&self) -> [f64; 3] {
+        let nf = self.count.max(1) as f64;
+        std::array::from_fn(|k| self.sums[k].value() / nf)
+    }
 }
 
 /// The positions of the neighbours `near` (sorted by distance, at positions `at`) within squared distance `within2`.

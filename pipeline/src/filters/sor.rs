@@ -31,6 +31,7 @@ use crate::features::Neighbors;
 use crate::features::neighbors::scatter;
 use crate::progress::Progress;
 use crate::report::StageReport;
+use crate::tiles::ExactSum;
 
 /// Whose definition of k and sigma to follow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,9 +91,11 @@ pub struct SorStats {
 /// How many points a query asks for and what the sum of their distances divides by: `compat`'s meaning of k,
 /// clamped to the cloud's size. PCL and CloudCompare skip "the point itself", the nearest result; it lies at
 /// distance 0 (itself or an exact duplicate), so the sum over one more point than they average is their sum.
-struct Query {
-    points: usize,
-    divisor: usize,
+pub(crate) struct Query {
+    /// Points each search asks for (the point itself included).
+    pub(crate) points: usize,
+    /// What the sum of their distances divides by.
+    pub(crate) divisor: usize,
 }
 
 impl Query {
@@ -196,17 +199,57 @@ fn search_and_remove(
     Ok(stats)
 }
 
-/// Sum of `f(x)` over `v` in fixed chunk order (independent of the thread count).
-fn chunked_sum(v: &[f64], f: impl Fn(f64) -> f64 + Sync) -> f64 {
-    let parts: Vec<f64> = v
-        .par_chunks(CHUNK)
-        .map(|c| c.iter().map(|&x| f(x)).sum::<f64>())
-        .collect();
-    parts.iter().sum()
+/// Exact sum of `f(x)` over `v` ([`ExactSum`]: the same for any thread count, chunking or tiling).
+fn exact_sum(v: &[f64], f: impl Fn(f64) -> f64 + Sync) -> ExactSum {
+    v.par_chunks(CHUNK)
+        .map(|c| {
+            let mut s = ExactSum::new();
+            c.iter().for_each(|&x| s.add(f(x)));
+            s
+        })
+        .reduce(ExactSum::new, |mut a, b| {
+            a.merge(&b);
+            a
+        })
+}
+
+/// What the mean sums of a point's mean distance `x` (Open3D sums only positive ones).
+pub(crate) fn mean_term(params: &SorParams, x: f64) -> f64 {
+    match params.compat {
+        SorCompat::Open3d if x <= 0.0 => 0.0,
+        _ => x,
+    }
+}
+
+/// What the spread sums of a point's mean distance `x` about the mean `mu`.
+pub(crate) fn spread_term(params: &SorParams, mu: f64, x: f64) -> f64 {
+    match params.compat {
+        SorCompat::Open3d if x <= 0.0 => 0.0,
+        _ => (x - mu) * (x - mu),
+    }
+}
+
+/// The standard deviation from the exact sum `ss` of [`spread_term`] over `n` points.
+pub(crate) fn sigma_of(params: &SorParams, n: f64, ss: f64) -> f64 {
+    let denom = if params.compat == SorCompat::CloudCompare {
+        n
+    } else {
+        n - 1.0
+    };
+    (ss / denom).sqrt()
+}
+
+/// Whether a point of mean distance `x` is kept under `threshold`.
+pub(crate) fn keeps(params: &SorParams, x: f64, threshold: f64) -> bool {
+    match params.compat {
+        SorCompat::Open3d => x > 0.0 && x < threshold,
+        _ => x == 0.0 || x <= threshold,
+    }
 }
 
 /// Which points to keep given their mean distances `d` (in any fixed order: the mask follows it), and the
-/// statistics behind the decision.
+/// statistics behind the decision. The sums are exact, so a tiled prepare's combined partial sums
+/// (`tiles`) give the same threshold.
 fn decide(
     d: &[f64],
     params: &SorParams,
@@ -214,31 +257,14 @@ fn decide(
     warnings: Vec<String>,
 ) -> (Vec<bool>, SorStats) {
     let nf = d.len() as f64;
-    let (mu, sigma) = match params.compat {
-        SorCompat::Pcl | SorCompat::CloudCompare => {
-            let mu = chunked_sum(d, |x| x) / nf;
-            let ss = chunked_sum(d, |x| (x - mu) * (x - mu));
-            let denom = if params.compat == SorCompat::Pcl {
-                nf - 1.0
-            } else {
-                nf
-            };
-            (mu, (ss / denom).sqrt())
-        }
-        SorCompat::Open3d => {
-            let mu = chunked_sum(d, |x| if x > 0.0 { x } else { 0.0 }) / nf;
-            let ss = chunked_sum(d, |x| if x > 0.0 { (x - mu) * (x - mu) } else { 0.0 });
-            (mu, (ss / (nf - 1.0)).sqrt())
-        }
-    };
+    let mu = exact_sum(d, |x| mean_term(params, x)).value() / nf;
+    let sigma = sigma_of(
+        params,
+        nf,
+        exact_sum(d, |x| spread_term(params, mu, x)).value(),
+    );
     let threshold = mu + params.std_ratio * sigma;
-    let mask: Vec<bool> = d
-        .par_iter()
-        .map(|&x| match params.compat {
-            SorCompat::Open3d => x > 0.0 && x < threshold,
-            _ => x == 0.0 || x <= threshold,
-        })
-        .collect();
+    let mask: Vec<bool> = d.par_iter().map(|&x| keeps(params, x, threshold)).collect();
     let outliers = mask.iter().filter(|&&k| !k).count();
     let stats = SorStats {
         neighbours_averaged: averaged,
@@ -252,14 +278,15 @@ fn decide(
 }
 
 /// What the checks every entry point makes decided.
-enum Start {
+pub(crate) enum Start {
     /// Too few points for outlier statistics: every point is kept, with these statistics (and a warning).
     KeepAll(SorStats),
     /// Search with this query; the warnings so far (k clamped).
     Search(Query, Vec<String>),
 }
 
-fn start(cloud: &Cloud, params: &SorParams) -> Result<Start> {
+/// The checks every entry point makes, and the query for the cloud's size.
+pub(crate) fn start(cloud: &Cloud, params: &SorParams) -> Result<Start> {
     if !params.std_ratio.is_finite() {
         return Err(Error::parameter(
             "filters.sor.std_ratio",
@@ -317,6 +344,17 @@ pub fn sor(cloud: &mut Cloud, params: &SorParams, progress: &dyn Progress) -> Re
             search_and_remove(cloud, params, &query, warnings, progress)?
         }
     };
+    report_stats(&mut report, stats, cloud.len(), started);
+    Ok(report)
+}
+
+/// Fill the stage report from the statistics (also a tiled prepare's, `tiles`).
+pub(crate) fn report_stats(
+    report: &mut StageReport,
+    stats: SorStats,
+    out: usize,
+    started: Instant,
+) {
     report
         .removed
         .push(("statistical outlier".into(), stats.outliers));
@@ -325,8 +363,7 @@ pub fn sor(cloud: &mut Cloud, params: &SorParams, progress: &dyn Progress) -> Re
     report.figure("sigma", stats.sigma);
     report.figure("threshold", stats.threshold);
     report.warnings = stats.warnings;
-    report.finish(cloud.len(), started);
-    Ok(report)
+    report.finish(out, started);
 }
 
 #[cfg(test)]

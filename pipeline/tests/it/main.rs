@@ -18,5 +18,6 @@ mod moving;
 mod output_paths;
 mod prepare;
 mod stages;
+mod tiles;
 
 pub use shared_data::shared_data;

@@ -241,6 +241,36 @@ impl PerPoint for RootSums {
     }
 }
 
+/// [`RootSums`] that also gives each point's k-th squared distance (infinite when fewer than k were found):
+/// a tiled prepare accepts a point's sum only when the ball of that distance lies inside the points it
+/// loaded (docs/architecture.md, "Tiled prepare").
+#[derive(Default)]
+struct RootSumsReach(RootSums);
+
+impl PerPoint for RootSumsReach {
+    type Item = (f64, f32);
+    const INDEXED: bool = false;
+
+    fn select(
+        &mut self,
+        nb: &Neighbors,
+        block: &mut Candidates,
+        q: [f32; 3],
+        guess: f32,
+        want: Want,
+    ) -> Option<f32> {
+        self.0.select(nb, block, q, guess, want)
+    }
+
+    fn exact(&mut self, nb: &Neighbors, block: &mut Candidates, q: [f32; 3], tau: f32, want: Want) {
+        self.0.exact(nb, block, q, tau, want);
+    }
+
+    fn emit(&mut self, _: &Neighbors, _: usize, _: [f32; 3]) -> (f64, f32) {
+        (self.0.sum, self.0.prev.map_or(f32::INFINITY, |p| p.1))
+    }
+}
+
 /// `v` four lanes at a time (`v.len()` a multiple of [`LANES`]).
 #[inline]
 fn lanes_of(v: &[f32]) -> impl Iterator<Item = f32x4> + '_ {
@@ -499,6 +529,20 @@ impl Neighbors {
             self.per_point(&mut sums[..], want, progress, RootSums::default)?;
         }
         Ok(sums)
+    }
+
+    /// [`Neighbors::knn_root_sums_in_cell_order`] with each point's k-th squared distance beside its sum
+    /// (infinite where fewer than `k` points were found).
+    pub(crate) fn knn_root_sums_and_reach_in_cell_order(
+        &self,
+        k: usize,
+        progress: &dyn Progress,
+    ) -> Result<Vec<(f64, f32)>> {
+        let mut out = vec![(0.0, f32::INFINITY); self.len];
+        if let Some(want) = self.want(k, None) {
+            self.per_point(&mut out[..], want, progress, RootSumsReach::default)?;
+        }
+        Ok(out)
     }
 
     /// What an all-points query asks for, None when it finds nothing (k = 0, or no radius).
