@@ -11,12 +11,13 @@ use std::time::Instant;
 
 use aerie_pipeline::export::{ExportOptions, Target, export, write_map};
 use aerie_pipeline::filters::moving::{
-    DEFAULT_SLICE_S, MovingParams, PoseSource, Viewpoints, attach_scans, moving_mask, viewpoints,
+    DEFAULT_SLICE_S, MovingParams, PoseSource, Viewpoints, apply_mask, attach_scans, moving_mask,
+    viewpoints,
 };
 use aerie_pipeline::io::poses::ScanPose;
 use aerie_pipeline::io::{self, WriteOptions};
 use aerie_pipeline::prepare::{Recipe, Stage, prepare};
-use aerie_pipeline::{Cloud, Error, NoProgress};
+use aerie_pipeline::{Cloud, Error, NoProgress, StageReport};
 use aerie_simcore::demo::{DemoConfig, DemoSite, Label, raw_scan};
 use aerie_simcore::flight::Flight;
 use aerie_simcore::flight::outputs::{RunInfo, write_run};
@@ -147,8 +148,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     say(
         "2/5 preparing the map (removing the walking person, outlier removal, 0.1 m downsampling, normals)...",
     );
-    let (cleaned, cloud) = moving_step(out, &raw)?;
-    let (prepared, amap_path, map_cloud) = prepare_step(out, cloud, args.quiet)?;
+    let (cleaned, moved) = moving_step(out, &raw)?;
+    let (prepared, amap_path, map_cloud) = prepare_step(out, moved, args.quiet)?;
     say("3/5 exporting for MARSIM (binary PCD) and GIS (LAZ)...");
     let exported = export_step(out, &map_cloud)?;
     say("4/5 flying an Avia quad through the forest and the corridor...");
@@ -250,8 +251,10 @@ const POSES: &str = "raw/demo_poses.csv";
 
 /// The raw scan with each point's station pose read back from the poses file (as `aerie prepare --poses` does),
 /// and what filters.moving classifies as moving on it, scored against the labels; writes `out/moving.png` (the
-/// points removed, from above). Returns the step's line and the cloud with its scans attached.
-fn moving_step(out: &Path, raw: &Labelled) -> anyhow::Result<(Step, Cloud)> {
+/// points removed, from above). Returns the step's line and the stage's result: the cloud without them (its scans
+/// attached) and the stage's report, which the prepared map's report starts with. The scan is carved once: the
+/// prepare step runs the rest of the recipe on this result.
+fn moving_step(out: &Path, raw: &Labelled) -> anyhow::Result<(Step, Moved)> {
     let t = Instant::now();
     let source = PoseSource::read(&out.join(POSES), None, DEFAULT_SLICE_S)?;
     let views = viewpoints(&raw.cloud, Some(&source))?;
@@ -261,7 +264,9 @@ fn moving_step(out: &Path, raw: &Labelled) -> anyhow::Result<(Step, Cloud)> {
         .collect();
     let cloud = attach_scans(&raw.cloud, &views);
     let scans = Viewpoints::from_scans(&cloud)?;
-    let mask = moving_mask(&cloud, &scans, &MovingParams::default(), &NoProgress)?;
+    let params = MovingParams::default();
+    let carving = Instant::now();
+    let mask = moving_mask(&cloud, &scans, &params, &NoProgress)?;
     let count = |f: &dyn Fn(Label, bool) -> bool| {
         labels
             .iter()
@@ -291,30 +296,59 @@ fn moving_step(out: &Path, raw: &Labelled) -> anyhow::Result<(Step, Cloud)> {
         seconds: t.elapsed().as_secs_f64(),
         figures,
     };
-    Ok((step, cloud))
+    let (cloud, report) = apply_mask(&cloud, &mask, &params, carving);
+    let points_in = raw.cloud.len();
+    Ok((
+        step,
+        Moved {
+            cloud,
+            report,
+            points_in,
+        },
+    ))
+}
+
+/// The raw scan after `filters.moving`: what the prepare step goes on with.
+struct Moved {
+    /// The scan without the points classified moving.
+    cloud: Cloud,
+    /// The stage's report, first in the map's report.
+    report: StageReport,
+    /// Points of the raw scan.
+    points_in: usize,
 }
 
 /// Prepares the raw cloud at 0.1 m into `out/demo.amap` (and `out/map.png`): the step's line, the map's path
 /// and the map as a cloud.
-fn prepare_step(out: &Path, raw: Cloud, quiet: bool) -> anyhow::Result<(Step, PathBuf, Cloud)> {
+fn prepare_step(out: &Path, moved: Moved, quiet: bool) -> anyhow::Result<(Step, PathBuf, Cloud)> {
     let t = Instant::now();
     let mut recipe = Recipe {
         resolution_m: 0.1,
         ..Recipe::default()
     };
-    // As `aerie prepare --remove-moving` does: the moving stage first, before outlier removal.
-    recipe.stages.insert(0, Stage::Moving);
     let progress = TerminalProgress::new(quiet);
-    let points_in = raw.len();
-    let prepared = prepare(vec![(raw, None)], &recipe, &progress)?;
+    let Moved {
+        cloud,
+        report,
+        points_in,
+    } = moved;
+    let mut prepared = prepare(vec![(cloud, None)], &recipe, &progress)?;
     progress.finish();
+    // The recipe the map was made with, as `aerie prepare --remove-moving` writes it: filters.moving first (run by
+    // the moving step, whose report leads), then the default stages.
+    recipe.stages.insert(0, Stage::Moving);
+    prepared
+        .warnings
+        .splice(0..0, report.warnings.iter().cloned());
+    let seconds = t.elapsed().as_secs_f64() + report.seconds;
+    prepared.reports.insert(0, report);
     let amap_path = out.join("demo.amap");
     let summary = aerie_pipeline::report::PrepareSummary {
         recipe: &recipe,
         reports: &prepared.reports,
         warnings: &prepared.warnings,
         points_in,
-        seconds: t.elapsed().as_secs_f64(),
+        seconds,
     };
     write_map(&prepared.map, &summary, &amap_path)?;
     let map_cloud = prepared.map.to_cloud()?;
