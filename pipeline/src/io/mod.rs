@@ -35,7 +35,7 @@
 
 pub mod atomic;
 pub mod e57;
-mod fields;
+pub(crate) mod fields;
 pub mod kitti;
 pub mod las;
 pub mod pcd;

@@ -71,7 +71,8 @@ struct Header {
     data_start: usize,
 }
 
-fn kind_of(t: &str) -> Option<ScalarKind> {
+/// The scalar type a PLY header names (`uchar`, `float32`), also for the mesh reader (`mesh::io`).
+pub(crate) fn kind_of(t: &str) -> Option<ScalarKind> {
     Some(match t {
         "char" | "int8" => ScalarKind::I8,
         "uchar" | "uint8" => ScalarKind::U8,

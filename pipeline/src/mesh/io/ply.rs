@@ -6,7 +6,9 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use super::{Mesh, assemble, parse_origin, shifted};
-use crate::{Error, Result};
+use crate::io::fields::read_scalar;
+use crate::io::ply::kind_of;
+use crate::{Error, Result, ScalarKind};
 
 /// Writes the binary PLY of `mesh`, coordinates relative to `offset`.
 pub(super) fn write(mesh: &Mesh, offset: [f64; 3], w: &mut impl Write) -> std::io::Result<()> {
@@ -65,8 +67,8 @@ pub(super) fn has_faces(path: &Path) -> bool {
 #[derive(Clone, Debug)]
 struct Property {
     name: String,
-    ty: Scalar,
-    list: Option<Scalar>,
+    ty: ScalarKind,
+    list: Option<ScalarKind>,
 }
 
 /// An element of the header: name, row count, properties.
@@ -75,35 +77,6 @@ struct Element {
     name: String,
     count: usize,
     properties: Vec<Property>,
-}
-
-/// A PLY scalar type.
-#[derive(Clone, Copy, Debug)]
-enum Scalar {
-    I8,
-    U8,
-    I16,
-    U16,
-    I32,
-    U32,
-    F32,
-    F64,
-}
-
-impl Scalar {
-    fn parse(s: &str) -> Option<Scalar> {
-        Some(match s {
-            "char" | "int8" => Scalar::I8,
-            "uchar" | "uint8" => Scalar::U8,
-            "short" | "int16" => Scalar::I16,
-            "ushort" | "uint16" => Scalar::U16,
-            "int" | "int32" => Scalar::I32,
-            "uint" | "uint32" => Scalar::U32,
-            "float" | "float32" => Scalar::F32,
-            "double" | "float64" => Scalar::F64,
-            _ => return None,
-        })
-    }
 }
 
 /// The header: whether the body is ASCII, the elements, the origin comment, and where the body starts.
@@ -163,7 +136,7 @@ fn header(path: &Path, data: &[u8]) -> Result<Header> {
                     .elements
                     .last_mut()
                     .ok_or_else(|| bad(&place, "property before any element"))?;
-                let (Some(c), Some(t)) = (Scalar::parse(count), Scalar::parse(ty)) else {
+                let (Some(c), Some(t)) = (kind_of(count), kind_of(ty)) else {
                     return Err(bad(&place, "unknown list types"));
                 };
                 e.properties.push(Property {
@@ -177,7 +150,7 @@ fn header(path: &Path, data: &[u8]) -> Result<Header> {
                     .elements
                     .last_mut()
                     .ok_or_else(|| bad(&place, "property before any element"))?;
-                let t = Scalar::parse(ty).ok_or_else(|| bad(&place, "unknown property type"))?;
+                let t = kind_of(ty).ok_or_else(|| bad(&place, "unknown property type"))?;
                 e.properties.push(Property {
                     name: (*name).to_string(),
                     ty: t,
@@ -202,30 +175,13 @@ enum Body<'a> {
 }
 
 impl Body<'_> {
-    fn value(&mut self, ty: Scalar) -> Option<f64> {
+    fn value(&mut self, ty: ScalarKind) -> Option<f64> {
         match self {
             Body::Ascii(words) => words.next()?.parse().ok(),
             Body::Binary(data, at) => {
-                let size = match ty {
-                    Scalar::I8 | Scalar::U8 => 1,
-                    Scalar::I16 | Scalar::U16 => 2,
-                    Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
-                    Scalar::F64 => 8,
-                };
-                let b = data.get(*at..*at + size)?;
-                *at += size;
-                let mut a = [0u8; 8];
-                a[..size].copy_from_slice(b);
-                Some(match ty {
-                    Scalar::I8 => f64::from(b[0] as i8),
-                    Scalar::U8 => f64::from(b[0]),
-                    Scalar::I16 => f64::from(i16::from_le_bytes([a[0], a[1]])),
-                    Scalar::U16 => f64::from(u16::from_le_bytes([a[0], a[1]])),
-                    Scalar::I32 => f64::from(i32::from_le_bytes([a[0], a[1], a[2], a[3]])),
-                    Scalar::U32 => f64::from(u32::from_le_bytes([a[0], a[1], a[2], a[3]])),
-                    Scalar::F32 => f64::from(f32::from_le_bytes([a[0], a[1], a[2], a[3]])),
-                    Scalar::F64 => f64::from_le_bytes(a),
-                })
+                let v = read_scalar(data.get(*at..)?, ty, false)?;
+                *at += ty.size();
+                Some(v)
             }
         }
     }
